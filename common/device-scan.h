@@ -1,0 +1,48 @@
+/* Finding, probing and opening the block devices and image files mfs uses. */
+#ifndef MFS_COMMON_DEVICE_SCAN_H
+#define MFS_COMMON_DEVICE_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernel-shared/kerncompat.h"
+
+/*
+ * 1 if libblkid finds a filesystem, RAID member or partition table other than
+ * mfs on @path; @type gets its name ("ext4", "gpt"), @label its label or "",
+ * *@is_ptable whether it is a partition table. 0 if none, -errno on error.
+ */
+int mfs_probe_foreign_signature(const char *path, char *type, size_t typelen,
+				char *label, size_t labellen, bool *is_ptable);
+
+/*
+ * 1 if @path is mounted (a block device by its device number or as the
+ * source; an image file as the source or through a mounted loop device),
+ * with the mount point in @mnt; 0 if not; -errno on error.
+ */
+int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen);
+
+/*
+ * Open @path so nobody else can hold it: O_EXCL for a block device, an
+ * exclusive flock for a file. Returns the fd, -EBUSY if held, or -errno.
+ */
+int mfs_open_exclusive(const char *path, int flags);
+
+/*
+ * All block devices (disks, partitions, loop; not ram/zram nor empty ones)
+ * from udev, or from /proc/partitions when udev lists none. Returns 0 or
+ * -errno; free the list with mfs_free_paths().
+ */
+int mfs_scan_block_devices(char ***paths, int *count);
+void mfs_free_paths(char **paths, int count);
+
+bool mfs_is_block_device(const char *path);
+/* Size in bytes of an open block device or file. */
+int mfs_device_size(int fd, u64 *size);
+/*
+ * Discard a byte range: BLKDISCARD on a block device, hole punching in a
+ * file. -EOPNOTSUPP when the device cannot, which callers may ignore.
+ */
+int mfs_discard_range(int fd, u64 start, u64 len);
+
+#endif

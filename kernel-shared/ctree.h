@@ -1,0 +1,338 @@
+/*
+ * In-memory state of an open filesystem: devices, chunk maps, block groups,
+ * tree roots, the buffer cache and the running transaction.
+ */
+#ifndef MFS_CTREE_H
+#define MFS_CTREE_H
+
+#include <pthread.h>
+#include "kerncompat.h"
+#include "format.h"
+#include "io.h"
+
+struct mfs_fs_info;
+
+/* ---- devices ---- */
+struct mfs_dev_extent_rec {
+	u64 physical;
+	u64 length;
+	u64 chunk_offset;
+};
+
+struct mfs_device {
+	u64 devid;
+	u8 uuid[MFS_UUID_SIZE];
+	u64 total_bytes;	/* size the fs uses on it */
+	u64 bytes_used;		/* allocated to dev extents */
+	u64 flags;		/* MFS_DEV_STATE_* */
+	u64 generation;		/* generation of the superblock read from it */
+	char *path;		/* NULL when missing */
+	struct mfs_io_dev *io;	/* NULL when missing */
+	bool missing;
+	bool dirty;		/* device item must be rewritten at commit */
+	/* dev extents, sorted by physical */
+	struct mfs_dev_extent_rec *extents;
+	int nr_extents, max_extents;
+};
+
+/* ---- chunk maps ---- */
+struct mfs_map_stripe {
+	u64 devid;
+	u64 physical;
+	u8 dev_uuid[MFS_UUID_SIZE];
+	struct mfs_device *dev;	/* NULL when the device is missing */
+};
+
+struct mfs_chunk_map {
+	u64 logical;
+	u64 length;
+	u64 type;		/* MFS_BLOCK_GROUP_* */
+	u64 stripe_len;
+	int num_stripes;
+	int sub_stripes;
+	struct mfs_map_stripe stripes[];
+};
+
+/* One piece of a logical range as it lies on the devices. */
+#define MFS_MAX_COPIES 4
+struct mfs_io_map {
+	u64 length;		/* bytes covered, up to the next stripe boundary */
+	int ncopies;		/* mirrors holding these bytes */
+	int stripe[MFS_MAX_COPIES];	/* stripe index of each copy */
+	u64 physical[MFS_MAX_COPIES];
+	/* raid5/6 only */
+	u64 row;		/* full-stripe row inside the chunk */
+	int data_index;		/* data stripe of the row (0..ndata-1) */
+	int p_stripe;		/* stripe index holding P, -1 if none */
+	int q_stripe;		/* stripe index holding Q, -1 if none */
+};
+
+/* ---- block groups and free space ---- */
+struct mfs_free_range {
+	u64 start;
+	u64 len;
+};
+
+struct mfs_block_group {
+	u64 start;
+	u64 length;
+	u64 flags;
+	u64 used;		/* bytes of extents, as committed + this transaction */
+	u64 pinned;		/* freed this transaction, reusable after commit */
+	u64 reserved;		/* allocated, not yet accounted in used */
+	bool dirty;		/* item needs rewriting */
+	bool ro;		/* takes no new allocations (restripe source) */
+	bool new_chunk;		/* chunk/bg items still to be inserted */
+	struct mfs_chunk_map *map;
+	/* free space, sorted ranges */
+	struct mfs_free_range *free;
+	int nr_free, max_free;
+	/* raid5/6 rows: live bytes per row and whether the row reached disk */
+	u64 row_len;
+	u64 nr_rows;
+	u32 *row_used;
+	u8 *row_sealed;
+};
+
+/* ---- tree blocks ---- */
+struct extent_buffer {
+	u64 start;
+	u32 len;
+	int refs;
+	bool dirty;
+	struct extent_buffer *hash_next;
+	struct extent_buffer *lru_prev, *lru_next;
+	struct extent_buffer *dirty_next;
+	u8 data[];
+};
+
+struct mfs_path {
+	struct extent_buffer *nodes[MFS_MAX_LEVEL];
+	int slots[MFS_MAX_LEVEL];
+	bool search_for_insert;	/* internal */
+};
+
+struct mfs_root {
+	u64 objectid;
+	struct extent_buffer *node;
+	struct mfs_root_item item;
+	bool dirty;		/* root item must be rewritten at commit */
+	struct mfs_fs_info *fs_info;
+};
+
+/* ---- delayed extent references ---- */
+struct mfs_delayed_ref {
+	u64 bytenr;
+	u64 num_bytes;
+	int action;		/* +1 add, -1 drop */
+	u64 flags;		/* MFS_EXTENT_FLAG_* */
+	u64 owner_root;
+	u64 owner_objectid;
+	u64 owner_offset;
+};
+
+struct mfs_pinned {
+	u64 start;
+	u64 len;
+};
+
+struct mfs_transaction {
+	u64 transid;
+	struct mfs_delayed_ref *refs;
+	int nr_refs, max_refs;
+	struct mfs_pinned *pinned;
+	int nr_pinned, max_pinned;
+	struct extent_buffer *dirty_list;
+	int nr_dirty;
+};
+
+struct mfs_trans_handle {
+	struct mfs_fs_info *fs_info;
+	u64 transid;
+};
+
+/* ---- the filesystem ---- */
+#define MFS_OPEN_WRITABLE	(1U << 0)
+#define MFS_OPEN_DEGRADED	(1U << 1)
+#define MFS_OPEN_NO_EXCL	(1U << 2)	/* do not take the device locks */
+#define MFS_OPEN_PARTIAL	(1U << 3)	/* check/dump: tolerate broken trees */
+
+struct mfs_fs_info {
+	struct mfs_super_block super;	/* the copy we commit from */
+	u8 fsid[MFS_FSID_SIZE];
+	u32 nodesize;
+	u32 sectorsize;
+	int csum_type;
+	int csum_size;
+	unsigned int open_flags;
+	u64 generation;			/* last committed */
+
+	struct mfs_device **devices;	/* sorted by devid */
+	int nr_devices;
+
+	struct mfs_chunk_map **chunks;	/* sorted by logical */
+	int nr_chunks, max_chunks;
+
+	struct mfs_block_group **bgs;	/* sorted by start, one per chunk */
+	int nr_bgs, max_bgs;
+
+	struct mfs_root *tree_root;
+	struct mfs_root *chunk_root;
+	struct mfs_root *extent_root;
+	struct mfs_root *dev_root;
+	struct mfs_root *fs_root;
+	struct mfs_root *csum_root;
+
+	/* buffer cache */
+	struct extent_buffer **eb_hash;
+	u32 eb_hash_size;
+	u64 eb_cached;
+	u64 eb_cache_limit;
+	struct extent_buffer *lru_head, *lru_tail;
+
+	struct mfs_transaction *running;
+	pthread_mutex_t lock;		/* one big lock for tree and alloc state */
+
+	/* allocation policy */
+	u64 data_profile;		/* profile new data chunks get */
+	u64 metadata_profile;
+	u64 system_profile;
+	u64 incompat_flags;
+
+	/* set when a commit fails: nothing more is written */
+	int fatal_error;
+
+	/* raid5/6 open rows waiting for their parity write */
+	struct mfs_open_row *open_rows;
+};
+
+/* ---- node accessors (ctree.c) ---- */
+static inline struct mfs_header *eb_header(struct extent_buffer *eb)
+{
+	return (struct mfs_header *)eb->data;
+}
+
+static inline u32 eb_nritems(struct extent_buffer *eb)
+{
+	return le32_to_cpu(eb_header(eb)->nritems);
+}
+
+static inline int eb_level(struct extent_buffer *eb)
+{
+	return eb_header(eb)->level;
+}
+
+static inline u64 eb_generation(struct extent_buffer *eb)
+{
+	return le64_to_cpu(eb_header(eb)->generation);
+}
+
+static inline u64 eb_owner(struct extent_buffer *eb)
+{
+	return le64_to_cpu(eb_header(eb)->owner);
+}
+
+static inline struct mfs_item *leaf_item(struct extent_buffer *eb, int slot)
+{
+	return (struct mfs_item *)(eb->data + sizeof(struct mfs_header)) + slot;
+}
+
+static inline struct mfs_key_ptr *node_ptr(struct extent_buffer *eb, int slot)
+{
+	return (struct mfs_key_ptr *)(eb->data + sizeof(struct mfs_header)) + slot;
+}
+
+static inline u32 leaf_data_size(const struct mfs_fs_info *fs)
+{
+	return fs->nodesize - sizeof(struct mfs_header);
+}
+
+static inline u32 node_max_ptrs(const struct mfs_fs_info *fs)
+{
+	return leaf_data_size(fs) / sizeof(struct mfs_key_ptr);
+}
+
+static inline void *leaf_item_data(struct extent_buffer *eb, int slot)
+{
+	return eb->data + sizeof(struct mfs_header) +
+	       le32_to_cpu(leaf_item(eb, slot)->offset);
+}
+
+static inline u32 leaf_item_size(struct extent_buffer *eb, int slot)
+{
+	return le32_to_cpu(leaf_item(eb, slot)->size);
+}
+
+static inline void leaf_item_key(struct extent_buffer *eb, int slot, struct mfs_key *k)
+{
+	mfs_disk_key_to_cpu(k, &leaf_item(eb, slot)->key);
+}
+
+static inline void node_key(struct extent_buffer *eb, int slot, struct mfs_key *k)
+{
+	mfs_disk_key_to_cpu(k, &node_ptr(eb, slot)->key);
+}
+
+static inline u64 node_blockptr(struct extent_buffer *eb, int slot)
+{
+	return le64_to_cpu(node_ptr(eb, slot)->blockptr);
+}
+
+static inline void eb_item_key(struct extent_buffer *eb, int slot, struct mfs_key *k)
+{
+	if (eb_level(eb) == 0)
+		leaf_item_key(eb, slot, k);
+	else
+		node_key(eb, slot, k);
+}
+
+/* ---- B-tree (ctree.c) ---- */
+void mfs_init_path(struct mfs_path *path);
+void mfs_release_path(struct mfs_path *path);
+/*
+ * Find key in root. Returns 0 if found (path at it), 1 if not (path at the
+ * slot where it would be inserted), -errno on error. With a trans handle and
+ * cow set, every node on the path is made writable; ins_len > 0 makes room
+ * for an item of that many data bytes, ins_len < 0 prepares for deletion.
+ */
+int mfs_search_slot(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    const struct mfs_key *key, struct mfs_path *path,
+		    int ins_len, int cow);
+int mfs_insert_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    const struct mfs_key *key, const void *data, u32 size);
+/* Insert an empty item of size bytes; path points at it on return. */
+int mfs_insert_empty_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+			  struct mfs_path *path, const struct mfs_key *key, u32 size);
+int mfs_del_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		 struct mfs_path *path);
+int mfs_truncate_item(struct mfs_trans_handle *trans, struct mfs_path *path, u32 new_size);
+int mfs_extend_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    struct mfs_path *path, u32 extra);
+/* Step to the next/previous leaf item; 1 at the end of the tree. */
+int mfs_next_item(struct mfs_root *root, struct mfs_path *path);
+int mfs_prev_item(struct mfs_root *root, struct mfs_path *path);
+/* First item with key >= *key; 1 when there is none. */
+int mfs_search_forward(struct mfs_root *root, const struct mfs_key *key,
+		       struct mfs_path *path);
+/* Mark the leaf at path dirty after changing an item in place. */
+void mfs_mark_buffer_dirty(struct mfs_trans_handle *trans, struct extent_buffer *eb);
+/* A fresh empty root node for a new tree. */
+int mfs_create_tree(struct mfs_trans_handle *trans, u64 objectid, struct mfs_root **out);
+/* Set the key of the item at path (must keep the order). */
+void mfs_set_item_key_safe(struct mfs_trans_handle *trans, struct mfs_path *path,
+			   const struct mfs_key *key);
+
+/* ---- buffers (disk-io.c) ---- */
+int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
+			u64 owner, struct extent_buffer **out);
+struct extent_buffer *mfs_alloc_eb(struct mfs_fs_info *fs, u64 bytenr);
+void mfs_free_eb(struct mfs_fs_info *fs, struct extent_buffer *eb);
+struct extent_buffer *mfs_eb_get(struct extent_buffer *eb);
+void mfs_eb_put(struct mfs_fs_info *fs, struct extent_buffer *eb);
+void mfs_eb_forget(struct mfs_fs_info *fs, u64 bytenr);
+/* Verify a tree block image: checksum, bytenr, fsid, level, nritems. */
+int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
+			  int level, u64 owner);
+void mfs_csum_tree_block(struct mfs_fs_info *fs, u8 *buf);
+
+#endif

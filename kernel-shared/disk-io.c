@@ -1,0 +1,880 @@
+/*
+ * Superblocks, the tree-block cache with verification of every block read,
+ * and opening/closing a filesystem from its member devices.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ctree.h"
+#include "disk-io.h"
+#include "volumes.h"
+#include "alloc.h"
+#include "csum.h"
+#include "profiles.h"
+#include "transaction.h"
+
+/* ---------------- superblocks ---------------- */
+
+void mfs_csum_super(struct mfs_super_block *sb)
+{
+	u8 out[MFS_CSUM_SIZE];
+
+	mfs_csum_compute(le16_to_cpu(sb->csum_type), (u8 *)sb + MFS_CSUM_FIELD_SIZE,
+			 MFS_SUPER_INFO_SIZE - MFS_CSUM_FIELD_SIZE, out);
+	memcpy(sb->csum, out, MFS_CSUM_FIELD_SIZE);
+}
+
+static bool is_pow2(u64 x)
+{
+	return x && !(x & (x - 1));
+}
+
+int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr)
+{
+	u8 out[MFS_CSUM_SIZE];
+	int csum_type = le16_to_cpu(sb->csum_type);
+	u32 nodesize = le32_to_cpu(sb->nodesize);
+	u32 sectorsize = le32_to_cpu(sb->sectorsize);
+
+	if (le64_to_cpu(sb->magic) != MFS_MAGIC)
+		return -ENOENT;
+	if (mfs_csum_size(csum_type) < 0)
+		return -EUCLEAN;
+	mfs_csum_compute(csum_type, (const u8 *)sb + MFS_CSUM_FIELD_SIZE,
+			 MFS_SUPER_INFO_SIZE - MFS_CSUM_FIELD_SIZE, out);
+	if (memcmp(out, sb->csum, MFS_CSUM_FIELD_SIZE))
+		return -EUCLEAN;
+	if (le64_to_cpu(sb->bytenr) != bytenr)
+		return -EUCLEAN;
+	if (le32_to_cpu(sb->format_version) != MFS_FORMAT_VERSION)
+		return -EUCLEAN;
+	if (sectorsize != 4096 || !is_pow2(nodesize) || nodesize < sectorsize ||
+	    nodesize > SZ_64K)
+		return -EUCLEAN;
+	if (le32_to_cpu(sb->stripesize) != MFS_STRIPE_LEN)
+		return -EUCLEAN;
+	if (le32_to_cpu(sb->sys_chunk_array_size) > MFS_SYSTEM_CHUNK_ARRAY_SIZE)
+		return -EUCLEAN;
+	if (sb->root_level >= MFS_MAX_LEVEL || sb->chunk_root_level >= MFS_MAX_LEVEL)
+		return -EUCLEAN;
+	if (le64_to_cpu(sb->root) % sectorsize || le64_to_cpu(sb->chunk_root) % sectorsize)
+		return -EUCLEAN;
+	if (le64_to_cpu(sb->num_devices) < 1 || le64_to_cpu(sb->generation) < 1)
+		return -EUCLEAN;
+	if (le64_to_cpu(sb->incompat_flags) & ~MFS_FEATURE_INCOMPAT_SUPP)
+		return -EOPNOTSUPP;
+	if (memcmp(sb->fsid, sb->dev_item.fsid, MFS_FSID_SIZE))
+		return -EUCLEAN;
+	if (memchr(sb->label, 0, MFS_LABEL_SIZE) == NULL)
+		return -EUCLEAN;
+	return 0;
+}
+
+int mfs_read_super_copy(struct mfs_io_dev *io, int mirror, struct mfs_super_block *sb)
+{
+	u64 off = mfs_sb_offset(mirror);
+	int ret;
+
+	if (off + MFS_SUPER_INFO_SIZE > io->size)
+		return -ENOENT;
+	ret = mfs_io_read(io, sb, sizeof(*sb), off);
+	if (ret)
+		return ret;
+	return mfs_check_super(sb, off);
+}
+
+int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirror)
+{
+	struct mfs_super_block tmp;
+	int i, best = -1, seen_mfs = 0, ret;
+	u64 best_gen = 0;
+
+	for (i = 0; i < MFS_SUPER_MIRROR_MAX; i++) {
+		ret = mfs_read_super_copy(io, i, &tmp);
+		if (ret == -ENOENT)
+			continue;
+		seen_mfs = 1;
+		if (ret)
+			continue;
+		if (best < 0 || le64_to_cpu(tmp.generation) > best_gen) {
+			best = i;
+			best_gen = le64_to_cpu(tmp.generation);
+			memcpy(sb, &tmp, sizeof(tmp));
+		}
+	}
+	if (best < 0)
+		return seen_mfs ? -EUCLEAN : -ENOENT;
+	if (mirror)
+		*mirror = best;
+	return 0;
+}
+
+static void fill_dev_item(struct mfs_fs_info *fs, struct mfs_device *dev,
+			  struct mfs_dev_item *di)
+{
+	memset(di, 0, sizeof(*di));
+	di->devid = cpu_to_le64(dev->devid);
+	di->total_bytes = cpu_to_le64(dev->total_bytes);
+	di->bytes_used = cpu_to_le64(dev->bytes_used);
+	di->generation = cpu_to_le64(fs->generation);
+	di->flags = cpu_to_le64(dev->flags);
+	di->sector_size = cpu_to_le32(fs->sectorsize);
+	memcpy(di->uuid, dev->uuid, MFS_UUID_SIZE);
+	memcpy(di->fsid, fs->fsid, MFS_FSID_SIZE);
+}
+
+int mfs_write_all_supers(struct mfs_fs_info *fs)
+{
+	struct mfs_super_block sb;
+	int i, m, ret, written = 0, first_err = 0;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		if (dev->missing || !dev->io)
+			continue;
+		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
+			u64 off = mfs_sb_offset(m);
+
+			if (off + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+				break;
+			memcpy(&sb, &fs->super, sizeof(sb));
+			fill_dev_item(fs, dev, &sb.dev_item);
+			sb.bytenr = cpu_to_le64(off);
+			mfs_csum_super(&sb);
+			ret = mfs_io_write(dev->io, &sb, sizeof(sb), off);
+			if (ret) {
+				if (!first_err)
+					first_err = ret;
+				break;
+			}
+			if (m == 0)
+				written++;
+		}
+	}
+	/* The commit stands if at least one device holds the new superblock. */
+	return written ? 0 : (first_err ? first_err : -EIO);
+}
+
+/* ---------------- tree block cache ---------------- */
+
+static u32 eb_hash(struct mfs_fs_info *fs, u64 bytenr)
+{
+	return (u32)((bytenr / fs->nodesize) * 2654435761u) & (fs->eb_hash_size - 1);
+}
+
+static void lru_unlink(struct mfs_fs_info *fs, struct extent_buffer *eb)
+{
+	if (eb->lru_prev)
+		eb->lru_prev->lru_next = eb->lru_next;
+	else if (fs->lru_head == eb)
+		fs->lru_head = eb->lru_next;
+	if (eb->lru_next)
+		eb->lru_next->lru_prev = eb->lru_prev;
+	else if (fs->lru_tail == eb)
+		fs->lru_tail = eb->lru_prev;
+	eb->lru_prev = eb->lru_next = NULL;
+}
+
+static void lru_push_front(struct mfs_fs_info *fs, struct extent_buffer *eb)
+{
+	eb->lru_next = fs->lru_head;
+	eb->lru_prev = NULL;
+	if (fs->lru_head)
+		fs->lru_head->lru_prev = eb;
+	fs->lru_head = eb;
+	if (!fs->lru_tail)
+		fs->lru_tail = eb;
+}
+
+static struct extent_buffer *cache_lookup(struct mfs_fs_info *fs, u64 bytenr)
+{
+	struct extent_buffer *eb;
+
+	for (eb = fs->eb_hash[eb_hash(fs, bytenr)]; eb; eb = eb->hash_next)
+		if (eb->start == bytenr)
+			return eb;
+	return NULL;
+}
+
+static void cache_remove(struct mfs_fs_info *fs, struct extent_buffer *eb)
+{
+	struct extent_buffer **pp = &fs->eb_hash[eb_hash(fs, eb->start)];
+
+	for (; *pp; pp = &(*pp)->hash_next) {
+		if (*pp == eb) {
+			*pp = eb->hash_next;
+			break;
+		}
+	}
+	lru_unlink(fs, eb);
+	fs->eb_cached--;
+}
+
+/* Drop clean, unreferenced buffers from the cold end while over the limit. */
+static void cache_shrink(struct mfs_fs_info *fs)
+{
+	struct extent_buffer *eb = fs->lru_tail;
+
+	while (eb && fs->eb_cached * fs->nodesize > fs->eb_cache_limit) {
+		struct extent_buffer *prev = eb->lru_prev;
+
+		if (eb->refs == 1 && !eb->dirty) {
+			cache_remove(fs, eb);
+			free(eb);
+		}
+		eb = prev;
+	}
+}
+
+struct extent_buffer *mfs_eb_get(struct extent_buffer *eb)
+{
+	eb->refs++;
+	return eb;
+}
+
+void mfs_eb_put(struct mfs_fs_info *fs, struct extent_buffer *eb)
+{
+	(void)fs;
+	if (!eb)
+		return;
+	if (--eb->refs == 0)
+		free(eb);
+}
+
+/* A new buffer for bytenr, in the cache, with one reference for the caller. */
+struct extent_buffer *mfs_alloc_eb(struct mfs_fs_info *fs, u64 bytenr)
+{
+	struct extent_buffer *eb = cache_lookup(fs, bytenr);
+	u32 h;
+
+	if (eb) {
+		/* a stale clean copy of a block that was freed and reused */
+		cache_remove(fs, eb);
+		mfs_eb_put(fs, eb);
+	}
+	eb = calloc(1, sizeof(*eb) + fs->nodesize);
+	if (!eb)
+		return NULL;
+	eb->start = bytenr;
+	eb->len = fs->nodesize;
+	eb->refs = 2;	/* the cache's and the caller's */
+	h = eb_hash(fs, bytenr);
+	eb->hash_next = fs->eb_hash[h];
+	fs->eb_hash[h] = eb;
+	lru_push_front(fs, eb);
+	fs->eb_cached++;
+	cache_shrink(fs);
+	return eb;
+}
+
+void mfs_eb_forget(struct mfs_fs_info *fs, u64 bytenr)
+{
+	struct extent_buffer *eb = cache_lookup(fs, bytenr);
+
+	if (eb) {
+		cache_remove(fs, eb);
+		mfs_eb_put(fs, eb);
+	}
+}
+
+static void cache_free_all(struct mfs_fs_info *fs)
+{
+	u32 i;
+
+	if (!fs->eb_hash)
+		return;
+	for (i = 0; i < fs->eb_hash_size; i++) {
+		struct extent_buffer *eb = fs->eb_hash[i];
+
+		while (eb) {
+			struct extent_buffer *next = eb->hash_next;
+
+			mfs_eb_put(fs, eb);
+			eb = next;
+		}
+		fs->eb_hash[i] = NULL;
+	}
+	fs->lru_head = fs->lru_tail = NULL;
+	fs->eb_cached = 0;
+}
+
+void mfs_csum_tree_block(struct mfs_fs_info *fs, u8 *buf)
+{
+	u8 out[MFS_CSUM_SIZE];
+
+	mfs_csum_compute(fs->csum_type, buf + MFS_CSUM_FIELD_SIZE,
+			 fs->nodesize - MFS_CSUM_FIELD_SIZE, out);
+	memcpy(buf, out, MFS_CSUM_FIELD_SIZE);
+}
+
+/* Every tree block read is checked before anything trusts it. */
+int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
+			  int level, u64 owner)
+{
+	const struct mfs_header *h = (const struct mfs_header *)buf;
+	u8 out[MFS_CSUM_SIZE];
+	u32 nritems = le32_to_cpu(h->nritems), i;
+	u32 data_size = fs->nodesize - sizeof(struct mfs_header);
+	struct mfs_key prev, cur;
+
+	mfs_csum_compute(fs->csum_type, buf + MFS_CSUM_FIELD_SIZE,
+			 fs->nodesize - MFS_CSUM_FIELD_SIZE, out);
+	if (memcmp(out, h->csum, fs->csum_size))
+		return -EUCLEAN;
+	if (le64_to_cpu(h->bytenr) != bytenr || memcmp(h->fsid, fs->fsid, MFS_FSID_SIZE))
+		return -EUCLEAN;
+	if (h->level >= MFS_MAX_LEVEL || (level >= 0 && h->level != level))
+		return -EUCLEAN;
+	if (owner && le64_to_cpu(h->owner) != owner)
+		return -EUCLEAN;
+	if (le64_to_cpu(h->generation) > fs->generation + 1)
+		return -EUCLEAN;
+	if (h->level > 0) {
+		if (nritems == 0 || nritems > data_size / sizeof(struct mfs_key_ptr))
+			return -EUCLEAN;
+		for (i = 0; i < nritems; i++) {
+			const struct mfs_key_ptr *p = (const struct mfs_key_ptr *)
+				(buf + sizeof(*h)) + i;
+
+			mfs_disk_key_to_cpu(&cur, &p->key);
+			if (i && mfs_comp_keys(&prev, &cur) >= 0)
+				return -EUCLEAN;
+			if (le64_to_cpu(p->blockptr) % fs->nodesize)
+				return -EUCLEAN;
+			prev = cur;
+		}
+		return 0;
+	}
+	if (nritems > data_size / sizeof(struct mfs_item))
+		return -EUCLEAN;
+	{
+		/* item data is packed downwards from the block end, in order */
+		u32 data_end = data_size;
+
+		for (i = 0; i < nritems; i++) {
+			const struct mfs_item *it = (const struct mfs_item *)(buf + sizeof(*h)) + i;
+			u32 off = le32_to_cpu(it->offset), size = le32_to_cpu(it->size);
+
+			mfs_disk_key_to_cpu(&cur, &it->key);
+			if (i && mfs_comp_keys(&prev, &cur) >= 0)
+				return -EUCLEAN;
+			if (off + size != data_end || off > data_size || size > data_size)
+				return -EUCLEAN;
+			if (off < (i + 1) * sizeof(struct mfs_item))
+				return -EUCLEAN;
+			data_end = off;
+			prev = cur;
+		}
+		if (nritems && data_end < nritems * sizeof(struct mfs_item))
+			return -EUCLEAN;
+	}
+	return 0;
+}
+
+int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
+			u64 owner, struct extent_buffer **out)
+{
+	struct mfs_chunk_map *map;
+	struct extent_buffer *eb = cache_lookup(fs, bytenr);
+	int copies, m, ret = -EIO, good = 0;
+	u8 *buf;
+
+	if (eb) {
+		if ((level >= 0 && eb_level(eb) != level) ||
+		    (owner && eb_owner(eb) != owner))
+			return -EUCLEAN;
+		lru_unlink(fs, eb);
+		lru_push_front(fs, eb);
+		*out = mfs_eb_get(eb);
+		return 0;
+	}
+	if (bytenr % fs->nodesize)
+		return -EUCLEAN;
+	map = mfs_find_chunk(fs, bytenr);
+	if (!map || bytenr + fs->nodesize > map->logical + map->length)
+		return -EUCLEAN;
+	buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	copies = mfs_num_copies(map);
+	for (m = 1; m <= copies; m++) {
+		int err = mfs_read_logical(fs, bytenr, buf, fs->nodesize, m);
+
+		if (!err)
+			err = mfs_verify_tree_block(fs, buf, bytenr, level, owner);
+		if (!err) {
+			good = m;
+			break;
+		}
+		/* remember the worst: corruption beats a plain I/O error */
+		if (ret != -EUCLEAN)
+			ret = err;
+	}
+	if (!good) {
+		free(buf);
+		return ret;
+	}
+	eb = mfs_alloc_eb(fs, bytenr);
+	if (!eb) {
+		free(buf);
+		return -ENOMEM;
+	}
+	memcpy(eb->data, buf, fs->nodesize);
+	free(buf);
+	*out = eb;
+	return 0;
+}
+
+/* ---------------- roots ---------------- */
+
+static struct mfs_root *alloc_root(struct mfs_fs_info *fs, u64 objectid)
+{
+	struct mfs_root *root = calloc(1, sizeof(*root));
+
+	if (root) {
+		root->objectid = objectid;
+		root->fs_info = fs;
+	}
+	return root;
+}
+
+void mfs_free_root(struct mfs_fs_info *fs, struct mfs_root *root)
+{
+	if (!root)
+		return;
+	mfs_eb_put(fs, root->node);
+	free(root);
+}
+
+static int read_root_node(struct mfs_fs_info *fs, struct mfs_root *root,
+			  u64 bytenr, int level)
+{
+	return mfs_read_tree_block(fs, bytenr, level, root->objectid, &root->node);
+}
+
+int mfs_read_root(struct mfs_fs_info *fs, u64 objectid, struct mfs_root **out)
+{
+	struct mfs_key key = { objectid, MFS_ROOT_ITEM_KEY, 0 };
+	struct mfs_path path;
+	struct mfs_root *root;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->tree_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret)
+		goto out;
+	if (leaf_item_size(path.nodes[0], path.slots[0]) != sizeof(struct mfs_root_item)) {
+		ret = -EUCLEAN;
+		goto out;
+	}
+	root = alloc_root(fs, objectid);
+	if (!root) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memcpy(&root->item, leaf_item_data(path.nodes[0], path.slots[0]), sizeof(root->item));
+	ret = read_root_node(fs, root, le64_to_cpu(root->item.bytenr), root->item.level);
+	if (ret) {
+		free(root);
+		goto out;
+	}
+	*out = root;
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+/* ---------------- open / close ---------------- */
+
+struct mfs_fs_info *mfs_alloc_fs_info(void)
+{
+	struct mfs_fs_info *fs = calloc(1, sizeof(*fs));
+
+	if (!fs)
+		return NULL;
+	fs->eb_hash_size = 1 << 14;
+	fs->eb_hash = calloc(fs->eb_hash_size, sizeof(*fs->eb_hash));
+	if (!fs->eb_hash) {
+		free(fs);
+		return NULL;
+	}
+	fs->eb_cache_limit = 256 * SZ_1M;
+	pthread_mutex_init(&fs->lock, NULL);
+	return fs;
+}
+
+void mfs_free_fs_info(struct mfs_fs_info *fs)
+{
+	int i;
+
+	if (!fs)
+		return;
+	if (fs->running)
+		mfs_abort_transaction(fs);
+	mfs_drop_open_rows(fs);
+	mfs_free_root(fs, fs->tree_root);
+	mfs_free_root(fs, fs->chunk_root);
+	mfs_free_root(fs, fs->extent_root);
+	mfs_free_root(fs, fs->dev_root);
+	mfs_free_root(fs, fs->fs_root);
+	mfs_free_root(fs, fs->csum_root);
+	cache_free_all(fs);
+	free(fs->eb_hash);
+	mfs_free_block_groups(fs);
+	for (i = 0; i < fs->nr_chunks; i++)
+		free(fs->chunks[i]);
+	free(fs->chunks);
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		mfs_io_close(dev->io);
+		free(dev->path);
+		free(dev->extents);
+		free(dev);
+	}
+	free(fs->devices);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs);
+}
+
+/* Set the in-memory geometry from a validated superblock. */
+static void init_from_super(struct mfs_fs_info *fs)
+{
+	struct mfs_super_block *sb = &fs->super;
+
+	memcpy(fs->fsid, sb->fsid, MFS_FSID_SIZE);
+	fs->nodesize = le32_to_cpu(sb->nodesize);
+	fs->sectorsize = le32_to_cpu(sb->sectorsize);
+	fs->csum_type = le16_to_cpu(sb->csum_type);
+	fs->csum_size = mfs_csum_size(fs->csum_type);
+	fs->generation = le64_to_cpu(sb->generation);
+	fs->incompat_flags = le64_to_cpu(sb->incompat_flags);
+}
+
+/* Open every candidate, keep the members of the chosen filesystem. */
+static int open_member_devices(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+{
+	bool writable = ctl->flags & MFS_OPEN_WRITABLE;
+	bool excl = !(ctl->flags & MFS_OPEN_NO_EXCL);
+	bool have_fsid = ctl->fsid != NULL;
+	u64 best_gen = 0;
+	int i, ret;
+
+	if (have_fsid)
+		memcpy(fs->fsid, ctl->fsid, MFS_FSID_SIZE);
+	for (i = 0; i < ctl->npaths; i++) {
+		struct mfs_super_block sb;
+		struct mfs_io_dev *io;
+		struct mfs_device *dev;
+		u64 devid;
+
+		ret = mfs_io_open(ctl->paths[i], writable, excl, &io);
+		if (ret) {
+			if (i == 0 || ret == -EBUSY) {
+				ctl->failed_path = ctl->paths[i];
+				return ret;
+			}
+			continue;
+		}
+		if (i == 0 && ctl->sb_mirror >= 0)
+			ret = mfs_read_super_copy(io, ctl->sb_mirror, &sb);
+		else
+			ret = mfs_read_super(io, &sb, NULL);
+		if (ret) {
+			mfs_io_close(io);
+			if (i == 0) {
+				ctl->failed_path = ctl->paths[i];
+				return ret;
+			}
+			continue;
+		}
+		if (!have_fsid) {
+			memcpy(fs->fsid, sb.fsid, MFS_FSID_SIZE);
+			have_fsid = true;
+		}
+		devid = le64_to_cpu(sb.dev_item.devid);
+		if (memcmp(sb.fsid, fs->fsid, MFS_FSID_SIZE) || mfs_find_device(fs, devid)) {
+			mfs_io_close(io);
+			continue;
+		}
+		dev = calloc(1, sizeof(*dev));
+		if (!dev || !(dev->path = strdup(ctl->paths[i]))) {
+			free(dev);
+			mfs_io_close(io);
+			return -ENOMEM;
+		}
+		dev->devid = devid;
+		dev->io = io;
+		memcpy(dev->uuid, sb.dev_item.uuid, MFS_UUID_SIZE);
+		dev->total_bytes = le64_to_cpu(sb.dev_item.total_bytes);
+		dev->bytes_used = le64_to_cpu(sb.dev_item.bytes_used);
+		dev->flags = le64_to_cpu(sb.dev_item.flags);
+		dev->generation = le64_to_cpu(sb.generation);
+		ret = mfs_add_device(fs, dev);
+		if (ret) {
+			mfs_io_close(io);
+			free(dev->path);
+			free(dev);
+			return ret;
+		}
+		if (dev->generation > best_gen || (i == 0 && ctl->sb_mirror >= 0)) {
+			best_gen = dev->generation;
+			memcpy(&fs->super, &sb, sizeof(sb));
+			if (i == 0 && ctl->sb_mirror >= 0)
+				best_gen = (u64)-1;
+		}
+	}
+	if (!fs->nr_devices)
+		return -ENOENT;
+	init_from_super(fs);
+	return 0;
+}
+
+static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int slot)
+{
+	struct mfs_dev_item *di = leaf_item_data(leaf, slot);
+	struct mfs_device *dev;
+	u64 devid;
+
+	if (leaf_item_size(leaf, slot) != sizeof(*di))
+		return -EUCLEAN;
+	devid = le64_to_cpu(di->devid);
+	dev = mfs_find_device(fs, devid);
+	if (dev && memcmp(dev->uuid, di->uuid, MFS_UUID_SIZE) == 0) {
+		dev->total_bytes = le64_to_cpu(di->total_bytes);
+		dev->bytes_used = le64_to_cpu(di->bytes_used);
+		dev->flags = le64_to_cpu(di->flags);
+		return 0;
+	}
+	if (dev) {
+		/* same devid, different uuid: a stranger, not our member */
+		return -EUCLEAN;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->devid = devid;
+	memcpy(dev->uuid, di->uuid, MFS_UUID_SIZE);
+	dev->total_bytes = le64_to_cpu(di->total_bytes);
+	dev->bytes_used = le64_to_cpu(di->bytes_used);
+	dev->flags = le64_to_cpu(di->flags);
+	dev->missing = true;
+	return mfs_add_device(fs, dev);
+}
+
+static int read_chunk_tree(struct mfs_fs_info *fs)
+{
+	struct mfs_key key = { 0, 0, 0 };
+	struct mfs_path path;
+	int ret, i, s;
+
+	fs->chunk_root = alloc_root(fs, MFS_CHUNK_TREE_OBJECTID);
+	if (!fs->chunk_root)
+		return -ENOMEM;
+	ret = read_root_node(fs, fs->chunk_root, le64_to_cpu(fs->super.chunk_root),
+			     fs->super.chunk_root_level);
+	if (ret)
+		return ret;
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->chunk_root, &key, &path);
+	while (ret == 0) {
+		struct extent_buffer *leaf = path.nodes[0];
+		int slot = path.slots[0];
+
+		leaf_item_key(leaf, slot, &key);
+		if (key.type == MFS_DEV_ITEM_KEY) {
+			ret = load_dev_item(fs, leaf, slot);
+		} else if (key.type == MFS_CHUNK_ITEM_KEY) {
+			struct mfs_chunk_map *map;
+
+			ret = mfs_chunk_map_from_item(fs, key.offset, leaf_item_data(leaf, slot),
+						      leaf_item_size(leaf, slot), &map);
+			if (ret == 0) {
+				struct mfs_chunk_map *old = mfs_find_chunk(fs, key.offset);
+
+				if (old && old->logical == map->logical &&
+				    old->length == map->length && (old->type & MFS_BLOCK_GROUP_SYSTEM)) {
+					/* bootstrap copy from the superblock: the tree wins */
+					mfs_remove_chunk_map(fs, old);
+					free(old);
+				}
+				ret = mfs_add_chunk_map(fs, map);
+				if (ret) {
+					free(map);
+					if (ret == -EEXIST)
+						ret = -EUCLEAN;
+				}
+			}
+		}
+		if (ret)
+			break;
+		ret = mfs_next_item(fs->chunk_root, &path);
+	}
+	mfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	/* stripes may name devices the tree introduced after the map was read */
+	for (i = 0; i < fs->nr_chunks; i++) {
+		struct mfs_chunk_map *map = fs->chunks[i];
+
+		for (s = 0; s < map->num_stripes; s++) {
+			struct mfs_device *dev = mfs_find_device(fs, map->stripes[s].devid);
+
+			if (!dev)
+				return -EUCLEAN;
+			map->stripes[s].dev = dev->missing ? NULL : dev;
+		}
+	}
+	return 0;
+}
+
+static int read_dev_extents(struct mfs_fs_info *fs)
+{
+	struct mfs_key key = { 0, 0, 0 };
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->dev_root, &key, &path);
+	while (ret == 0) {
+		struct extent_buffer *leaf = path.nodes[0];
+		int slot = path.slots[0];
+
+		leaf_item_key(leaf, slot, &key);
+		if (key.type == MFS_DEV_EXTENT_KEY) {
+			struct mfs_dev_extent *de = leaf_item_data(leaf, slot);
+			struct mfs_device *dev = mfs_find_device(fs, key.objectid);
+
+			if (leaf_item_size(leaf, slot) != sizeof(*de) || !dev) {
+				ret = -EUCLEAN;
+				break;
+			}
+			ret = mfs_device_add_extent(dev, key.offset, le64_to_cpu(de->length),
+						    le64_to_cpu(de->chunk_offset));
+			if (ret) {
+				if (ret == -EEXIST)
+					ret = -EUCLEAN;
+				break;
+			}
+		}
+		ret = mfs_next_item(fs->dev_root, &path);
+	}
+	mfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/* Profiles new chunks get: the most recent chunk of each type decides. */
+static void init_alloc_profiles(struct mfs_fs_info *fs)
+{
+	int i;
+
+	fs->data_profile = fs->metadata_profile = fs->system_profile = 0;
+	for (i = 0; i < fs->nr_chunks; i++) {
+		u64 t = fs->chunks[i]->type;
+		u64 p = t & MFS_BLOCK_GROUP_PROFILE_MASK;
+
+		if (t & MFS_BLOCK_GROUP_DATA)
+			fs->data_profile = p;
+		else if (t & MFS_BLOCK_GROUP_SYSTEM)
+			fs->system_profile = p;
+		else
+			fs->metadata_profile = p;
+	}
+}
+
+int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
+{
+	struct mfs_fs_info *fs = mfs_alloc_fs_info();
+	int ret, i;
+
+	if (!fs)
+		return -ENOMEM;
+	fs->open_flags = ctl->flags;
+	ret = open_member_devices(fs, ctl);
+	if (ret)
+		goto fail;
+	if (le64_to_cpu(fs->super.flags) & MFS_SUPER_FLAG_CHANGING) {
+		ret = -EUCLEAN;
+		goto fail;
+	}
+	ret = mfs_read_sys_array(fs);
+	if (ret)
+		goto fail;
+	ret = read_chunk_tree(fs);
+	if (ret)
+		goto fail;
+	ctl->missing_devid = 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i]->missing) {
+			ctl->missing_devid = fs->devices[i]->devid;
+			break;
+		}
+	}
+	if (ctl->missing_devid && !(ctl->flags & (MFS_OPEN_DEGRADED | MFS_OPEN_PARTIAL))) {
+		ret = -ENODEV;
+		goto fail;
+	}
+	fs->tree_root = alloc_root(fs, MFS_ROOT_TREE_OBJECTID);
+	if (!fs->tree_root) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = read_root_node(fs, fs->tree_root, le64_to_cpu(fs->super.root), fs->super.root_level);
+	if (ret)
+		goto fail;
+	ret = mfs_read_root(fs, MFS_EXTENT_TREE_OBJECTID, &fs->extent_root);
+	if (!ret)
+		ret = mfs_read_root(fs, MFS_DEV_TREE_OBJECTID, &fs->dev_root);
+	if (!ret)
+		ret = mfs_read_root(fs, MFS_FS_TREE_OBJECTID, &fs->fs_root);
+	if (!ret)
+		ret = mfs_read_root(fs, MFS_CSUM_TREE_OBJECTID, &fs->csum_root);
+	if (ret == -ENOENT)
+		ret = -EUCLEAN;
+	if (ret)
+		goto fail;
+	ret = read_dev_extents(fs);
+	if (ret)
+		goto fail;
+	ret = mfs_load_block_groups(fs);
+	if (ret)
+		goto fail;
+	init_alloc_profiles(fs);
+	*out = fs;
+	return 0;
+fail:
+	/* ctl->missing_devid and failed_path stay set for the caller's message */
+	mfs_free_fs_info(fs);
+	return ret;
+}
+
+int mfs_close_fs(struct mfs_fs_info *fs)
+{
+	int ret = 0;
+
+	if (!fs)
+		return 0;
+	if ((fs->open_flags & MFS_OPEN_WRITABLE) && !fs->fatal_error)
+		ret = mfs_commit_if_dirty(fs);
+	mfs_free_fs_info(fs);
+	return ret;
+}
+
+int mfs_write_dirty_buffers(struct mfs_fs_info *fs)
+{
+	struct mfs_transaction *t = fs->running;
+	struct extent_buffer *eb;
+	int ret;
+
+	for (eb = t->dirty_list; eb; eb = eb->dirty_next) {
+		if (!eb->dirty)
+			continue;
+		mfs_csum_tree_block(fs, eb->data);
+		ret = mfs_write_logical(fs, eb->start, eb->data, fs->nodesize);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* Opening and closing a filesystem, superblocks, and the tree-block cache. */
+#ifndef MFS_DISK_IO_H
+#define MFS_DISK_IO_H
+
+#include "ctree.h"
+
+struct mfs_open_ctl {
+	const char * const *paths;	/* candidate devices/images */
+	int npaths;
+	unsigned int flags;		/* MFS_OPEN_* */
+	const u8 *fsid;			/* only this filesystem (else the first path's) */
+	int sb_mirror;			/* use this superblock copy of the first path; -1 = best */
+	/* out */
+	u64 missing_devid;		/* first missing device when -ENODEV */
+	const char *failed_path;	/* path a device error came from */
+};
+
+/* Read and validate copy `mirror` of a device's superblock. */
+int mfs_read_super_copy(struct mfs_io_dev *io, int mirror, struct mfs_super_block *sb);
+/* Newest valid copy on a device; -EUCLEAN if no copy is valid, -ENOENT if none is mfs. */
+int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirror);
+/* Structural checks on a superblock read from bytenr (untrusted input). */
+int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr);
+void mfs_csum_super(struct mfs_super_block *sb);
+/* Write the superblock (all copies that fit) to every present device. */
+int mfs_write_all_supers(struct mfs_fs_info *fs);
+
+struct mfs_fs_info *mfs_alloc_fs_info(void);
+int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out);
+/* Commit pending changes (if writable), close devices, free everything. */
+int mfs_close_fs(struct mfs_fs_info *fs);
+/* Free without committing. */
+void mfs_free_fs_info(struct mfs_fs_info *fs);
+/* Read one tree root referenced by a root item. */
+int mfs_read_root(struct mfs_fs_info *fs, u64 objectid, struct mfs_root **out);
+void mfs_free_root(struct mfs_fs_info *fs, struct mfs_root *root);
+/* Write every dirty buffer of the running transaction. */
+int mfs_write_dirty_buffers(struct mfs_fs_info *fs);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * The mfs on-disk format, v1: every structure that reaches a device.
+ * Documentation/on-disk-format.md is the byte-offset reference for each one.
+ */
+#ifndef MFS_FORMAT_H
+#define MFS_FORMAT_H
+
+#include <assert.h>
+#include "kerncompat.h"
+
+#define MFS_MAGIC		0x2131765f53464d5fULL	/* "_MFS_v1!" */
+#define MFS_FORMAT_VERSION	1
+
+#define MFS_SUPER_INFO_OFFSET	SZ_64K
+#define MFS_SUPER_INFO_SIZE	4096
+#define MFS_SUPER_MIRROR_MAX	3
+#define MFS_SUPER_MIRROR_SHIFT	12
+/* Nothing is allocated below this offset on any device. */
+#define MFS_DEVICE_RESERVED	SZ_1M
+
+#define MFS_CSUM_FIELD_SIZE	32
+#define MFS_FSID_SIZE		16
+#define MFS_UUID_SIZE		16
+#define MFS_LABEL_SIZE		256
+#define MFS_SYSTEM_CHUNK_ARRAY_SIZE 2048
+#define MFS_STRIPE_LEN		SZ_64K
+#define MFS_MAX_LEVEL		8
+#define MFS_NAME_LEN		255
+
+/* Superblock copy i lives at 64 KiB, 64 MiB, 256 GiB. */
+static inline u64 mfs_sb_offset(int mirror)
+{
+	u64 start = 16 * SZ_1K;
+
+	if (mirror)
+		return start << (MFS_SUPER_MIRROR_SHIFT * mirror);
+	return MFS_SUPER_INFO_OFFSET;
+}
+
+/* ---- tree ids (objectids of ROOT_ITEMs) ---- */
+#define MFS_ROOT_TREE_OBJECTID		1ULL
+#define MFS_EXTENT_TREE_OBJECTID	2ULL
+#define MFS_CHUNK_TREE_OBJECTID		3ULL
+#define MFS_DEV_TREE_OBJECTID		4ULL
+#define MFS_FS_TREE_OBJECTID		5ULL
+#define MFS_CSUM_TREE_OBJECTID		7ULL
+
+/* Special objectids used in keys. */
+#define MFS_DEV_ITEMS_OBJECTID		1ULL
+#define MFS_FIRST_CHUNK_TREE_OBJECTID	256ULL
+#define MFS_BALANCE_OBJECTID		((u64)-4)
+#define MFS_DEV_STATS_OBJECTID		0ULL
+#define MFS_EXTENT_CSUM_OBJECTID	((u64)-10)
+#define MFS_FIRST_FREE_OBJECTID		256ULL
+#define MFS_ROOT_DIR_OBJECTID		256ULL
+
+/* ---- key types ---- */
+#define MFS_INODE_ITEM_KEY		1
+#define MFS_INODE_REF_KEY		12
+#define MFS_XATTR_ITEM_KEY		24
+#define MFS_ORPHAN_ITEM_KEY		48
+#define MFS_DIR_ITEM_KEY		84
+#define MFS_DIR_INDEX_KEY		96
+#define MFS_EXTENT_DATA_KEY		108
+#define MFS_EXTENT_CSUM_KEY		128
+#define MFS_ROOT_ITEM_KEY		132
+#define MFS_EXTENT_ITEM_KEY		168
+#define MFS_BLOCK_GROUP_ITEM_KEY	192
+#define MFS_DEV_EXTENT_KEY		204
+#define MFS_DEV_ITEM_KEY		216
+#define MFS_CHUNK_ITEM_KEY		228
+#define MFS_BALANCE_ITEM_KEY		248
+#define MFS_PERSISTENT_ITEM_KEY		249
+#define MFS_DEV_REPLACE_KEY		250
+
+/* ---- block group / chunk type bits (same values as btrfs) ---- */
+#define MFS_BLOCK_GROUP_DATA		(1ULL << 0)
+#define MFS_BLOCK_GROUP_SYSTEM		(1ULL << 1)
+#define MFS_BLOCK_GROUP_METADATA	(1ULL << 2)
+#define MFS_BLOCK_GROUP_RAID0		(1ULL << 3)
+#define MFS_BLOCK_GROUP_RAID1		(1ULL << 4)
+#define MFS_BLOCK_GROUP_DUP		(1ULL << 5)
+#define MFS_BLOCK_GROUP_RAID10		(1ULL << 6)
+#define MFS_BLOCK_GROUP_RAID5		(1ULL << 7)
+#define MFS_BLOCK_GROUP_RAID6		(1ULL << 8)
+#define MFS_BLOCK_GROUP_RAID1C3		(1ULL << 9)
+#define MFS_BLOCK_GROUP_RAID1C4		(1ULL << 10)
+#define MFS_BLOCK_GROUP_TYPE_MASK	(MFS_BLOCK_GROUP_DATA | \
+					 MFS_BLOCK_GROUP_SYSTEM | \
+					 MFS_BLOCK_GROUP_METADATA)
+#define MFS_BLOCK_GROUP_PROFILE_MASK	(MFS_BLOCK_GROUP_RAID0 | \
+					 MFS_BLOCK_GROUP_RAID1 | \
+					 MFS_BLOCK_GROUP_DUP | \
+					 MFS_BLOCK_GROUP_RAID10 | \
+					 MFS_BLOCK_GROUP_RAID5 | \
+					 MFS_BLOCK_GROUP_RAID6 | \
+					 MFS_BLOCK_GROUP_RAID1C3 | \
+					 MFS_BLOCK_GROUP_RAID1C4)
+
+/* Superblock flags. */
+#define MFS_SUPER_FLAG_SEEDING		(1ULL << 32)
+/* Set by mkfs until its last commit: such a filesystem never mounts. */
+#define MFS_SUPER_FLAG_CHANGING		(1ULL << 33)
+
+/* Feature flags (incompat): a reader that does not know one must refuse. */
+#define MFS_FEATURE_INCOMPAT_RAID56	(1ULL << 0)
+#define MFS_FEATURE_INCOMPAT_RAID1C34	(1ULL << 1)
+#define MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB (1ULL << 2)
+#define MFS_FEATURE_INCOMPAT_SUPP	(MFS_FEATURE_INCOMPAT_RAID56 | \
+					 MFS_FEATURE_INCOMPAT_RAID1C34 | \
+					 MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB)
+
+/* ---- keys ---- */
+struct mfs_disk_key {
+	mfs_le64 objectid;
+	u8 type;
+	mfs_le64 offset;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_disk_key) == 17, "disk key");
+
+/* In-memory key, host order; compared objectid, type, offset. */
+struct mfs_key {
+	u64 objectid;
+	u8 type;
+	u64 offset;
+};
+
+static inline void mfs_disk_key_to_cpu(struct mfs_key *k, const struct mfs_disk_key *d)
+{
+	k->objectid = le64_to_cpu(d->objectid);
+	k->type = d->type;
+	k->offset = le64_to_cpu(d->offset);
+}
+
+static inline void mfs_cpu_key_to_disk(struct mfs_disk_key *d, const struct mfs_key *k)
+{
+	d->objectid = cpu_to_le64(k->objectid);
+	d->type = k->type;
+	d->offset = cpu_to_le64(k->offset);
+}
+
+static inline int mfs_comp_keys(const struct mfs_key *a, const struct mfs_key *b)
+{
+	if (a->objectid != b->objectid)
+		return a->objectid < b->objectid ? -1 : 1;
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return 0;
+}
+
+/* ---- device item: one per device, in the chunk tree and the superblock ---- */
+#define MFS_DEV_STATE_REPLACE_TARGET	(1ULL << 0)
+#define MFS_DEV_STATE_DELETING		(1ULL << 1)
+#define MFS_DEV_STATE_NOALLOC		(1ULL << 2)
+
+struct mfs_dev_item {
+	mfs_le64 devid;
+	mfs_le64 total_bytes;	/* size the filesystem uses on this device */
+	mfs_le64 bytes_used;	/* bytes allocated to dev extents */
+	mfs_le64 generation;	/* generation the item was last written */
+	mfs_le64 flags;		/* MFS_DEV_STATE_* */
+	mfs_le32 sector_size;
+	mfs_le32 reserved0;
+	u8 uuid[MFS_UUID_SIZE];
+	u8 fsid[MFS_FSID_SIZE];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_dev_item) == 80, "dev item");
+
+/* ---- superblock ---- */
+struct mfs_super_block {
+	u8 csum[MFS_CSUM_FIELD_SIZE];
+	u8 fsid[MFS_FSID_SIZE];
+	mfs_le64 bytenr;			/* physical offset of this copy */
+	mfs_le64 flags;
+	mfs_le64 magic;
+	mfs_le64 generation;
+	mfs_le64 root;			/* logical address of the root tree root */
+	mfs_le64 chunk_root;		/* logical address of the chunk tree root */
+	mfs_le64 chunk_root_generation;
+	mfs_le64 total_bytes;
+	mfs_le64 bytes_used;
+	mfs_le64 num_devices;
+	mfs_le64 incompat_flags;
+	mfs_le64 compat_ro_flags;
+	mfs_le32 sectorsize;
+	mfs_le32 nodesize;
+	mfs_le32 stripesize;
+	mfs_le32 sys_chunk_array_size;
+	mfs_le16 csum_type;
+	u8 root_level;
+	u8 chunk_root_level;
+	mfs_le32 format_version;
+	struct mfs_dev_item dev_item;
+	char label[MFS_LABEL_SIZE];
+	u8 sys_chunk_array[MFS_SYSTEM_CHUNK_ARRAY_SIZE];
+	u8 reserved[1544];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_super_block) == MFS_SUPER_INFO_SIZE, "superblock");
+
+/* ---- tree blocks ---- */
+struct mfs_header {
+	u8 csum[MFS_CSUM_FIELD_SIZE];
+	u8 fsid[MFS_FSID_SIZE];
+	mfs_le64 bytenr;		/* logical address of this block */
+	mfs_le64 flags;
+	mfs_le64 generation;	/* transaction that wrote it */
+	mfs_le64 owner;		/* tree objectid */
+	mfs_le32 nritems;
+	u8 level;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_header) == 85, "header");
+
+/* Leaf item; data lives at header end + offset, packed from the block end. */
+struct mfs_item {
+	struct mfs_disk_key key;
+	mfs_le32 offset;
+	mfs_le32 size;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_item) == 25, "item");
+
+struct mfs_key_ptr {
+	struct mfs_disk_key key;
+	mfs_le64 blockptr;
+	mfs_le64 generation;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_key_ptr) == 33, "key ptr");
+
+/* ---- chunk tree: chunk items, key (FIRST_CHUNK_TREE, CHUNK_ITEM, logical) ---- */
+struct mfs_stripe {
+	mfs_le64 devid;
+	mfs_le64 offset;		/* physical start on the device */
+	u8 dev_uuid[MFS_UUID_SIZE];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_stripe) == 32, "stripe");
+
+struct mfs_chunk {
+	mfs_le64 length;		/* logical length */
+	mfs_le64 owner;
+	mfs_le64 stripe_len;
+	mfs_le64 type;		/* MFS_BLOCK_GROUP_* */
+	mfs_le32 io_align;
+	mfs_le32 io_width;
+	mfs_le32 sector_size;
+	mfs_le16 num_stripes;
+	mfs_le16 sub_stripes;
+	struct mfs_stripe stripe[];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_chunk) == 48, "chunk");
+
+static inline size_t mfs_chunk_item_size(int num_stripes)
+{
+	return sizeof(struct mfs_chunk) + (size_t)num_stripes * sizeof(struct mfs_stripe);
+}
+
+/* ---- device tree: key (devid, DEV_EXTENT, physical) ---- */
+struct mfs_dev_extent {
+	mfs_le64 chunk_offset;	/* logical start of the owning chunk */
+	mfs_le64 length;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_dev_extent) == 16, "dev extent");
+
+/* ---- extent tree ---- */
+/* key (logical, BLOCK_GROUP_ITEM, length) */
+struct mfs_block_group_item {
+	mfs_le64 used;
+	mfs_le64 chunk_objectid;
+	mfs_le64 flags;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_block_group_item) == 24, "bg item");
+
+/* key (bytenr, EXTENT_ITEM, num_bytes); one owner back-reference inline */
+#define MFS_EXTENT_FLAG_DATA		(1ULL << 0)
+#define MFS_EXTENT_FLAG_TREE_BLOCK	(1ULL << 1)
+struct mfs_extent_item {
+	mfs_le64 refs;
+	mfs_le64 generation;
+	mfs_le64 flags;
+	mfs_le64 owner_root;	/* tree that references the extent */
+	mfs_le64 owner_objectid;	/* data: inode number; tree block: level */
+	mfs_le64 owner_offset;	/* data: file offset; tree block: 0 */
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_extent_item) == 48, "extent item");
+
+/* ---- root tree: key (tree objectid, ROOT_ITEM, 0) ---- */
+struct mfs_root_item {
+	mfs_le64 bytenr;
+	mfs_le64 generation;
+	mfs_le64 root_dirid;
+	mfs_le64 bytes_used;
+	mfs_le64 flags;
+	u8 level;
+	u8 reserved[23];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_root_item) == 64, "root item");
+
+/* ---- csum tree: key (EXTENT_CSUM, EXTENT_CSUM, logical), array of csums ---- */
+
+#endif

@@ -1,0 +1,275 @@
+/* Device I/O with fault injection and a write log for crash tests. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
+#include <linux/falloc.h>
+#include "io.h"
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int log_fd = -1;
+static bool log_env_checked;
+
+static const char * const op_names[MFS_IO_NR_OPS] = { "read", "write", "flush" };
+
+int mfs_io_log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&log_lock);
+	if (log_fd >= 0)
+		close(log_fd);
+	log_fd = fd;
+	log_env_checked = true;
+	pthread_mutex_unlock(&log_lock);
+	return 0;
+}
+
+void mfs_io_log_close(void)
+{
+	pthread_mutex_lock(&log_lock);
+	if (log_fd >= 0)
+		close(log_fd);
+	log_fd = -1;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static void log_env_open(void)
+{
+	const char *p;
+
+	pthread_mutex_lock(&log_lock);
+	if (log_env_checked) {
+		pthread_mutex_unlock(&log_lock);
+		return;
+	}
+	log_env_checked = true;
+	pthread_mutex_unlock(&log_lock);
+	p = getenv("MFS_WRITE_LOG");
+	if (p && *p)
+		mfs_io_log_open(p);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Log under one lock so records of concurrent writers never interleave. */
+static void log_record(struct mfs_io_dev *dev, enum mfs_io_op op,
+		       const void *buf, u64 len, u64 off)
+{
+	struct mfs_io_log_rec rec = {
+		.magic = MFS_IO_LOG_REC_MAGIC,
+		.op = op,
+		.path_len = strlen(dev->path),
+		.offset = off,
+		.len = op == MFS_IO_WRITE ? len : 0,
+	};
+
+	pthread_mutex_lock(&log_lock);
+	if (log_fd >= 0) {
+		write_all(log_fd, &rec, sizeof(rec));
+		write_all(log_fd, dev->path, rec.path_len);
+		if (op == MFS_IO_WRITE)
+			write_all(log_fd, buf, len);
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
+void mfs_io_set_fault(struct mfs_io_dev *dev, enum mfs_io_op op, u64 nth, bool sticky)
+{
+	pthread_mutex_lock(&dev->lock);
+	dev->fail_nth[op] = nth ? dev->op_count[op] + nth : 0;
+	dev->fail_sticky[op] = sticky;
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Parse MFS_FAULT entries that name this device (or every device). */
+static void fault_env_apply(struct mfs_io_dev *dev)
+{
+	const char *env = getenv("MFS_FAULT");
+	char *copy, *tok, *save = NULL;
+
+	if (!env || !*env)
+		return;
+	copy = strdup(env);
+	if (!copy)
+		return;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *at = strchr(tok, '@');
+		char opname[16];
+		unsigned long long nth;
+		char sticky = 0;
+		int op;
+
+		if (at) {
+			*at = 0;
+			if (!strstr(dev->path, at + 1))
+				continue;
+		}
+		if (sscanf(tok, "%15[a-z]:%llu:%c", opname, &nth, &sticky) < 2)
+			continue;
+		for (op = 0; op < MFS_IO_NR_OPS; op++)
+			if (strcmp(opname, op_names[op]) == 0)
+				mfs_io_set_fault(dev, op, nth, sticky == 's');
+	}
+	free(copy);
+}
+
+/* Count the op and say whether the fault hook wants it to fail. */
+static bool fault_hit(struct mfs_io_dev *dev, enum mfs_io_op op)
+{
+	bool hit;
+
+	pthread_mutex_lock(&dev->lock);
+	dev->op_count[op]++;
+	hit = dev->fail_nth[op] &&
+	      (dev->op_count[op] == dev->fail_nth[op] ||
+	       (dev->fail_sticky[op] && dev->op_count[op] > dev->fail_nth[op]));
+	pthread_mutex_unlock(&dev->lock);
+	return hit;
+}
+
+int mfs_io_open(const char *path, bool writable, bool exclusive,
+		struct mfs_io_dev **out)
+{
+	struct mfs_io_dev *dev;
+	struct stat st;
+	int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	int fd, ret;
+
+	log_env_open();
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISBLK(st.st_mode) && exclusive)
+		flags |= O_EXCL;
+	fd = open(path, flags);
+	if (fd < 0)
+		return -errno;
+	if (!S_ISBLK(st.st_mode) && exclusive &&
+	    flock(fd, (writable ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return ret;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev || !(dev->path = strdup(path))) {
+		free(dev);
+		close(fd);
+		return -ENOMEM;
+	}
+	dev->fd = fd;
+	dev->is_blockdev = S_ISBLK(st.st_mode);
+	if (dev->is_blockdev) {
+		if (ioctl(fd, BLKGETSIZE64, &dev->size) < 0)
+			dev->size = 0;
+	} else {
+		dev->size = st.st_size;
+	}
+	pthread_mutex_init(&dev->lock, NULL);
+	fault_env_apply(dev);
+	*out = dev;
+	return 0;
+}
+
+void mfs_io_close(struct mfs_io_dev *dev)
+{
+	if (!dev)
+		return;
+	close(dev->fd);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev->path);
+	free(dev);
+}
+
+int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
+{
+	char *p = buf;
+
+	if (fault_hit(dev, MFS_IO_READ))
+		return -EIO;
+	while (len) {
+		ssize_t n = pread(dev->fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
+{
+	const char *p = buf;
+
+	if (fault_hit(dev, MFS_IO_WRITE))
+		return -EIO;
+	log_record(dev, MFS_IO_WRITE, buf, len, off);
+	while (len) {
+		ssize_t n = pwrite(dev->fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int mfs_io_flush(struct mfs_io_dev *dev)
+{
+	if (fault_hit(dev, MFS_IO_FLUSH))
+		return -EIO;
+	log_record(dev, MFS_IO_FLUSH, NULL, 0, 0);
+	if (fdatasync(dev->fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len)
+{
+	if (dev->is_blockdev) {
+		u64 range[2] = { off, len };
+
+		if (ioctl(dev->fd, BLKDISCARD, range) < 0)
+			return -errno;
+		return 0;
+	}
+	if (fallocate(dev->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * The device I/O layer: every engine read, write and flush goes through here,
+ * so tests can fail the Nth operation of a device and log every write/flush.
+ */
+#ifndef MFS_IO_H
+#define MFS_IO_H
+
+#include <pthread.h>
+#include "kerncompat.h"
+
+enum mfs_io_op { MFS_IO_READ, MFS_IO_WRITE, MFS_IO_FLUSH, MFS_IO_NR_OPS };
+
+struct mfs_io_dev {
+	int fd;
+	char *path;
+	u64 size;
+	bool is_blockdev;
+	u64 op_count[MFS_IO_NR_OPS];	/* operations issued, for fault hooks */
+	u64 fail_nth[MFS_IO_NR_OPS];	/* 0 = never; else fail the Nth op (1-based) */
+	bool fail_sticky[MFS_IO_NR_OPS];/* keep failing from the Nth on */
+	pthread_mutex_t lock;
+};
+
+/*
+ * Open a device or image. exclusive: O_EXCL for block devices, a
+ * non-blocking flock for files (-EBUSY when another holder has it).
+ */
+int mfs_io_open(const char *path, bool writable, bool exclusive,
+		struct mfs_io_dev **out);
+void mfs_io_close(struct mfs_io_dev *dev);
+/* Whole-buffer read/write; a short transfer past the end is -EIO. */
+int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
+int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
+int mfs_io_flush(struct mfs_io_dev *dev);
+/* Discard (punch holes in images); best effort, -EOPNOTSUPP when unsupported. */
+int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len);
+
+/*
+ * Fault hooks. Programmatic: fail the nth op of dev (sticky = every op from
+ * the nth on). From the environment, read at each open:
+ *   MFS_FAULT="op:nth[:s][@pathsubstring][,…]"  e.g. "write:3@d2.img"
+ */
+void mfs_io_set_fault(struct mfs_io_dev *dev, enum mfs_io_op op, u64 nth, bool sticky);
+
+/*
+ * Write log: when MFS_WRITE_LOG names a file (or after mfs_io_log_open),
+ * every write and flush of every device is appended to it, so a harness
+ * can rebuild the devices as they were after any flush. Record format:
+ * struct mfs_io_log_rec followed by path_len path bytes and len data bytes.
+ */
+struct mfs_io_log_rec {
+	u32 magic;		/* MFS_IO_LOG_REC_MAGIC */
+	u32 op;			/* MFS_IO_WRITE or MFS_IO_FLUSH */
+	u32 path_len;
+	u32 reserved;
+	u64 offset;
+	u64 len;
+} __attribute__((packed));
+#define MFS_IO_LOG_REC_MAGIC 0x4c4f474dU
+int mfs_io_log_open(const char *path);
+void mfs_io_log_close(void);
+
+#endif

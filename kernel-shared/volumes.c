@@ -1,0 +1,1003 @@
+/*
+ * Chunk maps: where each logical byte lives on the devices, how a chunk is
+ * laid out for every profile, chunk allocation, and logical read/write
+ * including raid5/6 parity (DESIGN §3, §4).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "ctree.h"
+#include "volumes.h"
+#include "profiles.h"
+#include "raid56.h"
+#include "alloc.h"
+
+/* ---------------- mapping ---------------- */
+
+int mfs_num_copies(const struct mfs_chunk_map *map)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+
+	if (a->nparity)
+		return 1 + a->nparity;
+	if (a->sub_stripes > 1)
+		return a->sub_stripes;
+	return a->ncopies;
+}
+
+int mfs_map_block(const struct mfs_chunk_map *map, u64 logical, struct mfs_io_map *out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	u64 off, stripe_nr, stripe_off, slen = map->stripe_len;
+	int n = map->num_stripes, i;
+
+	if (logical < map->logical || logical >= map->logical + map->length)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->p_stripe = out->q_stripe = -1;
+	off = logical - map->logical;
+	stripe_nr = off / slen;
+	stripe_off = off % slen;
+	out->length = slen - stripe_off;
+
+	if (a->nparity) {
+		int ndata = n - a->nparity;
+		u64 row = stripe_nr / ndata;
+		int d = stripe_nr % ndata;
+		int rot = row % n;
+
+		out->row = row;
+		out->data_index = d;
+		out->ncopies = 1;
+		out->stripe[0] = (d + rot) % n;
+		out->physical[0] = map->stripes[out->stripe[0]].physical + row * slen + stripe_off;
+		out->p_stripe = (ndata + rot) % n;
+		if (a->nparity > 1)
+			out->q_stripe = (ndata + 1 + rot) % n;
+	} else if (a->sub_stripes > 1) {
+		int factor = n / a->sub_stripes;
+		int first = (stripe_nr % factor) * a->sub_stripes;
+		u64 phys_off = (stripe_nr / factor) * slen + stripe_off;
+
+		out->ncopies = a->sub_stripes;
+		for (i = 0; i < a->sub_stripes; i++) {
+			out->stripe[i] = first + i;
+			out->physical[i] = map->stripes[first + i].physical + phys_off;
+		}
+	} else if (a->ncopies > 1) {
+		/* dup, raid1, raid1c3/c4: every stripe is a full copy */
+		out->length = map->logical + map->length - logical;
+		out->ncopies = n;
+		for (i = 0; i < n && i < MFS_MAX_COPIES; i++) {
+			out->stripe[i] = i;
+			out->physical[i] = map->stripes[i].physical + off;
+		}
+	} else if (n == 1) {
+		out->length = map->logical + map->length - logical;
+		out->ncopies = 1;
+		out->stripe[0] = 0;
+		out->physical[0] = map->stripes[0].physical + off;
+	} else {
+		/* raid0 */
+		out->ncopies = 1;
+		out->stripe[0] = stripe_nr % n;
+		out->physical[0] = map->stripes[out->stripe[0]].physical +
+				   (stripe_nr / n) * slen + stripe_off;
+	}
+	if (out->length > map->logical + map->length - logical)
+		out->length = map->logical + map->length - logical;
+	return 0;
+}
+
+/* ---------------- chunk map table ---------------- */
+
+struct mfs_chunk_map *mfs_alloc_chunk_map(int num_stripes)
+{
+	return calloc(1, sizeof(struct mfs_chunk_map) +
+			 num_stripes * sizeof(struct mfs_map_stripe));
+}
+
+static int chunk_index(struct mfs_fs_info *fs, u64 logical)
+{
+	int lo = 0, hi = fs->nr_chunks - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		struct mfs_chunk_map *m = fs->chunks[mid];
+
+		if (logical < m->logical)
+			hi = mid - 1;
+		else if (logical >= m->logical + m->length)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+struct mfs_chunk_map *mfs_find_chunk(struct mfs_fs_info *fs, u64 logical)
+{
+	int i = chunk_index(fs, logical);
+
+	return i < 0 ? NULL : fs->chunks[i];
+}
+
+int mfs_add_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_chunks; i++) {
+		struct mfs_chunk_map *m = fs->chunks[i];
+
+		if (map->logical < m->logical + m->length &&
+		    m->logical < map->logical + map->length)
+			return -EEXIST;
+		if (m->logical > map->logical)
+			break;
+	}
+	if (fs->nr_chunks == fs->max_chunks) {
+		int nmax = fs->max_chunks ? fs->max_chunks * 2 : 16;
+		void *p = realloc(fs->chunks, nmax * sizeof(*fs->chunks));
+
+		if (!p)
+			return -ENOMEM;
+		fs->chunks = p;
+		fs->max_chunks = nmax;
+	}
+	memmove(&fs->chunks[i + 1], &fs->chunks[i],
+		(fs->nr_chunks - i) * sizeof(*fs->chunks));
+	fs->chunks[i] = map;
+	fs->nr_chunks++;
+	return 0;
+}
+
+void mfs_remove_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_chunks; i++) {
+		if (fs->chunks[i] == map) {
+			memmove(&fs->chunks[i], &fs->chunks[i + 1],
+				(fs->nr_chunks - i - 1) * sizeof(*fs->chunks));
+			fs->nr_chunks--;
+			return;
+		}
+	}
+}
+
+/* ---------------- chunk items ---------------- */
+
+static bool is_power_of_2(u64 x)
+{
+	return x && !(x & (x - 1));
+}
+
+int mfs_check_chunk_item(struct mfs_fs_info *fs, u64 logical,
+			 const struct mfs_chunk *chunk, u32 item_size)
+{
+	const struct mfs_raid_attr *a;
+	u64 type, length, profile, stripe_len;
+	int num_stripes, sub_stripes, ndata;
+
+	if (item_size < sizeof(*chunk))
+		return -EUCLEAN;
+	num_stripes = le16_to_cpu(chunk->num_stripes);
+	sub_stripes = le16_to_cpu(chunk->sub_stripes);
+	if (num_stripes < 1 || item_size != mfs_chunk_item_size(num_stripes))
+		return -EUCLEAN;
+	type = le64_to_cpu(chunk->type);
+	length = le64_to_cpu(chunk->length);
+	stripe_len = le64_to_cpu(chunk->stripe_len);
+	profile = type & MFS_BLOCK_GROUP_PROFILE_MASK;
+	if (!(type & MFS_BLOCK_GROUP_TYPE_MASK) ||
+	    (type & ~(MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK)))
+		return -EUCLEAN;
+	if (profile && !is_power_of_2(profile))
+		return -EUCLEAN;
+	if (stripe_len != MFS_STRIPE_LEN)
+		return -EUCLEAN;
+	if (!length || logical % fs->sectorsize || length % fs->sectorsize ||
+	    logical + length < logical)
+		return -EUCLEAN;
+	a = mfs_profile(type);
+	if (num_stripes < a->devs_min * a->dev_stripes)
+		return -EUCLEAN;
+	if (a->devs_max && num_stripes > a->devs_max * a->dev_stripes)
+		return -EUCLEAN;
+	if (num_stripes % a->devs_increment)
+		return -EUCLEAN;
+	if (sub_stripes != a->sub_stripes)
+		return -EUCLEAN;
+	ndata = mfs_nr_data_stripes(type, num_stripes);
+	if (ndata < 1 || length % ndata)
+		return -EUCLEAN;
+	if (a->nparity || a->sub_stripes > 1 || (a->ncopies == 1 && num_stripes > 1)) {
+		/* striped profiles: each stripe is a whole number of stripe_len */
+		if ((length / ndata) % stripe_len)
+			return -EUCLEAN;
+	}
+	return 0;
+}
+
+int mfs_chunk_map_from_item(struct mfs_fs_info *fs, u64 logical,
+			    const struct mfs_chunk *chunk, u32 item_size,
+			    struct mfs_chunk_map **out)
+{
+	struct mfs_chunk_map *map;
+	int i, n, ret;
+
+	ret = mfs_check_chunk_item(fs, logical, chunk, item_size);
+	if (ret)
+		return ret;
+	n = le16_to_cpu(chunk->num_stripes);
+	map = mfs_alloc_chunk_map(n);
+	if (!map)
+		return -ENOMEM;
+	map->logical = logical;
+	map->length = le64_to_cpu(chunk->length);
+	map->type = le64_to_cpu(chunk->type);
+	map->stripe_len = le64_to_cpu(chunk->stripe_len);
+	map->num_stripes = n;
+	map->sub_stripes = le16_to_cpu(chunk->sub_stripes);
+	for (i = 0; i < n; i++) {
+		const struct mfs_stripe *s = &chunk->stripe[i];
+
+		map->stripes[i].devid = le64_to_cpu(s->devid);
+		map->stripes[i].physical = le64_to_cpu(s->offset);
+		memcpy(map->stripes[i].dev_uuid, s->dev_uuid, MFS_UUID_SIZE);
+		map->stripes[i].dev = mfs_find_device(fs, map->stripes[i].devid);
+		if (map->stripes[i].dev && map->stripes[i].dev->missing)
+			map->stripes[i].dev = NULL;
+	}
+	*out = map;
+	return 0;
+}
+
+void mfs_chunk_map_to_item(struct mfs_fs_info *fs, const struct mfs_chunk_map *map, void *buf)
+{
+	struct mfs_chunk *c = buf;
+	int i;
+
+	memset(c, 0, mfs_chunk_item_size(map->num_stripes));
+	c->length = cpu_to_le64(map->length);
+	c->owner = cpu_to_le64(MFS_EXTENT_TREE_OBJECTID);
+	c->stripe_len = cpu_to_le64(map->stripe_len);
+	c->type = cpu_to_le64(map->type);
+	c->io_align = cpu_to_le32(map->stripe_len);
+	c->io_width = cpu_to_le32(map->stripe_len);
+	c->sector_size = cpu_to_le32(fs->sectorsize);
+	c->num_stripes = cpu_to_le16(map->num_stripes);
+	c->sub_stripes = cpu_to_le16(map->sub_stripes);
+	for (i = 0; i < map->num_stripes; i++) {
+		c->stripe[i].devid = cpu_to_le64(map->stripes[i].devid);
+		c->stripe[i].offset = cpu_to_le64(map->stripes[i].physical);
+		memcpy(c->stripe[i].dev_uuid, map->stripes[i].dev_uuid, MFS_UUID_SIZE);
+	}
+}
+
+/*
+ * The superblock's bootstrap array: (disk key, chunk item) pairs for every
+ * SYSTEM chunk, so the chunk tree can be read before it is known.
+ */
+int mfs_read_sys_array(struct mfs_fs_info *fs)
+{
+	struct mfs_super_block *sb = &fs->super;
+	u32 size = le32_to_cpu(sb->sys_chunk_array_size);
+	u32 cur = 0;
+
+	if (size > MFS_SYSTEM_CHUNK_ARRAY_SIZE)
+		return -EUCLEAN;
+	while (cur < size) {
+		struct mfs_disk_key *dk;
+		struct mfs_chunk *chunk;
+		struct mfs_chunk_map *map;
+		struct mfs_key key;
+		u32 item_size;
+		int ret, n;
+
+		if (size - cur < sizeof(*dk) + sizeof(*chunk))
+			return -EUCLEAN;
+		dk = (struct mfs_disk_key *)(sb->sys_chunk_array + cur);
+		mfs_disk_key_to_cpu(&key, dk);
+		if (key.type != MFS_CHUNK_ITEM_KEY)
+			return -EUCLEAN;
+		cur += sizeof(*dk);
+		chunk = (struct mfs_chunk *)(sb->sys_chunk_array + cur);
+		n = le16_to_cpu(chunk->num_stripes);
+		item_size = mfs_chunk_item_size(n);
+		if (n < 1 || item_size > size - cur)
+			return -EUCLEAN;
+		if (!(le64_to_cpu(chunk->type) & MFS_BLOCK_GROUP_SYSTEM))
+			return -EUCLEAN;
+		ret = mfs_chunk_map_from_item(fs, key.offset, chunk, item_size, &map);
+		if (ret)
+			return ret;
+		ret = mfs_add_chunk_map(fs, map);
+		if (ret) {
+			free(map);
+			return ret == -EEXIST ? -EUCLEAN : ret;
+		}
+		cur += item_size;
+	}
+	return 0;
+}
+
+int mfs_write_sys_array(struct mfs_fs_info *fs)
+{
+	struct mfs_super_block *sb = &fs->super;
+	u32 cur = 0;
+	int i;
+
+	memset(sb->sys_chunk_array, 0, sizeof(sb->sys_chunk_array));
+	for (i = 0; i < fs->nr_chunks; i++) {
+		struct mfs_chunk_map *map = fs->chunks[i];
+		struct mfs_disk_key dk;
+		struct mfs_key key = { MFS_FIRST_CHUNK_TREE_OBJECTID, MFS_CHUNK_ITEM_KEY, map->logical };
+		u32 isz = mfs_chunk_item_size(map->num_stripes);
+
+		if (!(map->type & MFS_BLOCK_GROUP_SYSTEM))
+			continue;
+		if (cur + sizeof(dk) + isz > MFS_SYSTEM_CHUNK_ARRAY_SIZE)
+			return -EFBIG;
+		mfs_cpu_key_to_disk(&dk, &key);
+		memcpy(sb->sys_chunk_array + cur, &dk, sizeof(dk));
+		cur += sizeof(dk);
+		mfs_chunk_map_to_item(fs, map, sb->sys_chunk_array + cur);
+		cur += isz;
+	}
+	sb->sys_chunk_array_size = cpu_to_le32(cur);
+	return 0;
+}
+
+/* ---------------- devices ---------------- */
+
+struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (fs->devices[i]->devid == devid)
+			return fs->devices[i];
+	return NULL;
+}
+
+int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev)
+{
+	void *p = realloc(fs->devices, (fs->nr_devices + 1) * sizeof(*fs->devices));
+	int i;
+
+	if (!p)
+		return -ENOMEM;
+	fs->devices = p;
+	for (i = fs->nr_devices; i > 0 && fs->devices[i - 1]->devid > dev->devid; i--)
+		fs->devices[i] = fs->devices[i - 1];
+	fs->devices[i] = dev;
+	fs->nr_devices++;
+	return 0;
+}
+
+int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset)
+{
+	int i;
+
+	for (i = 0; i < dev->nr_extents; i++) {
+		struct mfs_dev_extent_rec *e = &dev->extents[i];
+
+		if (physical < e->physical + e->length && e->physical < physical + length)
+			return -EEXIST;
+		if (e->physical > physical)
+			break;
+	}
+	if (dev->nr_extents == dev->max_extents) {
+		int nmax = dev->max_extents ? dev->max_extents * 2 : 16;
+		void *p = realloc(dev->extents, nmax * sizeof(*dev->extents));
+
+		if (!p)
+			return -ENOMEM;
+		dev->extents = p;
+		dev->max_extents = nmax;
+	}
+	memmove(&dev->extents[i + 1], &dev->extents[i],
+		(dev->nr_extents - i) * sizeof(*dev->extents));
+	dev->extents[i].physical = physical;
+	dev->extents[i].length = length;
+	dev->extents[i].chunk_offset = chunk_offset;
+	dev->nr_extents++;
+	return 0;
+}
+
+int mfs_device_remove_extent(struct mfs_device *dev, u64 physical)
+{
+	int i;
+
+	for (i = 0; i < dev->nr_extents; i++) {
+		if (dev->extents[i].physical == physical) {
+			memmove(&dev->extents[i], &dev->extents[i + 1],
+				(dev->nr_extents - i - 1) * sizeof(*dev->extents));
+			dev->nr_extents--;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Device ranges never allocated: the first MiB and a MiB at each mirror. */
+static void reserved_range(int i, u64 *start, u64 *len)
+{
+	if (i == 0) {
+		*start = 0;
+		*len = MFS_DEVICE_RESERVED;
+	} else {
+		*start = mfs_sb_offset(i);
+		*len = SZ_1M;
+	}
+}
+
+bool mfs_range_is_reserved(u64 start, u64 len)
+{
+	int i;
+
+	for (i = 0; i < MFS_SUPER_MIRROR_MAX; i++) {
+		u64 rs, rl;
+
+		reserved_range(i, &rs, &rl);
+		if (start < rs + rl && rs < start + len)
+			return true;
+	}
+	return false;
+}
+
+/* Walk the free holes of dev in order; cb returns nonzero to stop. */
+static void for_each_hole(struct mfs_device *dev,
+			  int (*cb)(u64 start, u64 len, void *arg), void *arg)
+{
+	u64 cur = 0, end = dev->total_bytes;
+	int e = 0, r;
+
+	while (cur < end) {
+		u64 next = end;
+
+		/* skip allocated extents and reserved ranges starting at cur */
+		for (;;) {
+			bool moved = false;
+
+			for (; e < dev->nr_extents &&
+			       dev->extents[e].physical + dev->extents[e].length <= cur; e++)
+				;
+			if (e < dev->nr_extents && dev->extents[e].physical <= cur) {
+				cur = dev->extents[e].physical + dev->extents[e].length;
+				moved = true;
+			}
+			for (r = 0; r < MFS_SUPER_MIRROR_MAX; r++) {
+				u64 rs, rl;
+
+				reserved_range(r, &rs, &rl);
+				if (rs <= cur && cur < rs + rl) {
+					cur = rs + rl;
+					moved = true;
+				}
+			}
+			if (!moved)
+				break;
+		}
+		if (cur >= end)
+			break;
+		next = end;
+		if (e < dev->nr_extents && dev->extents[e].physical < next)
+			next = dev->extents[e].physical;
+		for (r = 0; r < MFS_SUPER_MIRROR_MAX; r++) {
+			u64 rs, rl;
+
+			reserved_range(r, &rs, &rl);
+			if (rs > cur && rs < next)
+				next = rs;
+		}
+		if (cb(cur, next - cur, arg))
+			return;
+		cur = next;
+	}
+}
+
+struct max_hole_arg {
+	u64 start;
+	u64 len;
+};
+
+static int max_hole_cb(u64 start, u64 len, void *arg)
+{
+	struct max_hole_arg *m = arg;
+	/* holes are used from an aligned start */
+	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+
+	if (astart >= start + len)
+		return 0;
+	len -= astart - start;
+	len = round_down(len, MFS_CHUNK_ALIGN);
+	if (len > m->len) {
+		m->len = len;
+		m->start = astart;
+	}
+	return 0;
+}
+
+u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start)
+{
+	struct max_hole_arg m = { 0, 0 };
+
+	for_each_hole(dev, max_hole_cb, &m);
+	if (start)
+		*start = m.start;
+	return m.len;
+}
+
+bool mfs_device_allocatable(const struct mfs_device *dev)
+{
+	return !dev->missing && dev->io &&
+	       !(dev->flags & (MFS_DEV_STATE_DELETING | MFS_DEV_STATE_NOALLOC |
+			       MFS_DEV_STATE_REPLACE_TARGET));
+}
+
+/* ---------------- chunk allocation ---------------- */
+
+struct dev_hole {
+	struct mfs_device *dev;
+	u64 start;
+	u64 len;
+};
+
+static int cmp_hole_desc(const void *a, const void *b)
+{
+	const struct dev_hole *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len < y->len ? 1 : -1;
+	return x->dev->devid < y->dev->devid ? -1 : 1;
+}
+
+static u64 fs_writable_size(struct mfs_fs_info *fs)
+{
+	u64 total = 0;
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!fs->devices[i]->missing)
+			total += fs->devices[i]->total_bytes;
+	return total;
+}
+
+static u64 chunk_policy_max_stripe(struct mfs_fs_info *fs, u64 flags)
+{
+	if (flags & MFS_BLOCK_GROUP_SYSTEM)
+		return SZ_32M;
+	if (flags & MFS_BLOCK_GROUP_DATA)
+		return SZ_1G;
+	return fs_writable_size(fs) > 50 * SZ_1G ? SZ_1G : SZ_256M;
+}
+
+static u64 next_chunk_logical(struct mfs_fs_info *fs)
+{
+	u64 start = SZ_1M;
+
+	if (fs->nr_chunks) {
+		struct mfs_chunk_map *last = fs->chunks[fs->nr_chunks - 1];
+
+		start = round_up(last->logical + last->length, SZ_1M);
+	}
+	return start;
+}
+
+int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_block_group **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	struct dev_hole *holes;
+	struct mfs_chunk_map *map;
+	struct mfs_block_group *bg;
+	u64 stripe_size, max_logical;
+	int ndevs = 0, i, j, num_stripes, ndata, ret;
+
+	holes = calloc(fs->nr_devices, sizeof(*holes));
+	if (!holes)
+		return -ENOMEM;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		u64 start, len;
+
+		if (!mfs_device_allocatable(dev))
+			continue;
+		len = mfs_device_max_hole(dev, &start);
+		if (len < MFS_MIN_STRIPE_SIZE * a->dev_stripes)
+			continue;
+		holes[ndevs].dev = dev;
+		holes[ndevs].start = start;
+		holes[ndevs].len = len;
+		ndevs++;
+	}
+	qsort(holes, ndevs, sizeof(*holes), cmp_hole_desc);
+	if (a->devs_max && ndevs > a->devs_max)
+		ndevs = a->devs_max;
+	ndevs -= ndevs % a->devs_increment;
+	if (ndevs < a->devs_min) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	num_stripes = ndevs * a->dev_stripes;
+	ndata = mfs_nr_data_stripes(flags, num_stripes);
+
+	if (!max_stripe)
+		max_stripe = chunk_policy_max_stripe(fs, flags);
+	stripe_size = min_t(u64, max_stripe, holes[ndevs - 1].len / a->dev_stripes);
+	/* no chunk larger than a tenth of the filesystem */
+	max_logical = max_t(u64, fs_writable_size(fs) / 10, MFS_MIN_STRIPE_SIZE);
+	if (stripe_size * ndata > max_logical)
+		stripe_size = max_logical / ndata;
+	stripe_size = round_down(stripe_size, MFS_CHUNK_ALIGN);
+	if (stripe_size < MFS_MIN_STRIPE_SIZE) {
+		ret = -ENOSPC;
+		goto out;
+	}
+
+	map = mfs_alloc_chunk_map(num_stripes);
+	if (!map) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	map->logical = next_chunk_logical(fs);
+	map->length = stripe_size * ndata;
+	map->type = flags;
+	map->stripe_len = MFS_STRIPE_LEN;
+	map->num_stripes = num_stripes;
+	map->sub_stripes = a->sub_stripes;
+	for (i = 0; i < ndevs; i++) {
+		for (j = 0; j < a->dev_stripes; j++) {
+			struct mfs_map_stripe *s = &map->stripes[i * a->dev_stripes + j];
+
+			s->dev = holes[i].dev;
+			s->devid = holes[i].dev->devid;
+			s->physical = holes[i].start + j * stripe_size;
+			memcpy(s->dev_uuid, holes[i].dev->uuid, MFS_UUID_SIZE);
+		}
+	}
+	for (i = 0; i < num_stripes; i++) {
+		struct mfs_map_stripe *s = &map->stripes[i];
+
+		ret = mfs_device_add_extent(s->dev, s->physical, stripe_size, map->logical);
+		if (ret) {
+			while (--i >= 0)
+				mfs_device_remove_extent(map->stripes[i].dev,
+							 map->stripes[i].physical);
+			free(map);
+			goto out;
+		}
+		s->dev->bytes_used += stripe_size;
+	}
+	ret = mfs_add_chunk_map(fs, map);
+	if (ret)
+		goto undo;
+	ret = mfs_add_block_group(fs, map, 0, true, &bg);
+	if (ret) {
+		mfs_remove_chunk_map(fs, map);
+		goto undo;
+	}
+	if (a->incompat)
+		fs->incompat_flags |= a->incompat;
+	if (out)
+		*out = bg;
+	ret = 0;
+	goto out;
+undo:
+	for (i = 0; i < num_stripes; i++) {
+		mfs_device_remove_extent(map->stripes[i].dev, map->stripes[i].physical);
+		map->stripes[i].dev->bytes_used -= stripe_size;
+	}
+	free(map);
+out:
+	free(holes);
+	return ret;
+}
+
+/* ---------------- logical I/O ---------------- */
+
+/*
+ * raid5/6 rows are written whole, once (DESIGN §3): writes land in an
+ * in-memory row until the row is full or the transaction commits, then
+ * data and parity go out together.
+ */
+struct mfs_open_row {
+	struct mfs_chunk_map *map;
+	u64 row;
+	u64 filled;		/* bytes written into the row so far */
+	u8 *buf;		/* ndata * stripe_len */
+	struct mfs_open_row *next;
+};
+
+static struct mfs_open_row *find_open_row(struct mfs_fs_info *fs,
+					  struct mfs_chunk_map *map, u64 row)
+{
+	struct mfs_open_row *r;
+
+	for (r = fs->open_rows; r; r = r->next)
+		if (r->map == map && r->row == row)
+			return r;
+	return NULL;
+}
+
+static int write_stripe(struct mfs_map_stripe *s, const void *buf, u64 len, u64 physical)
+{
+	if (!s->dev || !s->dev->io)
+		return -EIO;
+	return mfs_io_write(s->dev->io, buf, len, physical);
+}
+
+static int read_stripe(struct mfs_map_stripe *s, void *buf, u64 len, u64 physical)
+{
+	if (!s->dev || !s->dev->io)
+		return -EIO;
+	return mfs_io_read(s->dev->io, buf, len, physical);
+}
+
+/* Stripe index of data column d / parity in a row (rotation as mfs_map_block). */
+static int row_stripe_index(const struct mfs_chunk_map *map, u64 row, int col)
+{
+	return (col + row % map->num_stripes) % map->num_stripes;
+}
+
+static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, i, ret = 0;
+	u64 slen = map->stripe_len;
+	void *blocks[n];
+	u8 *parity;
+
+	parity = malloc(a->nparity * slen);
+	if (!parity)
+		return -ENOMEM;
+	for (i = 0; i < ndata; i++)
+		blocks[i] = (void *)(data + i * slen);
+	for (i = 0; i < a->nparity; i++)
+		blocks[ndata + i] = parity + i * slen;
+	ret = mfs_raid56_gen(ndata, a->nparity, slen, blocks);
+	for (i = 0; !ret && i < n; i++) {
+		int idx = row_stripe_index(map, row, i);
+		struct mfs_map_stripe *s = &map->stripes[idx];
+
+		ret = write_stripe(s, blocks[i], slen, s->physical + row * slen);
+	}
+	free(parity);
+	return ret;
+}
+
+static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
+{
+	struct mfs_open_row **pp;
+	int ret = write_full_row(r->map, r->row, r->buf);
+
+	for (pp = &fs->open_rows; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	free(r->buf);
+	free(r);
+	return ret;
+}
+
+int mfs_flush_open_rows(struct mfs_fs_info *fs)
+{
+	int ret = 0;
+
+	while (fs->open_rows) {
+		int err = flush_row(fs, fs->open_rows);
+
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
+}
+
+void mfs_drop_open_rows(struct mfs_fs_info *fs)
+{
+	while (fs->open_rows) {
+		struct mfs_open_row *r = fs->open_rows;
+
+		fs->open_rows = r->next;
+		free(r->buf);
+		free(r);
+	}
+}
+
+static int raid56_write(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
+			u64 logical, const u8 *buf, u64 len)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	u64 ndata = map->num_stripes - a->nparity;
+	u64 row_len = ndata * map->stripe_len;
+
+	while (len) {
+		u64 off = logical - map->logical;
+		u64 row = off / row_len, in_row = off % row_len;
+		u64 n = min_t(u64, len, row_len - in_row);
+		struct mfs_open_row *r = find_open_row(fs, map, row);
+
+		if (!r) {
+			r = calloc(1, sizeof(*r));
+			if (!r || !(r->buf = calloc(1, row_len))) {
+				free(r);
+				return -ENOMEM;
+			}
+			r->map = map;
+			r->row = row;
+			r->next = fs->open_rows;
+			fs->open_rows = r;
+		}
+		memcpy(r->buf + in_row, buf, n);
+		r->filled += n;
+		if (r->filled >= row_len) {
+			int ret = flush_row(fs, r);
+
+			if (ret)
+				return ret;
+		}
+		logical += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	const u8 *p = buf;
+
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int i, ret;
+
+		if (!map)
+			return -EUCLEAN;
+		if (mfs_profile(map->type)->nparity) {
+			n = min_t(u64, len, map->logical + map->length - logical);
+			ret = raid56_write(fs, map, logical, p, n);
+			if (ret)
+				return ret;
+		} else {
+			ret = mfs_map_block(map, logical, &io);
+			if (ret)
+				return ret;
+			n = min_t(u64, len, io.length);
+			for (i = 0; i < io.ncopies; i++) {
+				ret = write_stripe(&map->stripes[io.stripe[i]], p, n,
+						   io.physical[i]);
+				if (ret)
+					return ret;
+			}
+		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Rebuild len bytes of one data column of a raid5/6 row from the others.
+ * lost_parity additionally treats P as unreadable (so Q is used).
+ */
+static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_map *io,
+			       u64 col_off, u8 *buf, u64 len, bool lost_parity)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, i, ret = 0;
+	int failed[2], nfailed = 0;
+	void *blocks[n];
+	u8 *tmp;
+
+	if (lost_parity && a->nparity < 2)
+		return -EIO;
+	tmp = malloc((size_t)n * len);
+	if (!tmp)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		int idx = row_stripe_index(map, io->row, i);
+		struct mfs_map_stripe *s = &map->stripes[idx];
+
+		blocks[i] = tmp + (size_t)i * len;
+		if (i == io->data_index || (lost_parity && i == ndata))
+			continue;
+		ret = read_stripe(s, blocks[i], len, s->physical + io->row * map->stripe_len + col_off);
+		if (ret)
+			goto out;
+	}
+	failed[nfailed++] = io->data_index;
+	if (lost_parity)
+		failed[nfailed++] = ndata;
+	ret = mfs_raid56_rebuild(ndata, a->nparity, len, blocks, nfailed, failed);
+	if (!ret)
+		memcpy(buf, blocks[io->data_index], len);
+out:
+	free(tmp);
+	return ret;
+}
+
+/* Read one piece that does not cross a stripe boundary. */
+static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
+		      u64 logical, u8 *buf, u64 len, int mirror)
+{
+	struct mfs_io_map io;
+	int ret = mfs_map_block(map, logical, &io);
+
+	if (ret)
+		return ret;
+	if (mfs_profile(map->type)->nparity) {
+		u64 col_off = (logical - map->logical) % map->stripe_len;
+		u64 row_len = (map->num_stripes - mfs_profile(map->type)->nparity) * map->stripe_len;
+		struct mfs_open_row *r = find_open_row(fs, map, io.row);
+
+		if (r) {
+			memcpy(buf, r->buf + (logical - map->logical) % row_len, len);
+			return 0;
+		}
+		if (mirror <= 1)
+			return read_stripe(&map->stripes[io.stripe[0]], buf, len, io.physical[0]);
+		return raid56_rebuild_read(map, &io, col_off, buf, len, mirror == 3);
+	}
+	if (mirror < 1)
+		mirror = 1;
+	if (mirror > io.ncopies)
+		return -EINVAL;
+	return read_stripe(&map->stripes[io.stripe[mirror - 1]], buf, len,
+			   io.physical[mirror - 1]);
+}
+
+int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror)
+{
+	u8 *p = buf;
+
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int ret, m, copies;
+
+		if (!map)
+			return -EUCLEAN;
+		ret = mfs_map_block(map, logical, &io);
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		if (mirror) {
+			ret = read_piece(fs, map, logical, p, n, mirror);
+		} else {
+			copies = mfs_num_copies(map);
+			ret = -EIO;
+			for (m = 1; m <= copies && ret; m++)
+				ret = read_piece(fs, map, logical, p, n, m);
+		}
+		if (ret)
+			return ret;
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int mfs_flush_all_devices(struct mfs_fs_info *fs)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		int err;
+
+		if (dev->missing || !dev->io)
+			continue;
+		err = mfs_io_flush(dev->io);
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
+}

@@ -1,0 +1,62 @@
+/* Devices, chunk maps, logical->physical mapping and chunk allocation. */
+#ifndef MFS_VOLUMES_H
+#define MFS_VOLUMES_H
+
+#include "ctree.h"
+
+/* Smallest device mkfs and device add accept. */
+#define MFS_MIN_DEVICE_SIZE	(128 * SZ_1M)
+/* Smallest stripe the chunk allocator hands out. */
+#define MFS_MIN_STRIPE_SIZE	(8 * SZ_1M)
+#define MFS_CHUNK_ALIGN		SZ_1M
+
+/* Pure mapping of one logical address inside map (no I/O). */
+int mfs_map_block(const struct mfs_chunk_map *map, u64 logical, struct mfs_io_map *out);
+/* Ways a block can be read: copies, or data + parity rebuilds for raid5/6. */
+int mfs_num_copies(const struct mfs_chunk_map *map);
+
+struct mfs_chunk_map *mfs_alloc_chunk_map(int num_stripes);
+struct mfs_chunk_map *mfs_find_chunk(struct mfs_fs_info *fs, u64 logical);
+int mfs_add_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map);
+void mfs_remove_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map);
+
+/* Chunk items: validate (untrusted bytes) and convert. */
+int mfs_check_chunk_item(struct mfs_fs_info *fs, u64 logical,
+			 const struct mfs_chunk *chunk, u32 item_size);
+int mfs_chunk_map_from_item(struct mfs_fs_info *fs, u64 logical,
+			    const struct mfs_chunk *chunk, u32 item_size,
+			    struct mfs_chunk_map **out);
+/* Fills buf (mfs_chunk_item_size(num_stripes) bytes). */
+void mfs_chunk_map_to_item(struct mfs_fs_info *fs, const struct mfs_chunk_map *map, void *buf);
+/* Bootstrap chunk array in the superblock. */
+int mfs_read_sys_array(struct mfs_fs_info *fs);
+int mfs_write_sys_array(struct mfs_fs_info *fs);
+
+struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid);
+int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev);
+int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset);
+int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
+/* Largest unallocated hole on dev, skipping reserved ranges. */
+u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start);
+/* Is [start, start+len) clear of superblock copies and the first MiB? */
+bool mfs_range_is_reserved(u64 start, u64 len);
+
+/* Where new chunks may go: devices not missing and not being removed. */
+bool mfs_device_allocatable(const struct mfs_device *dev);
+/*
+ * Create a chunk of type|profile in memory: picks devices and holes,
+ * records dev extents, adds the map and an empty block group flagged
+ * new_chunk (its items are inserted at commit). max_stripe 0 = policy.
+ */
+int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_block_group **out);
+
+/* Logical I/O through the chunk maps. mirror 0 = first good copy. */
+int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror);
+int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
+/* Write out buffered raid5/6 rows with their parity. */
+int mfs_flush_open_rows(struct mfs_fs_info *fs);
+void mfs_drop_open_rows(struct mfs_fs_info *fs);
+int mfs_flush_all_devices(struct mfs_fs_info *fs);
+
+#endif
