@@ -160,6 +160,7 @@ int mfs_make_fs(struct mfs_mkfs_params *p)
 	fs->data_profile = p->data_profile;
 	fs->metadata_profile = p->metadata_profile;
 	fs->system_profile = p->metadata_profile;
+	fs->incompat_flags = p->features;
 	init_super(fs, p);
 
 	ret = open_new_devices(fs, p);

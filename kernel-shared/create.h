@@ -17,6 +17,7 @@ struct mfs_mkfs_params {
 	const char *label;
 	u64 byte_count;		/* bytes used on each device, 0 = all */
 	bool exclusive;		/* lock the devices (O_EXCL / flock) */
+	u64 features;		/* extra MFS_FEATURE_INCOMPAT_* bits (-O) */
 	/* out */
 	u64 dev_size[64];	/* size used on each device */
 	u64 sys_bytes, meta_bytes, data_bytes;	/* logical size of the first chunks */

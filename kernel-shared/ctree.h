@@ -204,7 +204,15 @@ struct mfs_fs_info {
 
 	/* raid5/6 open rows waiting for their parity write */
 	struct mfs_open_row *open_rows;
+
+	/* MFS_OPEN_PARTIAL: what could not be loaded, for check to report */
+	char **problems;
+	int nr_problems;
 };
+
+/* Record a problem found while opening with MFS_OPEN_PARTIAL. */
+void mfs_note_problem(struct mfs_fs_info *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ---- node accessors (ctree.c) ---- */
 static inline struct mfs_header *eb_header(struct extent_buffer *eb)

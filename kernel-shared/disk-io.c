@@ -2,6 +2,8 @@
  * Superblocks, the tree-block cache with verification of every block read,
  * and opening/closing a filesystem from its member devices.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ctree.h"
@@ -67,6 +69,15 @@ int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr)
 	if (memchr(sb->label, 0, MFS_LABEL_SIZE) == NULL)
 		return -EUCLEAN;
 	return 0;
+}
+
+int mfs_read_super_raw(struct mfs_io_dev *io, int mirror, struct mfs_super_block *sb)
+{
+	u64 off = mfs_sb_offset(mirror);
+
+	if (off + MFS_SUPER_INFO_SIZE > io->size)
+		return -ENOENT;
+	return mfs_io_read(io, sb, sizeof(*sb), off);
 }
 
 int mfs_read_super_copy(struct mfs_io_dev *io, int mirror, struct mfs_super_block *sb)
@@ -488,6 +499,31 @@ out:
 
 /* ---------------- open / close ---------------- */
 
+void mfs_note_problem(struct mfs_fs_info *fs, const char *fmt, ...)
+{
+	char *msg = NULL, **p;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (!msg)
+		return;
+	p = realloc(fs->problems, (fs->nr_problems + 1) * sizeof(*p));
+	if (!p) {
+		free(msg);
+		return;
+	}
+	fs->problems = p;
+	fs->problems[fs->nr_problems++] = msg;
+}
+
+static bool partial(struct mfs_fs_info *fs)
+{
+	return fs->open_flags & MFS_OPEN_PARTIAL;
+}
+
 struct mfs_fs_info *mfs_alloc_fs_info(void)
 {
 	struct mfs_fs_info *fs = calloc(1, sizeof(*fs));
@@ -535,6 +571,9 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 		free(dev);
 	}
 	free(fs->devices);
+	for (i = 0; i < fs->nr_problems; i++)
+		free(fs->problems[i]);
+	free(fs->problems);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
 }
@@ -686,6 +725,11 @@ static int read_chunk_tree(struct mfs_fs_info *fs)
 		leaf_item_key(leaf, slot, &key);
 		if (key.type == MFS_DEV_ITEM_KEY) {
 			ret = load_dev_item(fs, leaf, slot);
+			if (ret == -EUCLEAN && partial(fs)) {
+				mfs_note_problem(fs, "device item %llu in the chunk tree is invalid",
+						 (unsigned long long)key.offset);
+				ret = 0;
+			}
 		} else if (key.type == MFS_CHUNK_ITEM_KEY) {
 			struct mfs_chunk_map *map;
 
@@ -707,6 +751,11 @@ static int read_chunk_tree(struct mfs_fs_info *fs)
 						ret = -EUCLEAN;
 				}
 			}
+			if (ret == -EUCLEAN && partial(fs)) {
+				mfs_note_problem(fs, "chunk item at logical %llu is invalid (skipped)",
+						 (unsigned long long)key.offset);
+				ret = 0;
+			}
 		}
 		if (ret)
 			break;
@@ -722,6 +771,13 @@ static int read_chunk_tree(struct mfs_fs_info *fs)
 		for (s = 0; s < map->num_stripes; s++) {
 			struct mfs_device *dev = mfs_find_device(fs, map->stripes[s].devid);
 
+			if (!dev && partial(fs)) {
+				mfs_note_problem(fs, "chunk %llu stripe %d names unknown device %llu",
+						 (unsigned long long)map->logical, s,
+						 (unsigned long long)map->stripes[s].devid);
+				map->stripes[s].dev = NULL;
+				continue;
+			}
 			if (!dev)
 				return -EUCLEAN;
 			map->stripes[s].dev = dev->missing ? NULL : dev;
@@ -749,15 +805,20 @@ static int read_dev_extents(struct mfs_fs_info *fs)
 
 			if (leaf_item_size(leaf, slot) != sizeof(*de) || !dev) {
 				ret = -EUCLEAN;
-				break;
-			}
-			ret = mfs_device_add_extent(dev, key.offset, le64_to_cpu(de->length),
-						    le64_to_cpu(de->chunk_offset));
-			if (ret) {
+			} else {
+				ret = mfs_device_add_extent(dev, key.offset, le64_to_cpu(de->length),
+							    le64_to_cpu(de->chunk_offset));
 				if (ret == -EEXIST)
 					ret = -EUCLEAN;
-				break;
 			}
+			if (ret == -EUCLEAN && partial(fs)) {
+				mfs_note_problem(fs, "device extent (devid %llu physical %llu) is invalid or overlaps another",
+						 (unsigned long long)key.objectid,
+						 (unsigned long long)key.offset);
+				ret = 0;
+			}
+			if (ret)
+				break;
 		}
 		ret = mfs_next_item(fs->dev_root, &path);
 	}
@@ -782,6 +843,34 @@ static void init_alloc_profiles(struct mfs_fs_info *fs)
 		else
 			fs->metadata_profile = p;
 	}
+}
+
+static int read_roots(struct mfs_fs_info *fs)
+{
+	static const struct { u64 id; const char *name; size_t off; } roots[] = {
+		{ MFS_EXTENT_TREE_OBJECTID, "extent", offsetof(struct mfs_fs_info, extent_root) },
+		{ MFS_DEV_TREE_OBJECTID, "device", offsetof(struct mfs_fs_info, dev_root) },
+		{ MFS_FS_TREE_OBJECTID, "fs", offsetof(struct mfs_fs_info, fs_root) },
+		{ MFS_CSUM_TREE_OBJECTID, "csum", offsetof(struct mfs_fs_info, csum_root) },
+	};
+	size_t i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(roots); i++) {
+		struct mfs_root **slot = (struct mfs_root **)((char *)fs + roots[i].off);
+
+		ret = mfs_read_root(fs, roots[i].id, slot);
+		if (ret == -ENOENT)
+			ret = -EUCLEAN;
+		if (ret && partial(fs)) {
+			mfs_note_problem(fs, "%s tree root cannot be read: %s", roots[i].name,
+					 strerror(-ret));
+			ret = 0;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
@@ -824,21 +913,17 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	ret = read_root_node(fs, fs->tree_root, le64_to_cpu(fs->super.root), fs->super.root_level);
 	if (ret)
 		goto fail;
-	ret = mfs_read_root(fs, MFS_EXTENT_TREE_OBJECTID, &fs->extent_root);
-	if (!ret)
-		ret = mfs_read_root(fs, MFS_DEV_TREE_OBJECTID, &fs->dev_root);
-	if (!ret)
-		ret = mfs_read_root(fs, MFS_FS_TREE_OBJECTID, &fs->fs_root);
-	if (!ret)
-		ret = mfs_read_root(fs, MFS_CSUM_TREE_OBJECTID, &fs->csum_root);
-	if (ret == -ENOENT)
-		ret = -EUCLEAN;
+	ret = read_roots(fs);
 	if (ret)
 		goto fail;
-	ret = read_dev_extents(fs);
+	ret = fs->dev_root ? read_dev_extents(fs) : 0;
 	if (ret)
 		goto fail;
-	ret = mfs_load_block_groups(fs);
+	ret = fs->extent_root ? mfs_load_block_groups(fs) : 0;
+	if (ret == -EUCLEAN && partial(fs)) {
+		mfs_note_problem(fs, "block groups or extents in the extent tree are inconsistent");
+		ret = 0;
+	}
 	if (ret)
 		goto fail;
 	init_alloc_profiles(fs);

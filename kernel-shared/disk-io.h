@@ -17,6 +17,8 @@ struct mfs_open_ctl {
 
 /* Read and validate copy `mirror` of a device's superblock. */
 int mfs_read_super_copy(struct mfs_io_dev *io, int mirror, struct mfs_super_block *sb);
+/* Copy `mirror` as it is on disk, unchecked (for dump-super); -ENOENT past the end. */
+int mfs_read_super_raw(struct mfs_io_dev *io, int mirror, struct mfs_super_block *sb);
 /* Newest valid copy on a device; -EUCLEAN if no copy is valid, -ENOENT if none is mfs. */
 int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirror);
 /* Structural checks on a superblock read from bytenr (untrusted input). */

@@ -1,0 +1,365 @@
+/* mfs filesystem: show, label. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <uuid/uuid.h>
+#include <json-c/json.h>
+#include "cmds/commands.h"
+#include "common/help.h"
+#include "common/messages.h"
+#include "common/units.h"
+#include "common/open.h"
+#include "common/format-output.h"
+#include "kernel-shared/disk-io.h"
+#include "kernel-shared/transaction.h"
+#include "kernel-shared/volumes.h"
+
+/* ---------------- show ---------------- */
+
+static const char * const cmd_filesystem_show_usage[] = {
+	"mfs filesystem show [options] [<path>|<uuid>|<device>|<label>]",
+	"",
+	"Show the structure of a filesystem.",
+	"Without an argument, every filesystem found on block devices and",
+	"registered image files is shown.",
+	"",
+	OPTLINE("-d|--all-devices", "scan every block device (default)"),
+	OPTLINE("--raw", "show raw numbers in bytes"),
+	OPTLINE("--human-readable", "show human friendly numbers, base 1024 (default)"),
+	OPTLINE("--iec", "use 1024 as a base (KiB, MiB, GiB, TiB)"),
+	OPTLINE("--si", "use 1000 as a base (kB, MB, GB, TB)"),
+	OPTLINE("--kbytes", "show sizes in KiB, or kB with --si"),
+	OPTLINE("--mbytes", "show sizes in MiB, or MB with --si"),
+	OPTLINE("--gbytes", "show sizes in GiB, or GB with --si"),
+	OPTLINE("--tbytes", "show sizes in TiB, or TB with --si"),
+	NULL
+};
+
+/* One member as shown: from the chunk tree when the fs opens, else its superblock. */
+struct show_dev {
+	u64 devid;
+	u64 size;
+	u64 used;
+	const char *path;	/* NULL when missing */
+};
+
+struct show_fs {
+	u8 fsid[MFS_FSID_SIZE];
+	char label[MFS_LABEL_SIZE];
+	u64 bytes_used;
+	struct show_dev *devs;
+	int ndevs;
+	int nmissing;
+	int total;
+};
+
+static int cmp_show_dev(const void *a, const void *b)
+{
+	const struct show_dev *x = a, *y = b;
+
+	return x->devid < y->devid ? -1 : x->devid > y->devid;
+}
+
+/* Gather what to show for the filesystem with this fsid. */
+static int collect_fs(struct mfs_scan *scan, const u8 *fsid, struct show_fs *out)
+{
+	const char **paths;
+	struct mfs_open_ctl ctl = { 0 };
+	struct mfs_fs_info *fs = NULL;
+	struct mfs_super_block *best = NULL;
+	int i, n = 0;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->fsid, fsid, MFS_FSID_SIZE);
+	paths = calloc(scan->nr, sizeof(*paths));
+	out->devs = calloc(scan->nr + 64, sizeof(*out->devs));
+	if (!paths || !out->devs) {
+		free(paths);
+		return -ENOMEM;
+	}
+	for (i = 0; i < scan->nr; i++) {
+		struct mfs_super_block *sb = &scan->devs[i].sb;
+
+		if (memcmp(sb->fsid, fsid, MFS_FSID_SIZE))
+			continue;
+		paths[n++] = scan->devs[i].path;
+		if (!best || le64_to_cpu(sb->generation) > le64_to_cpu(best->generation))
+			best = sb;
+	}
+	memcpy(out->label, best->label, MFS_LABEL_SIZE);
+	out->bytes_used = le64_to_cpu(best->bytes_used);
+	ctl.paths = paths;
+	ctl.npaths = n;
+	ctl.flags = MFS_OPEN_PARTIAL | MFS_OPEN_NO_EXCL;
+	ctl.fsid = fsid;
+	ctl.sb_mirror = -1;
+	if (mfs_open_fs(&ctl, &fs) == 0) {
+		for (i = 0; i < fs->nr_devices && i < scan->nr + 64; i++) {
+			struct mfs_device *d = fs->devices[i];
+			struct show_dev *sd = &out->devs[out->ndevs++];
+			int j;
+
+			sd->devid = d->devid;
+			sd->size = d->total_bytes;
+			sd->used = d->bytes_used;
+			sd->path = NULL;
+			for (j = 0; !d->missing && j < n; j++)
+				if (strcmp(paths[j], d->path) == 0)
+					sd->path = paths[j];
+			if (!sd->path)
+				out->nmissing++;
+		}
+		out->bytes_used = le64_to_cpu(fs->super.bytes_used);
+		out->total = out->ndevs;
+		mfs_free_fs_info(fs);
+	} else {
+		/* cannot open: show what the superblocks say */
+		for (i = 0; i < scan->nr; i++) {
+			struct mfs_super_block *sb = &scan->devs[i].sb;
+			struct show_dev *sd;
+
+			if (memcmp(sb->fsid, fsid, MFS_FSID_SIZE))
+				continue;
+			sd = &out->devs[out->ndevs++];
+			sd->devid = le64_to_cpu(sb->dev_item.devid);
+			sd->size = le64_to_cpu(sb->dev_item.total_bytes);
+			sd->used = le64_to_cpu(sb->dev_item.bytes_used);
+			sd->path = scan->devs[i].path;
+		}
+		if ((u64)out->ndevs < le64_to_cpu(best->num_devices))
+			out->nmissing = le64_to_cpu(best->num_devices) - out->ndevs;
+		out->total = out->ndevs + out->nmissing;
+	}
+	qsort(out->devs, out->ndevs, sizeof(*out->devs), cmp_show_dev);
+	free(paths);
+	return 0;
+}
+
+static void print_fs_text(const struct show_fs *f, unsigned int units)
+{
+	char uuid[37];
+	int i;
+
+	uuid_unparse(f->fsid, uuid);
+	for (i = 0; i < f->ndevs; i++)
+		if (!f->devs[i].path)
+			fprintf(stderr, "warning, device %llu is missing\n",
+				(unsigned long long)f->devs[i].devid);
+	if (f->label[0])
+		printf("Label: '%s'  uuid: %s\n", f->label, uuid);
+	else
+		printf("Label: none  uuid: %s\n", uuid);
+	printf("\tTotal devices %d FS bytes used %s\n", f->total,
+	       pretty_size_mode(f->bytes_used, units));
+	for (i = 0; i < f->ndevs; i++) {
+		if (!f->devs[i].path)
+			continue;
+		printf("\tdevid %4llu size %s used %s path %s\n",
+		       (unsigned long long)f->devs[i].devid,
+		       pretty_size_mode(f->devs[i].size, units),
+		       pretty_size_mode(f->devs[i].used, units), f->devs[i].path);
+	}
+	if (f->nmissing)
+		printf("\t*** Some devices missing\n");
+	printf("\n");
+}
+
+static void add_fs_json(struct json_object *array, const struct show_fs *f)
+{
+	struct json_object *o = mfs_json_array_add_object(array);
+	struct json_object *devs = json_object_new_array();
+	char uuid[37];
+	int i;
+
+	uuid_unparse(f->fsid, uuid);
+	mfs_json_add_string(o, "label", f->label);
+	mfs_json_add_string(o, "uuid", uuid);
+	mfs_json_add_u64(o, "total_devices", f->total);
+	mfs_json_add_u64(o, "bytes_used", f->bytes_used);
+	mfs_json_add_u64(o, "missing_devices", f->nmissing);
+	for (i = 0; i < f->ndevs; i++) {
+		struct json_object *d = json_object_new_object();
+
+		mfs_json_add_u64(d, "devid", f->devs[i].devid);
+		mfs_json_add_u64(d, "size", f->devs[i].size);
+		mfs_json_add_u64(d, "used", f->devs[i].used);
+		mfs_json_add_string(d, "path", f->devs[i].path ? f->devs[i].path : "");
+		json_object_object_add(d, "missing", json_object_new_boolean(!f->devs[i].path));
+		json_object_array_add(devs, d);
+	}
+	json_object_object_add(o, "devices", devs);
+}
+
+/* Does the search argument select this filesystem? */
+static bool fs_matches(struct mfs_scan *scan, const u8 *fsid, const char *arg)
+{
+	u8 want[MFS_FSID_SIZE];
+	char real[PATH_MAX];
+	int i;
+
+	if (!arg)
+		return true;
+	if (uuid_parse(arg, want) == 0)
+		return memcmp(want, fsid, MFS_FSID_SIZE) == 0;
+	if (realpath(arg, real)) {
+		for (i = 0; i < scan->nr; i++) {
+			char other[PATH_MAX];
+
+			if (memcmp(scan->devs[i].sb.fsid, fsid, MFS_FSID_SIZE))
+				continue;
+			if (realpath(scan->devs[i].path, other) && strcmp(other, real) == 0)
+				return true;
+		}
+		return false;
+	}
+	for (i = 0; i < scan->nr; i++)
+		if (!memcmp(scan->devs[i].sb.fsid, fsid, MFS_FSID_SIZE) &&
+		    strcmp(scan->devs[i].sb.label, arg) == 0)
+			return true;
+	return false;
+}
+
+static int cmd_filesystem_show(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "all-devices", no_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 }
+	};
+	unsigned int units = get_unit_mode_from_arg(&argc, argv, 0);
+	struct json_object *root = NULL, *array = NULL;
+	const char *arg = NULL;
+	struct mfs_scan scan;
+	int c, i, j, shown = 0;
+
+	while ((c = getopt_long(argc, argv, "d", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_max(argc - optind, 1))
+		return 1;
+	if (optind < argc)
+		arg = argv[optind];
+	if (mfs_scan_all(arg ? &arg : NULL, arg ? 1 : 0, &scan)) {
+		error("cannot scan devices");
+		return 1;
+	}
+	if (mfs_output_format == MFS_OUTPUT_JSON)
+		root = mfs_json_start("filesystems", &array);
+	for (i = 0; i < scan.nr; i++) {
+		struct show_fs f;
+		bool dup = false;
+
+		for (j = 0; j < i; j++)
+			if (!memcmp(scan.devs[j].sb.fsid, scan.devs[i].sb.fsid, MFS_FSID_SIZE))
+				dup = true;
+		if (dup || !fs_matches(&scan, scan.devs[i].sb.fsid, arg))
+			continue;
+		if (collect_fs(&scan, scan.devs[i].sb.fsid, &f))
+			continue;
+		if (root)
+			add_fs_json(array, &f);
+		else
+			print_fs_text(&f, units);
+		free(f.devs);
+		shown++;
+	}
+	mfs_scan_free(&scan);
+	if (root)
+		mfs_json_print_free(root);
+	if (arg && !shown) {
+		error("not a valid mfs filesystem: %s", arg);
+		return 1;
+	}
+	return 0;
+}
+DEFINE_COMMAND(filesystem_show, "show", cmd_filesystem_show, cmd_filesystem_show_usage,
+	       NULL, CMD_FORMAT_JSON);
+
+/* ---------------- label ---------------- */
+
+static const char * const cmd_filesystem_label_usage[] = {
+	"mfs filesystem label <device> [<newlabel>]",
+	"",
+	"Get or change the label of an unmounted filesystem.",
+	"With one argument the current label is printed; with two it is set.",
+	NULL
+};
+
+static int cmd_filesystem_label(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct mfs_fs_info *fs;
+	struct mfs_trans_handle *trans;
+	const char *dev;
+	int ret;
+
+	clean_args_no_options(cmd, argc, argv);
+	if (check_argc_min(argc - optind, 1) || check_argc_max(argc - optind, 2))
+		return 1;
+	dev = argv[optind];
+	if (argc - optind == 1) {
+		struct mfs_super_block sb;
+
+		ret = mfs_probe_super(dev, &sb);
+		if (ret) {
+			error("not a valid mfs filesystem: %s", dev);
+			return 1;
+		}
+		printf("%s\n", sb.label);
+		return 0;
+	}
+	{
+		char label[MFS_LABEL_SIZE + 1];
+		size_t len;
+
+		snprintf(label, sizeof(label), "%s", argv[optind + 1]);
+		len = strlen(argv[optind + 1]);
+		if (len && argv[optind + 1][len - 1] == '\n')
+			len--;
+		if (len >= MFS_LABEL_SIZE) {
+			error("label %s is too long (max %d)", argv[optind + 1], MFS_LABEL_SIZE - 1);
+			return 1;
+		}
+		label[len] = 0;
+		if (strchr(label, '\n')) {
+			error("label must not contain a newline");
+			return 1;
+		}
+		ret = mfs_open_for_cmd(&dev, 1, MFS_OPEN_WRITABLE, &fs);
+		if (ret)
+			return 1;
+		memset(fs->super.label, 0, MFS_LABEL_SIZE);
+		memcpy(fs->super.label, label, len);
+		ret = mfs_start_transaction(fs, &trans);
+		if (!ret)
+			ret = mfs_commit_transaction(trans);
+		if (ret) {
+			error("cannot write the new label: %s", strerror(-ret));
+			mfs_free_fs_info(fs);
+			return 1;
+		}
+		mfs_close_fs(fs);
+	}
+	return 0;
+}
+DEFINE_SIMPLE_COMMAND(filesystem_label, "label");
+
+static const char * const filesystem_cmd_group_usage[] = {
+	"mfs filesystem <command> [<args>]",
+	NULL
+};
+
+static const struct cmd_group filesystem_cmd_group = {
+	filesystem_cmd_group_usage, NULL, {
+		&cmd_struct_filesystem_show,
+		&cmd_struct_filesystem_label,
+		NULL
+	}
+};
+DEFINE_GROUP_COMMAND(filesystem, "filesystem");

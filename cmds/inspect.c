@@ -1,0 +1,593 @@
+/* mfs inspect-internal: dump-super and dump-tree. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <uuid/uuid.h>
+#include "cmds/commands.h"
+#include "common/help.h"
+#include "common/messages.h"
+#include "common/open.h"
+#include "kernel-shared/disk-io.h"
+#include "kernel-shared/csum.h"
+#include "kernel-shared/profiles.h"
+#include "kernel-shared/io.h"
+
+/* ---------------- dump-super ---------------- */
+
+static const char * const cmd_inspect_dump_super_usage[] = {
+	"mfs inspect-internal dump-super [options] <device> [<device>...]",
+	"",
+	"Dump superblocks from devices or image files.",
+	"",
+	OPTLINE("-f|--full", "also dump the bootstrap chunk array"),
+	OPTLINE("-a|--all", "dump every copy present on the device"),
+	OPTLINE("-s|--super N", "dump copy N (0, 1 or 2)"),
+	OPTLINE("-F|--force", "dump even with a bad magic number"),
+	NULL
+};
+
+static void print_uuid(const char *name, const u8 *uuid, const u8 *match)
+{
+	char buf[37];
+
+	uuid_unparse(uuid, buf);
+	printf("%s\t%s", name, buf);
+	if (match)
+		printf(" [%s]", memcmp(uuid, match, 16) ? "DON'T MATCH" : "match");
+	printf("\n");
+}
+
+static void print_flag_words(u64 flags, const char * const *names, int nnames)
+{
+	int i, first = 1;
+
+	if (!flags)
+		return;
+	for (i = 0; i < nnames; i++) {
+		if (!(flags & (1ULL << i)) || !names[i])
+			continue;
+		printf("%s%s", first ? "\t\t\t( " : " |\n\t\t\t  ", names[i]);
+		first = 0;
+	}
+	if (!first)
+		printf(" )\n");
+}
+
+static void print_chunk_item(const struct mfs_chunk *c, int indent)
+{
+	const char *pad = indent ? "\t\t" : "\t";
+	int i, n = le16_to_cpu(c->num_stripes);
+	u64 type = le64_to_cpu(c->type);
+
+	printf("%slength %llu owner %llu stripe_len %llu type %s|%s\n", pad,
+	       (unsigned long long)le64_to_cpu(c->length),
+	       (unsigned long long)le64_to_cpu(c->owner),
+	       (unsigned long long)le64_to_cpu(c->stripe_len),
+	       mfs_bg_type_name(type), mfs_profile_ui_name(type));
+	printf("%sio_align %u io_width %u sector_size %u\n", pad, le32_to_cpu(c->io_align),
+	       le32_to_cpu(c->io_width), le32_to_cpu(c->sector_size));
+	printf("%snum_stripes %d sub_stripes %u\n", pad, n, le16_to_cpu(c->sub_stripes));
+	for (i = 0; i < n; i++) {
+		char uuid[37];
+
+		uuid_unparse(c->stripe[i].dev_uuid, uuid);
+		printf("%s\tstripe %d devid %llu offset %llu\n", pad, i,
+		       (unsigned long long)le64_to_cpu(c->stripe[i].devid),
+		       (unsigned long long)le64_to_cpu(c->stripe[i].offset));
+		printf("%s\tdev_uuid %s\n", pad, uuid);
+	}
+}
+
+static void print_sys_array(const struct mfs_super_block *sb)
+{
+	u32 size = le32_to_cpu(sb->sys_chunk_array_size), cur = 0;
+	int item = 0;
+
+	printf("sys_chunk_array[%d]:\n", MFS_SYSTEM_CHUNK_ARRAY_SIZE);
+	while (size <= MFS_SYSTEM_CHUNK_ARRAY_SIZE &&
+	       cur + sizeof(struct mfs_disk_key) + sizeof(struct mfs_chunk) <= size) {
+		const struct mfs_disk_key *dk = (const void *)(sb->sys_chunk_array + cur);
+		const struct mfs_chunk *c = (const void *)(sb->sys_chunk_array + cur + sizeof(*dk));
+		u32 isz = mfs_chunk_item_size(le16_to_cpu(c->num_stripes));
+
+		if (cur + sizeof(*dk) + isz > size)
+			break;
+		printf("\titem %d key (FIRST_CHUNK_TREE CHUNK_ITEM %llu)\n", item++,
+		       (unsigned long long)le64_to_cpu(dk->offset));
+		print_chunk_item(c, 1);
+		cur += sizeof(*dk) + isz;
+	}
+}
+
+static void dump_super(const struct mfs_super_block *sb, u64 bytenr, const char *dev, bool full)
+{
+	static const char * const incompat_names[] = { "RAID56", "RAID1C34", "COMPRESS_ZLIB" };
+	int csum_type = le16_to_cpu(sb->csum_type);
+	int csize = mfs_csum_size(csum_type);
+	u8 calc[MFS_CSUM_SIZE];
+	int i;
+
+	printf("superblock: bytenr=%llu, device=%s\n", (unsigned long long)bytenr, dev);
+	printf("---------------------------------------------------------\n");
+	printf("csum_type\t\t%d (%s)\n", csum_type,
+	       mfs_csum_name(csum_type) ? mfs_csum_name(csum_type) : "INVALID");
+	printf("csum_size\t\t%d\n", csize);
+	printf("csum\t\t\t0x");
+	for (i = 0; i < (csize > 0 ? csize : 4); i++)
+		printf("%02x", sb->csum[i]);
+	if (csize > 0) {
+		mfs_csum_compute(csum_type, (const u8 *)sb + MFS_CSUM_FIELD_SIZE,
+				 MFS_SUPER_INFO_SIZE - MFS_CSUM_FIELD_SIZE, calc);
+		printf(" [%s]", memcmp(calc, sb->csum, csize) ? "DON'T MATCH" : "match");
+	}
+	printf("\n");
+	printf("bytenr\t\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->bytenr));
+	printf("flags\t\t\t0x%llx\n", (unsigned long long)le64_to_cpu(sb->flags));
+	printf("magic\t\t\t%.8s [%s]\n", (const char *)&sb->magic,
+	       le64_to_cpu(sb->magic) == MFS_MAGIC ? "match" : "DON'T MATCH");
+	print_uuid("fsid\t\t", sb->fsid, NULL);
+	printf("label\t\t\t%.*s\n", MFS_LABEL_SIZE, sb->label);
+	printf("format_version\t\t%u\n", le32_to_cpu(sb->format_version));
+	printf("generation\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->generation));
+	printf("root\t\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->root));
+	printf("root_level\t\t%u\n", sb->root_level);
+	printf("chunk_root\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->chunk_root));
+	printf("chunk_root_level\t%u\n", sb->chunk_root_level);
+	printf("chunk_root_generation\t%llu\n",
+	       (unsigned long long)le64_to_cpu(sb->chunk_root_generation));
+	printf("total_bytes\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->total_bytes));
+	printf("bytes_used\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->bytes_used));
+	printf("sectorsize\t\t%u\n", le32_to_cpu(sb->sectorsize));
+	printf("nodesize\t\t%u\n", le32_to_cpu(sb->nodesize));
+	printf("stripesize\t\t%u\n", le32_to_cpu(sb->stripesize));
+	printf("num_devices\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->num_devices));
+	printf("sys_array_size\t\t%u\n", le32_to_cpu(sb->sys_chunk_array_size));
+	printf("compat_ro_flags\t\t0x%llx\n", (unsigned long long)le64_to_cpu(sb->compat_ro_flags));
+	printf("incompat_flags\t\t0x%llx\n", (unsigned long long)le64_to_cpu(sb->incompat_flags));
+	print_flag_words(le64_to_cpu(sb->incompat_flags), incompat_names,
+			 ARRAY_SIZE(incompat_names));
+	printf("dev_item.devid\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->dev_item.devid));
+	print_uuid("dev_item.uuid\t", sb->dev_item.uuid, NULL);
+	print_uuid("dev_item.fsid\t", sb->dev_item.fsid, sb->fsid);
+	printf("dev_item.total_bytes\t%llu\n",
+	       (unsigned long long)le64_to_cpu(sb->dev_item.total_bytes));
+	printf("dev_item.bytes_used\t%llu\n",
+	       (unsigned long long)le64_to_cpu(sb->dev_item.bytes_used));
+	printf("dev_item.generation\t%llu\n",
+	       (unsigned long long)le64_to_cpu(sb->dev_item.generation));
+	printf("dev_item.flags\t\t0x%llx\n", (unsigned long long)le64_to_cpu(sb->dev_item.flags));
+	if (full)
+		print_sys_array(sb);
+	printf("\n");
+}
+
+static int dump_one_copy(struct mfs_io_dev *io, const char *path, int mirror, bool full,
+			 bool force, bool quiet_missing)
+{
+	struct mfs_super_block sb;
+	u64 off = mfs_sb_offset(mirror);
+	int ret = mfs_read_super_raw(io, mirror, &sb);
+
+	if (ret == -ENOENT) {
+		if (!quiet_missing)
+			error("superblock copy %d at %llu is past the end of %s", mirror,
+			      (unsigned long long)off, path);
+		return quiet_missing ? 0 : 1;
+	}
+	if (ret) {
+		error("cannot read superblock on %s at %llu: %s", path,
+		      (unsigned long long)off, strerror(-ret));
+		return 1;
+	}
+	if (le64_to_cpu(sb.magic) != MFS_MAGIC && !force) {
+		error("bad magic on superblock on %s at %llu (use --force to dump it anyway)",
+		      path, (unsigned long long)off);
+		return 1;
+	}
+	dump_super(&sb, off, path, full);
+	return 0;
+}
+
+static int cmd_inspect_dump_super(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "full", no_argument, NULL, 'f' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "super", required_argument, NULL, 's' },
+		{ "force", no_argument, NULL, 'F' },
+		{ NULL, 0, NULL, 0 }
+	};
+	bool full = false, all = false, force = false;
+	int mirror = 0, c, i, m, ret = 0;
+
+	while ((c = getopt_long(argc, argv, "fas:F", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			full = true;
+			break;
+		case 'a':
+			all = true;
+			break;
+		case 's': {
+			char *end;
+
+			mirror = strtol(optarg, &end, 10);
+			if (*end || mirror < 0 || mirror >= MFS_SUPER_MIRROR_MAX) {
+				error("super mirror should be 0, 1 or 2: %s", optarg);
+				return 1;
+			}
+			break;
+		}
+		case 'F':
+			force = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	for (i = optind; i < argc; i++) {
+		struct mfs_io_dev *io;
+		int err = mfs_io_open(argv[i], false, false, &io);
+
+		if (err) {
+			error("cannot open %s: %s", argv[i], strerror(-err));
+			ret = 1;
+			continue;
+		}
+		if (all) {
+			for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++)
+				ret |= dump_one_copy(io, argv[i], m, full, force, true);
+		} else {
+			ret |= dump_one_copy(io, argv[i], mirror, full, force, false);
+		}
+		mfs_io_close(io);
+	}
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(inspect_dump_super, "dump-super");
+
+/* ---------------- dump-tree ---------------- */
+
+static const char * const cmd_inspect_dump_tree_usage[] = {
+	"mfs inspect-internal dump-tree [options] <device> [<device>...]",
+	"",
+	"Dump tree blocks of an unmounted filesystem.",
+	"",
+	OPTLINE("-t|--tree TREE", "only this tree: root, chunk, extent, dev, fs, csum, or its id"),
+	OPTLINE("-b|--block BYTENR", "only this block (repeatable)"),
+	NULL
+};
+
+static const struct { const char *name; u64 id; } tree_names[] = {
+	{ "root", MFS_ROOT_TREE_OBJECTID }, { "extent", MFS_EXTENT_TREE_OBJECTID },
+	{ "chunk", MFS_CHUNK_TREE_OBJECTID }, { "dev", MFS_DEV_TREE_OBJECTID },
+	{ "device", MFS_DEV_TREE_OBJECTID }, { "fs", MFS_FS_TREE_OBJECTID },
+	{ "csum", MFS_CSUM_TREE_OBJECTID },
+};
+
+static const char *tree_upper_name(u64 id)
+{
+	switch (id) {
+	case MFS_ROOT_TREE_OBJECTID: return "ROOT_TREE";
+	case MFS_EXTENT_TREE_OBJECTID: return "EXTENT_TREE";
+	case MFS_CHUNK_TREE_OBJECTID: return "CHUNK_TREE";
+	case MFS_DEV_TREE_OBJECTID: return "DEV_TREE";
+	case MFS_FS_TREE_OBJECTID: return "FS_TREE";
+	case MFS_CSUM_TREE_OBJECTID: return "CSUM_TREE";
+	}
+	return NULL;
+}
+
+static const char *key_type_name(u8 type)
+{
+	switch (type) {
+	case MFS_INODE_ITEM_KEY: return "INODE_ITEM";
+	case MFS_INODE_REF_KEY: return "INODE_REF";
+	case MFS_XATTR_ITEM_KEY: return "XATTR_ITEM";
+	case MFS_ORPHAN_ITEM_KEY: return "ORPHAN_ITEM";
+	case MFS_DIR_ITEM_KEY: return "DIR_ITEM";
+	case MFS_DIR_INDEX_KEY: return "DIR_INDEX";
+	case MFS_EXTENT_DATA_KEY: return "EXTENT_DATA";
+	case MFS_EXTENT_CSUM_KEY: return "EXTENT_CSUM";
+	case MFS_ROOT_ITEM_KEY: return "ROOT_ITEM";
+	case MFS_EXTENT_ITEM_KEY: return "EXTENT_ITEM";
+	case MFS_BLOCK_GROUP_ITEM_KEY: return "BLOCK_GROUP_ITEM";
+	case MFS_DEV_EXTENT_KEY: return "DEV_EXTENT";
+	case MFS_DEV_ITEM_KEY: return "DEV_ITEM";
+	case MFS_CHUNK_ITEM_KEY: return "CHUNK_ITEM";
+	case MFS_BALANCE_ITEM_KEY: return "BALANCE_ITEM";
+	case MFS_PERSISTENT_ITEM_KEY: return "PERSISTENT_ITEM";
+	case MFS_DEV_REPLACE_KEY: return "DEV_REPLACE";
+	}
+	return NULL;
+}
+
+static void print_objectid(u64 objectid, u8 type)
+{
+	const char *n = NULL;
+
+	if (type == MFS_DEV_ITEM_KEY && objectid == MFS_DEV_ITEMS_OBJECTID)
+		n = "DEV_ITEMS";
+	else if (type == MFS_CHUNK_ITEM_KEY && objectid == MFS_FIRST_CHUNK_TREE_OBJECTID)
+		n = "FIRST_CHUNK_TREE";
+	else if (type == MFS_ROOT_ITEM_KEY)
+		n = tree_upper_name(objectid);
+	else if (objectid == MFS_EXTENT_CSUM_OBJECTID)
+		n = "EXTENT_CSUM";
+	if (n)
+		printf("%s", n);
+	else
+		printf("%llu", (unsigned long long)objectid);
+}
+
+static void print_key(const struct mfs_key *k)
+{
+	const char *t = key_type_name(k->type);
+
+	printf("key (");
+	print_objectid(k->objectid, k->type);
+	if (t)
+		printf(" %s %llu)", t, (unsigned long long)k->offset);
+	else
+		printf(" UNKNOWN.%u %llu)", k->type, (unsigned long long)k->offset);
+}
+
+static void print_item(struct extent_buffer *eb, int slot, const struct mfs_key *k)
+{
+	const void *p = leaf_item_data(eb, slot);
+	u32 size = leaf_item_size(eb, slot);
+
+	switch (k->type) {
+	case MFS_DEV_ITEM_KEY:
+		if (size == sizeof(struct mfs_dev_item)) {
+			const struct mfs_dev_item *d = p;
+			char uuid[37];
+
+			uuid_unparse(d->uuid, uuid);
+			printf("\t\tdevid %llu total_bytes %llu bytes_used %llu flags 0x%llx\n",
+			       (unsigned long long)le64_to_cpu(d->devid),
+			       (unsigned long long)le64_to_cpu(d->total_bytes),
+			       (unsigned long long)le64_to_cpu(d->bytes_used),
+			       (unsigned long long)le64_to_cpu(d->flags));
+			printf("\t\tuuid %s\n", uuid);
+		}
+		break;
+	case MFS_CHUNK_ITEM_KEY:
+		if (size >= sizeof(struct mfs_chunk) &&
+		    size == mfs_chunk_item_size(le16_to_cpu(((const struct mfs_chunk *)p)->num_stripes)))
+			print_chunk_item(p, 1);
+		break;
+	case MFS_DEV_EXTENT_KEY:
+		if (size == sizeof(struct mfs_dev_extent)) {
+			const struct mfs_dev_extent *d = p;
+
+			printf("\t\tchunk_offset %llu length %llu\n",
+			       (unsigned long long)le64_to_cpu(d->chunk_offset),
+			       (unsigned long long)le64_to_cpu(d->length));
+		}
+		break;
+	case MFS_BLOCK_GROUP_ITEM_KEY:
+		if (size == sizeof(struct mfs_block_group_item)) {
+			const struct mfs_block_group_item *b = p;
+			u64 f = le64_to_cpu(b->flags);
+
+			printf("\t\tblock group used %llu chunk_objectid %llu flags %s|%s\n",
+			       (unsigned long long)le64_to_cpu(b->used),
+			       (unsigned long long)le64_to_cpu(b->chunk_objectid),
+			       mfs_bg_type_name(f), mfs_profile_ui_name(f));
+		}
+		break;
+	case MFS_EXTENT_ITEM_KEY:
+		if (size == sizeof(struct mfs_extent_item)) {
+			const struct mfs_extent_item *e = p;
+			u64 f = le64_to_cpu(e->flags);
+
+			printf("\t\trefs %llu gen %llu flags %s\n",
+			       (unsigned long long)le64_to_cpu(e->refs),
+			       (unsigned long long)le64_to_cpu(e->generation),
+			       f & MFS_EXTENT_FLAG_TREE_BLOCK ? "TREE_BLOCK" : "DATA");
+			if (f & MFS_EXTENT_FLAG_TREE_BLOCK)
+				printf("\t\ttree block owner %llu level %llu\n",
+				       (unsigned long long)le64_to_cpu(e->owner_root),
+				       (unsigned long long)le64_to_cpu(e->owner_objectid));
+			else
+				printf("\t\tdata owner root %llu inode %llu offset %llu\n",
+				       (unsigned long long)le64_to_cpu(e->owner_root),
+				       (unsigned long long)le64_to_cpu(e->owner_objectid),
+				       (unsigned long long)le64_to_cpu(e->owner_offset));
+		}
+		break;
+	case MFS_ROOT_ITEM_KEY:
+		if (size == sizeof(struct mfs_root_item)) {
+			const struct mfs_root_item *r = p;
+
+			printf("\t\tgeneration %llu root_dirid %llu bytenr %llu level %u\n",
+			       (unsigned long long)le64_to_cpu(r->generation),
+			       (unsigned long long)le64_to_cpu(r->root_dirid),
+			       (unsigned long long)le64_to_cpu(r->bytenr), r->level);
+		}
+		break;
+	}
+}
+
+static void dump_block(struct mfs_fs_info *fs, struct extent_buffer *eb)
+{
+	const char *owner = tree_upper_name(eb_owner(eb));
+	int n = eb_nritems(eb), i;
+	struct mfs_key k;
+	char uuid[37];
+
+	if (eb_level(eb) == 0) {
+		u32 used = 0;
+
+		for (i = 0; i < n; i++)
+			used += sizeof(struct mfs_item) + leaf_item_size(eb, i);
+		printf("leaf %llu items %d free space %u generation %llu owner %s\n",
+		       (unsigned long long)eb->start, n, leaf_data_size(fs) - used,
+		       (unsigned long long)eb_generation(eb), owner ? owner : "?");
+	} else {
+		printf("node %llu level %d items %d free %u generation %llu owner %s\n",
+		       (unsigned long long)eb->start, eb_level(eb), n, node_max_ptrs(fs) - n,
+		       (unsigned long long)eb_generation(eb), owner ? owner : "?");
+	}
+	uuid_unparse(eb_header(eb)->fsid, uuid);
+	printf("fs uuid %s\n", uuid);
+	for (i = 0; i < n; i++) {
+		if (eb_level(eb) == 0) {
+			leaf_item_key(eb, i, &k);
+			printf("\titem %d ", i);
+			print_key(&k);
+			printf(" itemoff %u itemsize %u\n", le32_to_cpu(leaf_item(eb, i)->offset),
+			       leaf_item_size(eb, i));
+			print_item(eb, i, &k);
+		} else {
+			node_key(eb, i, &k);
+			printf("\t");
+			print_key(&k);
+			printf(" block %llu gen %llu\n", (unsigned long long)node_blockptr(eb, i),
+			       (unsigned long long)le64_to_cpu(node_ptr(eb, i)->generation));
+		}
+	}
+}
+
+/* Depth-first dump of a whole tree; a block that cannot be read is reported. */
+static int dump_subtree(struct mfs_fs_info *fs, u64 bytenr, int level, u64 owner)
+{
+	struct extent_buffer *eb;
+	int i, ret = mfs_read_tree_block(fs, bytenr, level, owner, &eb);
+
+	if (ret) {
+		error("cannot read tree block %llu: %s", (unsigned long long)bytenr,
+		      ret == -EUCLEAN ? "corrupt (no good copy)" : strerror(-ret));
+		return 1;
+	}
+	dump_block(fs, eb);
+	for (i = 0; eb_level(eb) > 0 && i < (int)eb_nritems(eb); i++)
+		ret |= dump_subtree(fs, node_blockptr(eb, i), eb_level(eb) - 1, owner);
+	mfs_eb_put(fs, eb);
+	return ret;
+}
+
+static int dump_root(struct mfs_fs_info *fs, struct mfs_root *root)
+{
+	const char *name = tree_upper_name(root ? root->objectid : 0);
+	char lower[32];
+	int i;
+
+	if (!root || !root->node)
+		return 0;
+	for (i = 0; name[i] && name[i] != '_' && i < 31; i++)
+		lower[i] = name[i] + ('a' - 'A');
+	lower[i] = 0;
+	printf("%s tree\n", lower);
+	return dump_subtree(fs, root->node->start, eb_level(root->node), root->objectid);
+}
+
+static int parse_tree_arg(const char *arg, u64 *id)
+{
+	size_t i;
+	char *end;
+
+	for (i = 0; i < ARRAY_SIZE(tree_names); i++) {
+		size_t n = strlen(tree_names[i].name);
+
+		if (!strcasecmp(arg, tree_names[i].name) ||
+		    (!strncasecmp(arg, tree_names[i].name, n) && !strcasecmp(arg + n, "_tree"))) {
+			*id = tree_names[i].id;
+			return 0;
+		}
+	}
+	*id = strtoull(arg, &end, 10);
+	if (*end || !tree_upper_name(*id))
+		return -EINVAL;
+	return 0;
+}
+
+static int cmd_inspect_dump_tree(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "tree", required_argument, NULL, 't' },
+		{ "block", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 }
+	};
+	u64 tree = 0, blocks[32];
+	int nblocks = 0, c, i, ret = 0;
+	struct mfs_fs_info *fs;
+
+	while ((c = getopt_long(argc, argv, "t:b:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_tree_arg(optarg, &tree)) {
+				error("unrecognized tree value: %s", optarg);
+				return 1;
+			}
+			break;
+		case 'b': {
+			char *end;
+
+			if (nblocks == (int)ARRAY_SIZE(blocks)) {
+				error("too many -b options (at most %zu)", ARRAY_SIZE(blocks));
+				return 1;
+			}
+			blocks[nblocks] = strtoull(optarg, &end, 10);
+			if (*end) {
+				error("invalid block number: %s", optarg);
+				return 1;
+			}
+			nblocks++;
+			break;
+		}
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	if (mfs_open_for_cmd((const char * const *)argv + optind, argc - optind,
+			     MFS_OPEN_PARTIAL | MFS_OPEN_NO_EXCL, &fs))
+		return 1;
+	printf("mfs v%s\n", MFS_VERSION);
+	if (nblocks) {
+		for (i = 0; i < nblocks; i++) {
+			struct extent_buffer *eb;
+			int err = mfs_read_tree_block(fs, blocks[i], -1, 0, &eb);
+
+			if (err) {
+				error("cannot read tree block %llu: %s", (unsigned long long)blocks[i],
+				      err == -EUCLEAN ? "corrupt or not a tree block" : strerror(-err));
+				ret = 1;
+				continue;
+			}
+			dump_block(fs, eb);
+			mfs_eb_put(fs, eb);
+		}
+	} else {
+		struct mfs_root *roots[] = { fs->tree_root, fs->chunk_root, fs->extent_root,
+					     fs->dev_root, fs->fs_root, fs->csum_root };
+
+		for (i = 0; i < (int)ARRAY_SIZE(roots); i++)
+			if (roots[i] && (!tree || roots[i]->objectid == tree))
+				ret |= dump_root(fs, roots[i]);
+	}
+	mfs_free_fs_info(fs);
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(inspect_dump_tree, "dump-tree");
+
+static const char * const inspect_cmd_group_usage[] = {
+	"mfs inspect-internal <command> <args>",
+	NULL
+};
+
+static const struct cmd_group inspect_cmd_group = {
+	inspect_cmd_group_usage, NULL, {
+		&cmd_struct_inspect_dump_super,
+		&cmd_struct_inspect_dump_tree,
+		NULL
+	}
+};
+DEFINE_GROUP_COMMAND(inspect, "inspect-internal");

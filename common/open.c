@@ -1,0 +1,318 @@
+/* Finding filesystem members and opening a filesystem on behalf of a command. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <uuid/uuid.h>
+#include "common/open.h"
+#include "common/messages.h"
+#include "common/device-scan.h"
+#include "kernel-shared/disk-io.h"
+#include "kernel-shared/io.h"
+
+static const char *registry_path(void)
+{
+	const char *p = getenv("MFS_REGISTRY");
+
+	return p && *p ? p : "/run/mfs/devices";
+}
+
+/* Read the registry's lines; the caller frees. */
+static int registry_read(char ***out, int *nout)
+{
+	FILE *f = fopen(registry_path(), "r");
+	char line[PATH_MAX + 2];
+	char **list = NULL;
+	int n = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char **p;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0])
+			continue;
+		p = realloc(list, (n + 1) * sizeof(*list));
+		if (!p)
+			break;
+		list = p;
+		list[n] = strdup(line);
+		if (list[n])
+			n++;
+	}
+	fclose(f);
+	*out = list;
+	*nout = n;
+	return 0;
+}
+
+static int registry_write(char **list, int n)
+{
+	const char *path = registry_path();
+	char tmp[PATH_MAX];
+	char *slash;
+	FILE *f;
+	int i;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	slash = strrchr(tmp, '/');
+	if (slash && slash != tmp) {
+		*slash = 0;
+		mkdir(tmp, 0755);
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	for (i = 0; i < n; i++)
+		if (list[i])
+			fprintf(f, "%s\n", list[i]);
+	if (fclose(f) || rename(tmp, path)) {
+		unlink(tmp);
+		return -errno;
+	}
+	return 0;
+}
+
+static void free_list(char **list, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+int mfs_registry_add(const char *path)
+{
+	char real[PATH_MAX];
+	char **list, **p;
+	int n, i, ret;
+
+	if (!realpath(path, real))
+		return -errno;
+	ret = registry_read(&list, &n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		if (strcmp(list[i], real) == 0) {
+			free_list(list, n);
+			return 0;
+		}
+	}
+	p = realloc(list, (n + 1) * sizeof(*list));
+	if (!p) {
+		free_list(list, n);
+		return -ENOMEM;
+	}
+	list = p;
+	list[n++] = strdup(real);
+	ret = registry_write(list, n);
+	free_list(list, n);
+	return ret;
+}
+
+int mfs_registry_forget(const char *path)
+{
+	char real[PATH_MAX];
+	char **list;
+	int n, i, ret;
+
+	if (path && !realpath(path, real))
+		snprintf(real, sizeof(real), "%s", path);
+	ret = registry_read(&list, &n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct mfs_super_block sb;
+		bool drop = path ? strcmp(list[i], real) == 0 : mfs_probe_super(list[i], &sb) != 0;
+
+		if (drop) {
+			free(list[i]);
+			list[i] = NULL;
+		}
+	}
+	ret = registry_write(list, n);
+	free_list(list, n);
+	return ret;
+}
+
+int mfs_probe_super(const char *path, struct mfs_super_block *sb)
+{
+	struct mfs_io_dev *io;
+	int ret = mfs_io_open(path, false, false, &io);
+
+	if (ret)
+		return ret;
+	ret = mfs_read_super(io, sb, NULL);
+	mfs_io_close(io);
+	return ret;
+}
+
+static int scan_add(struct mfs_scan *scan, const char *path)
+{
+	struct mfs_super_block sb;
+	char real[PATH_MAX];
+	void *p;
+	int i;
+
+	if (!realpath(path, real))
+		return 0;
+	for (i = 0; i < scan->nr; i++) {
+		char other[PATH_MAX];
+
+		if (realpath(scan->devs[i].path, other) && strcmp(other, real) == 0)
+			return 0;
+	}
+	if (mfs_probe_super(path, &sb))
+		return 0;
+	p = realloc(scan->devs, (scan->nr + 1) * sizeof(*scan->devs));
+	if (!p)
+		return -ENOMEM;
+	scan->devs = p;
+	scan->devs[scan->nr].path = strdup(path);
+	if (!scan->devs[scan->nr].path)
+		return -ENOMEM;
+	memcpy(&scan->devs[scan->nr].sb, &sb, sizeof(sb));
+	scan->nr++;
+	return 0;
+}
+
+int mfs_scan_all(const char * const *extra, int nextra, struct mfs_scan *scan)
+{
+	char **list;
+	int n, i, ret;
+
+	memset(scan, 0, sizeof(*scan));
+	for (i = 0; i < nextra; i++) {
+		ret = scan_add(scan, extra[i]);
+		if (ret)
+			return ret;
+	}
+	if (registry_read(&list, &n) == 0) {
+		for (i = 0; i < n; i++)
+			scan_add(scan, list[i]);
+		free_list(list, n);
+	}
+	if (mfs_scan_block_devices(&list, &n) == 0) {
+		for (i = 0; i < n; i++)
+			scan_add(scan, list[i]);
+		mfs_free_paths(list, n);
+	}
+	return 0;
+}
+
+void mfs_scan_free(struct mfs_scan *scan)
+{
+	int i;
+
+	for (i = 0; i < scan->nr; i++)
+		free(scan->devs[i].path);
+	free(scan->devs);
+	memset(scan, 0, sizeof(*scan));
+}
+
+static void explain_open_error(const char *path, int ret, u64 missing_devid)
+{
+	switch (ret) {
+	case -ENOENT:
+		error("not a valid mfs filesystem: %s", path);
+		break;
+	case -EBUSY:
+		error("%s is mounted or in use by another program", path);
+		break;
+	case -ENODEV:
+		error("device %llu is missing; found the other members but not this one",
+		      (unsigned long long)missing_devid);
+		error("name it with -o device=PATH (or 'mfs device scan PATH'), or use -o degraded");
+		break;
+	case -EUCLEAN:
+		error("filesystem on %s is corrupt and cannot be opened; run 'mfs check' for details",
+		      path);
+		break;
+	case -EOPNOTSUPP:
+		error("filesystem on %s uses features this version does not support", path);
+		break;
+	default:
+		error("cannot open filesystem on %s: %s", path, strerror(-ret));
+	}
+}
+
+int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int flags,
+			    int mirror, struct mfs_fs_info **out)
+{
+	struct mfs_super_block sb;
+	struct mfs_open_ctl ctl = { 0 };
+	struct mfs_scan scan;
+	const char **cand;
+	int ncand = 0, i, ret;
+
+	if (access(paths[0], F_OK)) {
+		error("cannot access '%s': %m", paths[0]);
+		return -errno;
+	}
+	if (mirror >= 0) {
+		struct mfs_io_dev *io;
+
+		ret = mfs_io_open(paths[0], false, false, &io);
+		if (!ret) {
+			ret = mfs_read_super_copy(io, mirror, &sb);
+			mfs_io_close(io);
+		}
+	} else {
+		ret = mfs_probe_super(paths[0], &sb);
+	}
+	if (ret) {
+		if (ret == -EUCLEAN)
+			error("no valid superblock on %s (all copies are damaged)", paths[0]);
+		else
+			explain_open_error(paths[0], ret, 0);
+		return ret;
+	}
+	ret = mfs_scan_all(paths, npaths, &scan);
+	if (ret) {
+		error("scanning devices: %s", strerror(-ret));
+		return ret;
+	}
+	cand = calloc(scan.nr + 1, sizeof(*cand));
+	if (!cand) {
+		mfs_scan_free(&scan);
+		return -ENOMEM;
+	}
+	/* the first path leads (its superblock copy may be forced) */
+	cand[ncand++] = paths[0];
+	for (i = 0; i < scan.nr; i++) {
+		char a[PATH_MAX], b[PATH_MAX];
+
+		if (memcmp(scan.devs[i].sb.fsid, sb.fsid, MFS_FSID_SIZE))
+			continue;
+		if (realpath(scan.devs[i].path, a) && realpath(paths[0], b) && !strcmp(a, b))
+			continue;
+		cand[ncand++] = scan.devs[i].path;
+	}
+	ctl.paths = cand;
+	ctl.npaths = ncand;
+	ctl.flags = flags;
+	ctl.fsid = sb.fsid;
+	ctl.sb_mirror = mirror;
+	ret = mfs_open_fs(&ctl, out);
+	if (ret)
+		explain_open_error(ctl.failed_path ? ctl.failed_path : paths[0], ret,
+				   ctl.missing_devid);
+	free(cand);
+	mfs_scan_free(&scan);
+	return ret;
+}
+
+int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
+		     struct mfs_fs_info **out)
+{
+	return mfs_open_for_cmd_mirror(paths, npaths, flags, -1, out);
+}

@@ -1,0 +1,50 @@
+/*
+ * Finding the members of a filesystem (registry of scanned devices, block
+ * device scan, paths given) and opening it for a command, with messages.
+ */
+#ifndef MFS_COMMON_OPEN_H
+#define MFS_COMMON_OPEN_H
+
+#include "kernel-shared/ctree.h"
+
+/* A device or image holding an mfs superblock, as found by a scan. */
+struct mfs_scanned_dev {
+	char *path;
+	struct mfs_super_block sb;	/* newest valid copy */
+};
+
+struct mfs_scan {
+	struct mfs_scanned_dev *devs;
+	int nr;
+};
+
+/*
+ * The registry (like the kernel's list of scanned btrfs devices): image
+ * files and devices named by `mfs device scan`, mkfs and device add, so
+ * later commands find every member from one path. $MFS_REGISTRY overrides
+ * the default /run/mfs/devices.
+ */
+int mfs_registry_add(const char *path);
+int mfs_registry_forget(const char *path);	/* NULL = drop stale entries */
+
+/* Read the newest valid superblock of path without locking it. */
+int mfs_probe_super(const char *path, struct mfs_super_block *sb);
+
+/*
+ * Scan the given paths, the registry and every block device for mfs
+ * superblocks (each path once). all_devices: also walk /dev.
+ */
+int mfs_scan_all(const char * const *extra, int nextra, struct mfs_scan *scan);
+void mfs_scan_free(struct mfs_scan *scan);
+
+/*
+ * Open the filesystem that the first of paths belongs to, adding members
+ * found by scanning. Prints an ERROR line and returns -errno on failure.
+ */
+int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
+		     struct mfs_fs_info **out);
+/* Same, reading superblock copy `mirror` of the first path. */
+int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int flags,
+			    int mirror, struct mfs_fs_info **out);
+
+#endif

@@ -1,0 +1,493 @@
+/*
+ * mkfs.mfs: check every argument and device first, then write a new
+ * filesystem with the engine and print a summary like mkfs.btrfs.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <uuid/uuid.h>
+#include "cmds/commands.h"
+#include "common/help.h"
+#include "common/messages.h"
+#include "common/units.h"
+#include "common/device-scan.h"
+#include "common/open.h"
+#include "kernel-shared/create.h"
+#include "kernel-shared/csum.h"
+#include "kernel-shared/profiles.h"
+#include "kernel-shared/volumes.h"
+#include "kernel-shared/io.h"
+
+static const char * const cmd_mkfs_usage[] = {
+	"mkfs.mfs [options] <dev> [<dev>...]",
+	"",
+	"Create a new mfs filesystem on one or more devices or image files.",
+	"",
+	OPTLINE("-d|--data PROFILE", "data profile: single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6 (default: single)"),
+	OPTLINE("-m|--metadata PROFILE", "metadata profile, same values (default: dup on one device, raid1 on several)"),
+	OPTLINE("-L|--label LABEL", "set the filesystem label (less than 256 bytes)"),
+	OPTLINE("-U|--uuid UUID", "set the filesystem UUID (must be unique)"),
+	OPTLINE("-n|--nodesize SIZE", "size of tree nodes (default 16KiB, power of 2, 4KiB..64KiB)"),
+	OPTLINE("-s|--sectorsize SIZE", "data block size (only 4096)"),
+	OPTLINE("-b|--byte-count SIZE", "use SIZE bytes of each device"),
+	OPTLINE("--csum TYPE", "checksum algorithm: crc32c (default), xxhash, sha256, blake2"),
+	OPTLINE("--checksum TYPE", "alias for --csum"),
+	OPTLINE("-O|--features LIST", "comma separated features to enable (^feature disables); -O list-all lists them"),
+	OPTLINE("-f|--force", "overwrite existing filesystems or partition tables on the devices"),
+	OPTLINE("-K|--nodiscard", "do not discard (TRIM) the devices; image files are not hole-punched"),
+	OPTLINE("-q|--quiet", "print only errors"),
+	OPTLINE("-v|--verbose", "print more"),
+	OPTLINE("-V|--version", "print the version and exit"),
+	NULL
+};
+
+static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv);
+DEFINE_COMMAND(mkfs, "mkfs", cmd_mkfs, cmd_mkfs_usage, NULL, 0);
+
+/* Features that -O knows; profiles turn on what they need by themselves. */
+static const struct {
+	const char *name;
+	u64 flag;
+	const char *desc;
+} features[] = {
+	{ "raid56", MFS_FEATURE_INCOMPAT_RAID56, "raid5 and raid6 profiles (write-hole free)" },
+	{ "raid1c34", MFS_FEATURE_INCOMPAT_RAID1C34, "raid1c3 and raid1c4 profiles" },
+	{ "compress-zlib", MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB, "zlib compression of file data" },
+};
+
+static void list_features(void)
+{
+	size_t i;
+
+	printf("Filesystem features available:\n");
+	for (i = 0; i < ARRAY_SIZE(features); i++)
+		printf("%-20s- %s\n", features[i].name, features[i].desc);
+}
+
+static int parse_features(char *list, u64 *flags)
+{
+	char *tok, *save = NULL;
+	size_t i;
+
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		bool off = tok[0] == '^';
+		const char *name = off ? tok + 1 : tok;
+
+		for (i = 0; i < ARRAY_SIZE(features); i++)
+			if (strcmp(name, features[i].name) == 0)
+				break;
+		if (i == ARRAY_SIZE(features)) {
+			error("unknown feature: %s (see -O list-all)", name);
+			return -EINVAL;
+		}
+		if (off)
+			*flags &= ~features[i].flag;
+		else
+			*flags |= features[i].flag;
+	}
+	return 0;
+}
+
+static int parse_profile_arg(const char *what, const char *arg, u64 *out)
+{
+	if (mfs_parse_profile(arg, out)) {
+		error("unknown %s profile '%s' (valid: single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)",
+		      what, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_profile_devices(const char *what, u64 profile, int ndevs)
+{
+	const struct mfs_raid_attr *a = mfs_profile(profile);
+
+	if (ndevs < a->devs_min) {
+		error("unable to create FS with %s profile %s (have %d devices but %d devices are required)",
+		      what, a->ui_name, ndevs, a->devs_min);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (stat(a, &sa) || stat(b, &sb))
+		return false;
+	if (S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Everything that can refuse a device, before anything is written. */
+static int check_device(const char *path, bool force, u64 byte_count, u64 *size)
+{
+	char type[64] = "", label[256] = "", mnt[PATH_MAX] = "";
+	struct mfs_super_block sb;
+	bool ptable = false;
+	struct stat st;
+	int ret, fd;
+
+	if (stat(path, &st)) {
+		error("cannot access '%s': %m", path);
+		return -errno;
+	}
+	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)) {
+		error("%s is neither a block device nor a regular file", path);
+		return -EINVAL;
+	}
+	if (mfs_path_is_mounted(path, mnt, sizeof(mnt)) == 1) {
+		error("%s is mounted on %s", path, mnt);
+		return -EBUSY;
+	}
+	fd = mfs_open_exclusive(path, O_RDWR);
+	if (fd < 0) {
+		error("unable to open %s: %s", path, strerror(-fd));
+		return fd;
+	}
+	close(fd);
+	if (!force) {
+		ret = mfs_probe_super(path, &sb);
+		if (ret == 0 || ret == -EUCLEAN) {
+			error("%s appears to contain an existing filesystem (type=mfs)", path);
+			error("use the -f option to force overwrite of %s", path);
+			return -EEXIST;
+		}
+		ret = mfs_probe_foreign_signature(path, type, sizeof(type), label, sizeof(label),
+						  &ptable);
+		if (ret == 1) {
+			if (ptable)
+				error("%s appears to contain a partition table (%s)", path, type);
+			else if (label[0])
+				error("%s appears to contain an existing filesystem (type=%s, label=%s)",
+				      path, type, label);
+			else
+				error("%s appears to contain an existing filesystem (type=%s)",
+				      path, type);
+			error("use the -f option to force overwrite of %s", path);
+			return -EEXIST;
+		}
+	}
+	ret = mfs_mkfs_device_size(path, 0, size);
+	if (ret) {
+		error("cannot read the size of %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (byte_count) {
+		if (byte_count > *size) {
+			error("%s is smaller than requested size, expected %llu, found %llu",
+			      path, (unsigned long long)byte_count, (unsigned long long)*size);
+			return -EINVAL;
+		}
+		*size = round_down(byte_count, SZ_4K);
+	}
+	if (*size < MFS_MIN_DEVICE_SIZE) {
+		error("'%s' is too small to make a usable filesystem (%s)", path, pretty_size(*size));
+		error("minimum size for each mfs device is %llu (%s)",
+		      (unsigned long long)MFS_MIN_DEVICE_SIZE, pretty_size(MFS_MIN_DEVICE_SIZE));
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int check_uuid_unique(const u8 *fsid, char **devs, int ndevs)
+{
+	struct mfs_scan scan;
+	int i, j;
+
+	if (mfs_scan_all(NULL, 0, &scan))
+		return 0;
+	for (i = 0; i < scan.nr; i++) {
+		bool ours = false;
+
+		for (j = 0; j < ndevs; j++)
+			if (same_file(scan.devs[i].path, devs[j]))
+				ours = true;
+		if (!ours && memcmp(scan.devs[i].sb.fsid, fsid, MFS_FSID_SIZE) == 0) {
+			char buf[37];
+
+			uuid_unparse(fsid, buf);
+			error("non-unique UUID: %s (in use by %s)", buf, scan.devs[i].path);
+			mfs_scan_free(&scan);
+			return -EEXIST;
+		}
+	}
+	mfs_scan_free(&scan);
+	return 0;
+}
+
+static void discard_device(const char *path, u64 size, bool quiet)
+{
+	struct mfs_io_dev *io;
+
+	if (mfs_io_open(path, true, false, &io))
+		return;
+	if (!quiet)
+		printf("Performing full device TRIM %s (%s) ...\n", path, pretty_size(size));
+	/* best effort: a device without discard support is simply not trimmed */
+	mfs_io_discard(io, 0, size);
+	mfs_io_close(io);
+}
+
+static void print_summary(struct mfs_mkfs_params *p, const u8 *fsid, u64 incompat)
+{
+	char uuid[37];
+	u64 total = 0;
+	int i;
+	size_t f;
+	bool any = false;
+
+	uuid_unparse(fsid, uuid);
+	for (i = 0; i < p->npaths; i++)
+		total += p->dev_size[i];
+	printf("Label:              %s\n", p->label && p->label[0] ? p->label : "(null)");
+	printf("UUID:               %s\n", uuid);
+	printf("Node size:          %u\n", p->nodesize);
+	printf("Sector size:        %u\t(CPU page size: %ld)\n", p->sectorsize, sysconf(_SC_PAGESIZE));
+	printf("Filesystem size:    %s\n", pretty_size(total));
+	printf("Block group profiles:\n");
+	printf("  Data:             %-8s %16s\n", mfs_profile_ui_name(p->data_profile),
+	       pretty_size(p->data_bytes));
+	printf("  Metadata:         %-8s %16s\n", mfs_profile_ui_name(p->metadata_profile),
+	       pretty_size(p->meta_bytes));
+	printf("  System:           %-8s %16s\n", mfs_profile_ui_name(p->metadata_profile),
+	       pretty_size(p->sys_bytes));
+	printf("Features:           ");
+	for (f = 0; f < ARRAY_SIZE(features); f++) {
+		if (incompat & features[f].flag) {
+			printf("%s%s", any ? ", " : "", features[f].name);
+			any = true;
+		}
+	}
+	printf("%s\n", any ? "" : "none");
+	printf("Checksum:           %s\n", mfs_csum_name(p->csum_type));
+	printf("Number of devices:  %d\n", p->npaths);
+	printf("Devices:\n");
+	printf("   ID        SIZE  PATH\n");
+	for (i = 0; i < p->npaths; i++)
+		printf("  %3d  %10s  %s\n", i + 1, pretty_size(p->dev_size[i]), p->paths[i]);
+	printf("\n");
+}
+
+enum { OPT_CSUM = 256, OPT_HELP };
+
+static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "metadata", required_argument, NULL, 'm' },
+		{ "label", required_argument, NULL, 'L' },
+		{ "uuid", required_argument, NULL, 'U' },
+		{ "nodesize", required_argument, NULL, 'n' },
+		{ "sectorsize", required_argument, NULL, 's' },
+		{ "byte-count", required_argument, NULL, 'b' },
+		{ "csum", required_argument, NULL, OPT_CSUM },
+		{ "checksum", required_argument, NULL, OPT_CSUM },
+		{ "features", required_argument, NULL, 'O' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "nodiscard", no_argument, NULL, 'K' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mfs_mkfs_params p = { 0 };
+	u64 data_profile = 0, meta_profile = 0, byte_count = 0, size, incompat = 0;
+	bool data_set = false, meta_set = false, force = false, nodiscard = false, quiet = false;
+	const char *label = NULL;
+	u32 nodesize = SZ_16K, sectorsize = SZ_4K;
+	int csum_type = MFS_CSUM_CRC32C, c, i, j, ndevs, ret;
+	char **devs;
+	u8 fsid[MFS_FSID_SIZE] = { 0 };
+
+	while ((c = getopt_long(argc, argv, "d:m:L:U:n:s:b:O:fKqvV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (parse_profile_arg("data", optarg, &data_profile))
+				return 1;
+			data_set = true;
+			break;
+		case 'm':
+			if (parse_profile_arg("metadata", optarg, &meta_profile))
+				return 1;
+			meta_set = true;
+			break;
+		case 'L':
+			if (strlen(optarg) >= MFS_LABEL_SIZE) {
+				error("label %s is too long (max %d)", optarg, MFS_LABEL_SIZE - 1);
+				return 1;
+			}
+			if (strchr(optarg, '\n')) {
+				error("label must not contain a newline");
+				return 1;
+			}
+			label = optarg;
+			break;
+		case 'U':
+			if (uuid_parse(optarg, fsid)) {
+				error("could not parse UUID: %s", optarg);
+				return 1;
+			}
+			break;
+		case 'n':
+		case 's': {
+			u64 v;
+
+			if (parse_size(optarg, &v) || v > UINT32_MAX) {
+				error("invalid %s: %s", c == 'n' ? "nodesize" : "sectorsize", optarg);
+				return 1;
+			}
+			if (c == 'n')
+				nodesize = v;
+			else
+				sectorsize = v;
+			break;
+		}
+		case 'b':
+			if (parse_size(optarg, &byte_count) || !byte_count) {
+				error("invalid byte count: %s", optarg);
+				return 1;
+			}
+			break;
+		case OPT_CSUM:
+			csum_type = mfs_csum_parse(optarg);
+			if (csum_type < 0) {
+				error("unknown checksum type %s (valid: crc32c, xxhash, sha256, blake2)",
+				      optarg);
+				return 1;
+			}
+			break;
+		case 'O':
+			if (strcmp(optarg, "list-all") == 0) {
+				list_features();
+				return 0;
+			}
+			if (parse_features(optarg, &incompat))
+				return 1;
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'K':
+			nodiscard = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'v':
+			mfs_verbose++;
+			break;
+		case 'V':
+			printf("mkfs.mfs, part of mfs v%s\n", MFS_VERSION);
+			return 0;
+		case OPT_HELP:
+			usage(cmd, 0);
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	ndevs = argc - optind;
+	if (ndevs < 1) {
+		error("no device specified");
+		usage(cmd, 1);
+	}
+	devs = argv + optind;
+	if (sectorsize != SZ_4K) {
+		error("sectorsize %u is not supported (only 4096)", sectorsize);
+		return 1;
+	}
+	if (nodesize < sectorsize || nodesize > SZ_64K || (nodesize & (nodesize - 1))) {
+		error("invalid nodesize %u: must be a power of 2 between %u and 65536", nodesize,
+		      sectorsize);
+		return 1;
+	}
+	if (ndevs > (int)ARRAY_SIZE(p.dev_size)) {
+		error("too many devices: %d (at most %zu)", ndevs, ARRAY_SIZE(p.dev_size));
+		return 1;
+	}
+	if (!meta_set)
+		meta_profile = ndevs > 1 ? MFS_BLOCK_GROUP_RAID1 : MFS_BLOCK_GROUP_DUP;
+	if (!data_set)
+		data_profile = 0;
+	if (check_profile_devices("metadata", meta_profile, ndevs) ||
+	    check_profile_devices("data", data_profile, ndevs))
+		return 1;
+	for (i = 0; i < ndevs; i++) {
+		for (j = 0; j < i; j++) {
+			if (strcmp(devs[i], devs[j]) == 0 || same_file(devs[i], devs[j])) {
+				error("device %s is listed more than once (as %s)", devs[i], devs[j]);
+				return 1;
+			}
+		}
+	}
+	for (i = 0; i < ndevs; i++) {
+		if (check_device(devs[i], force, byte_count, &size))
+			return 1;
+	}
+	if (memcmp(fsid, (u8[MFS_FSID_SIZE]){ 0 }, MFS_FSID_SIZE) &&
+	    check_uuid_unique(fsid, devs, ndevs))
+		return 1;
+	if (!quiet) {
+		if (ndevs > 1 && (data_profile == MFS_BLOCK_GROUP_DUP ||
+				  meta_profile == MFS_BLOCK_GROUP_DUP))
+			warning("DUP is not recommended on filesystem with multiple devices");
+		if (mfs_profile(meta_profile)->tolerated_failures <
+		    mfs_profile(data_profile)->tolerated_failures)
+			warning("metadata has lower redundancy than data!");
+		printf("mfs v%s\nSee 'man mkfs.mfs' for more information.\n\n", MFS_VERSION);
+	}
+	if (!nodiscard) {
+		for (i = 0; i < ndevs; i++) {
+			mfs_mkfs_device_size(devs[i], 0, &size);
+			discard_device(devs[i], size, quiet);
+		}
+	}
+
+	p.paths = (const char * const *)devs;
+	p.npaths = ndevs;
+	p.data_profile = data_profile;
+	p.metadata_profile = meta_profile;
+	p.nodesize = nodesize;
+	p.sectorsize = sectorsize;
+	p.csum_type = csum_type;
+	memcpy(p.fsid, fsid, MFS_FSID_SIZE);
+	p.label = label;
+	p.byte_count = byte_count;
+	p.exclusive = true;
+	p.features = incompat;
+	ret = mfs_make_fs(&p);
+	if (ret) {
+		if (p.failed_path)
+			error("failed writing %s: %s", p.failed_path, strerror(-ret));
+		else if (ret == -ENOSPC)
+			error("not enough space on the devices for the initial chunks");
+		else
+			error("mkfs failed: %s", strerror(-ret));
+		return 1;
+	}
+	for (i = 0; i < ndevs; i++)
+		mfs_registry_add(devs[i]);
+	if (!quiet) {
+		struct mfs_super_block sb;
+
+		if (mfs_probe_super(devs[0], &sb) == 0) {
+			incompat |= le64_to_cpu(sb.incompat_flags);
+			memcpy(fsid, sb.fsid, MFS_FSID_SIZE);
+		}
+		print_summary(&p, fsid, incompat);
+	}
+	return 0;
+}
+
+int cmd_mkfs_main(int argc, char **argv)
+{
+	return cmd_mkfs(&cmd_struct_mkfs, argc, argv);
+}

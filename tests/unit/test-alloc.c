@@ -1,0 +1,5 @@
+#include "unit.h"
+int main(void)
+{
+	UNIT_EXIT();
+}
