@@ -9,9 +9,13 @@ extern const struct cmd_struct cmd_struct_device;
 extern const struct cmd_struct cmd_struct_inspect;
 extern const struct cmd_struct cmd_struct_check;
 extern const struct cmd_struct cmd_struct_mkfs;
+extern const struct cmd_struct cmd_struct_mount;
+extern const struct cmd_struct cmd_struct_umount;
 
 int cmd_mkfs_main(int argc, char **argv);
 /* check as fsck.mfs: fsck(8) exit codes and options */
 int cmd_fsck_main(int argc, char **argv);
+/* mount.mfs as run by mount(8) */
+int cmd_mount_helper_main(int argc, char **argv);
 
 #endif

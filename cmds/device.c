@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmds/commands.h"
 #include "common/help.h"
 #include "common/messages.h"
@@ -80,6 +81,12 @@ static int cmd_device_scan(const struct cmd_struct *cmd, int argc, char **argv)
 		int err;
 
 		printf("Scanning for mfs filesystems on '%s'\n", argv[i]);
+		if (access(argv[i], F_OK)) {
+			/* not "not an mfs device": the path itself is wrong */
+			error("device scan failed on '%s': %m", argv[i]);
+			ret = 1;
+			continue;
+		}
 		err = mfs_probe_super(argv[i], &sb);
 		if (err == -ENOENT) {
 			error("device scan failed on '%s': not an mfs device", argv[i]);

@@ -568,10 +568,23 @@ static int cmd_inspect_dump_tree(const struct cmd_struct *cmd, int argc, char **
 	} else {
 		struct mfs_root *roots[] = { fs->tree_root, fs->chunk_root, fs->extent_root,
 					     fs->dev_root, fs->fs_root, fs->csum_root };
+		static const u64 ids[] = { MFS_ROOT_TREE_OBJECTID, MFS_CHUNK_TREE_OBJECTID,
+					   MFS_EXTENT_TREE_OBJECTID, MFS_DEV_TREE_OBJECTID,
+					   MFS_FS_TREE_OBJECTID, MFS_CSUM_TREE_OBJECTID };
+		static const char * const names[] = { "root", "chunk", "extent", "device", "fs",
+						      "csum" };
 
-		for (i = 0; i < (int)ARRAY_SIZE(roots); i++)
-			if (roots[i] && (!tree || roots[i]->objectid == tree))
-				ret |= dump_root(fs, roots[i]);
+		for (i = 0; i < (int)ARRAY_SIZE(roots); i++) {
+			if (tree && ids[i] != tree)
+				continue;
+			if (!roots[i] || !roots[i]->node) {
+				/* an unreadable root must not look like an empty dump */
+				error("%s tree root cannot be read", names[i]);
+				ret = 1;
+				continue;
+			}
+			ret |= dump_root(fs, roots[i]);
+		}
 	}
 	mfs_free_fs_info(fs);
 	return ret;

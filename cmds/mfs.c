@@ -17,6 +17,8 @@ static const struct cmd_group mfs_cmd_group = {
 		&cmd_struct_check,
 		&cmd_struct_inspect,
 		&cmd_struct_mkfs,
+		&cmd_struct_mount,
+		&cmd_struct_umount,
 		&cmd_struct_help,
 		&cmd_struct_version,
 		NULL
@@ -31,5 +33,7 @@ int main(int argc, char **argv)
 		return cmd_mkfs_main(argc, argv);
 	if (strcmp(name, "fsck.mfs") == 0)
 		return cmd_fsck_main(argc, argv);
+	if (strcmp(name, "mount.mfs") == 0)
+		return cmd_mount_helper_main(argc, argv);
 	return mfs_dispatch(&mfs_cmd_group, "mfs", argc, argv);
 }

@@ -270,7 +270,13 @@ int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int 
 		ret = mfs_probe_super(paths[0], &sb);
 	}
 	if (ret) {
-		if (ret == -EUCLEAN)
+		if (ret == -EUCLEAN && mirror >= 0)
+			error("superblock copy %d at %llu on %s is damaged", mirror,
+			      (unsigned long long)mfs_sb_offset(mirror), paths[0]);
+		else if (ret == -ENOENT && mirror >= 0)
+			error("no mfs superblock copy %d at %llu on %s", mirror,
+			      (unsigned long long)mfs_sb_offset(mirror), paths[0]);
+		else if (ret == -EUCLEAN)
 			error("no valid superblock on %s (all copies are damaged)", paths[0]);
 		else
 			explain_open_error(paths[0], ret, 0);

@@ -304,6 +304,15 @@ static int give_back_space(struct mfs_block_group *bg, u64 start, u64 len)
 	return 0;
 }
 
+/* A row with live extents that reached disk takes no more allocations. */
+static void seal_row(struct mfs_block_group *bg, u64 row)
+{
+	if (bg->row_used[row] && !bg->row_sealed[row]) {
+		bg->row_sealed[row] = 1;
+		free_space_clear(bg, bg->start + row * bg->row_len, bg->row_len);
+	}
+}
+
 void mfs_seal_open_rows(struct mfs_fs_info *fs)
 {
 	int i;
@@ -314,15 +323,21 @@ void mfs_seal_open_rows(struct mfs_fs_info *fs)
 
 		if (!bg_is_raid56(bg))
 			continue;
-		for (row = 0; row < bg->nr_rows; row++) {
-			u64 rs = bg->start + row * bg->row_len;
-
-			if (bg->row_used[row] && !bg->row_sealed[row]) {
-				bg->row_sealed[row] = 1;
-				free_space_clear(bg, rs, bg->row_len);
-			}
-		}
+		for (row = 0; row < bg->nr_rows; row++)
+			seal_row(bg, row);
 	}
+}
+
+void mfs_seal_row(struct mfs_fs_info *fs, u64 logical)
+{
+	struct mfs_block_group *bg = mfs_lookup_block_group(fs, logical);
+	u64 row;
+
+	if (!bg || !bg_is_raid56(bg))
+		return;
+	row = (logical - bg->start) / bg->row_len;
+	if (row < bg->nr_rows)
+		seal_row(bg, row);
 }
 
 u64 mfs_target_profile(struct mfs_fs_info *fs, u64 type)
@@ -415,19 +430,86 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 
 /* ---------------- delayed refs ---------------- */
 
-static int add_delayed_ref(struct mfs_transaction *t, const struct mfs_delayed_ref *ref)
+static u32 ref_slot(u64 bytenr, u32 size)
 {
+	return (u32)((bytenr >> 12) * 0x9E3779B97F4A7C15ULL >> 32) & (size - 1);
+}
+
+static int ref_hash_rebuild(struct mfs_transaction *t, u32 size)
+{
+	int *h = calloc(size, sizeof(*h));
+	int i;
+
+	if (!h)
+		return -ENOMEM;
+	for (i = 0; i < t->nr_refs; i++) {
+		u32 s = ref_slot(t->refs[i].bytenr, size);
+
+		while (h[s])
+			s = (s + 1) & (size - 1);
+		h[s] = i + 1;
+	}
+	free(t->ref_hash);
+	t->ref_hash = h;
+	t->ref_hash_size = size;
+	return 0;
+}
+
+/* The entry for bytenr, created empty (delta 0, not new) if absent. */
+static struct mfs_delayed_ref *get_ref(struct mfs_transaction *t, u64 bytenr, u64 len)
+{
+	struct mfs_delayed_ref *r;
+	u32 s;
+
+	if (t->ref_hash_size) {
+		for (s = ref_slot(bytenr, t->ref_hash_size); t->ref_hash[s];
+		     s = (s + 1) & (t->ref_hash_size - 1)) {
+			r = &t->refs[t->ref_hash[s] - 1];
+			if (r->bytenr == bytenr) {
+				if (!r->num_bytes)
+					r->num_bytes = len;	/* revive a dead entry */
+				return r;
+			}
+		}
+	}
 	if (t->nr_refs == t->max_refs) {
-		int nmax = t->max_refs ? t->max_refs * 2 : 64;
+		int nmax = t->max_refs ? t->max_refs * 2 : 256;
 		void *p = realloc(t->refs, nmax * sizeof(*t->refs));
 
 		if (!p)
-			return -ENOMEM;
+			return NULL;
 		t->refs = p;
 		t->max_refs = nmax;
 	}
-	t->refs[t->nr_refs++] = *ref;
-	return 0;
+	if ((u32)(t->nr_refs + 1) * 2 > t->ref_hash_size &&
+	    ref_hash_rebuild(t, t->ref_hash_size ? t->ref_hash_size * 2 : 1024))
+		return NULL;
+	r = &t->refs[t->nr_refs];
+	memset(r, 0, sizeof(*r));
+	r->bytenr = bytenr;
+	r->num_bytes = len;
+	for (s = ref_slot(bytenr, t->ref_hash_size); t->ref_hash[s];
+	     s = (s + 1) & (t->ref_hash_size - 1))
+		;
+	t->ref_hash[s] = ++t->nr_refs;
+	return r;
+}
+
+static bool ref_has_work(const struct mfs_delayed_ref *r)
+{
+	return r->num_bytes && (r->is_new || r->delta);
+}
+
+/* Change the entry and keep refs_pending in step. */
+static void ref_update(struct mfs_transaction *t, struct mfs_delayed_ref *r,
+		       s64 delta, bool make_new)
+{
+	bool before = ref_has_work(r);
+
+	if (make_new)
+		r->is_new = true;
+	r->delta += delta;
+	t->refs_pending += (int)ref_has_work(r) - (int)before;
 }
 
 static u64 tree_type(u64 root_objectid)
@@ -437,11 +519,27 @@ static u64 tree_type(u64 root_objectid)
 	return MFS_BLOCK_GROUP_METADATA;
 }
 
+static int new_extent_ref(struct mfs_fs_info *fs, u64 bytenr, u64 len, u64 flags,
+			  u64 root, u64 objectid, u64 offset)
+{
+	struct mfs_transaction *t = fs->running;
+	struct mfs_delayed_ref *r = get_ref(t, bytenr, len);
+
+	if (!r)
+		return -ENOMEM;
+	r->num_bytes = len;
+	r->flags = flags;
+	r->owner_root = root;
+	r->owner_objectid = objectid;
+	r->owner_offset = offset;
+	ref_update(t, r, 1, true);
+	return 0;
+}
+
 int mfs_alloc_tree_block(struct mfs_trans_handle *trans, u64 root_objectid,
 			 int level, u64 *bytenr)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
-	struct mfs_delayed_ref ref = { 0 };
 	u64 got;
 	int ret;
 
@@ -449,13 +547,8 @@ int mfs_alloc_tree_block(struct mfs_trans_handle *trans, u64 root_objectid,
 			 fs->nodesize, bytenr, &got);
 	if (ret)
 		return ret;
-	ref.bytenr = *bytenr;
-	ref.num_bytes = fs->nodesize;
-	ref.action = 1;
-	ref.flags = MFS_EXTENT_FLAG_TREE_BLOCK;
-	ref.owner_root = root_objectid;
-	ref.owner_objectid = level;
-	ret = add_delayed_ref(fs->running, &ref);
+	ret = new_extent_ref(fs, *bytenr, fs->nodesize, MFS_EXTENT_FLAG_TREE_BLOCK,
+			     root_objectid, level, 0);
 	if (ret)
 		mfs_unreserve_extent(fs, *bytenr, fs->nodesize);
 	return ret;
@@ -473,13 +566,19 @@ int mfs_reserve_data_extent(struct mfs_trans_handle *trans, u64 len, u64 min_len
 int mfs_add_data_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len,
 		     u64 root, u64 ino, u64 offset)
 {
-	struct mfs_delayed_ref ref = {
-		.bytenr = bytenr, .num_bytes = len, .action = 1,
-		.flags = MFS_EXTENT_FLAG_DATA, .owner_root = root,
-		.owner_objectid = ino, .owner_offset = offset,
-	};
+	return new_extent_ref(trans->fs_info, bytenr, len, MFS_EXTENT_FLAG_DATA,
+			      root, ino, offset);
+}
 
-	return add_delayed_ref(trans->fs_info->running, &ref);
+int mfs_inc_extent_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
+{
+	struct mfs_transaction *t = trans->fs_info->running;
+	struct mfs_delayed_ref *r = get_ref(t, bytenr, len);
+
+	if (!r)
+		return -ENOMEM;
+	ref_update(t, r, 1, false);
+	return 0;
 }
 
 void mfs_unreserve_extent(struct mfs_fs_info *fs, u64 bytenr, u64 len)
@@ -496,17 +595,23 @@ int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_transaction *t = fs->running;
-	struct mfs_delayed_ref ref = { .bytenr = bytenr, .num_bytes = len, .action = -1 };
-	int i;
+	struct mfs_delayed_ref *r = get_ref(t, bytenr, len);
 
-	/* Allocated in this transaction: it never reached disk, so just undo. */
-	for (i = t->nr_refs - 1; i >= 0; i--) {
-		if (t->refs[i].bytenr == bytenr && t->refs[i].action == 1) {
-			t->refs[i] = t->refs[--t->nr_refs];
-			mfs_unreserve_extent(fs, bytenr, len);
-			return 0;
-		}
+	if (!r)
+		return -ENOMEM;
+	ref_update(t, r, -1, false);
+	/* allocated in this transaction and dropped again: it never reached disk */
+	if (r->is_new && r->delta == 0) {
+		r->is_new = false;
+		r->num_bytes = 0;
+		t->refs_pending--;
+		mfs_unreserve_extent(fs, bytenr, len);
 	}
+	return 0;
+}
+
+static int pin_extent(struct mfs_transaction *t, u64 bytenr, u64 len)
+{
 	if (t->nr_pinned == t->max_pinned) {
 		int nmax = t->max_pinned ? t->max_pinned * 2 : 64;
 		void *p = realloc(t->pinned, nmax * sizeof(*t->pinned));
@@ -519,7 +624,26 @@ int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 	t->pinned[t->nr_pinned].start = bytenr;
 	t->pinned[t->nr_pinned].len = len;
 	t->nr_pinned++;
-	return add_delayed_ref(t, &ref);
+	return 0;
+}
+
+static int delete_csums(struct mfs_trans_handle *trans, u64 bytenr)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
+	struct mfs_path path;
+	int ret;
+
+	if (!fs->csum_root)
+		return 0;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->csum_root, &key, &path, -1, 1);
+	if (ret == 0)
+		ret = mfs_del_item(trans, fs->csum_root, &path);
+	else if (ret > 0)
+		ret = 0;	/* preallocated extents have no checksums */
+	mfs_release_path(&path);
+	return ret;
 }
 
 static int apply_ref(struct mfs_trans_handle *trans, const struct mfs_delayed_ref *ref)
@@ -527,14 +651,16 @@ static int apply_ref(struct mfs_trans_handle *trans, const struct mfs_delayed_re
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_block_group *bg = mfs_lookup_block_group(fs, ref->bytenr);
 	struct mfs_key key = { ref->bytenr, MFS_EXTENT_ITEM_KEY, ref->num_bytes };
+	struct mfs_extent_item *ei;
 	struct mfs_path path;
+	s64 refs;
 	int ret;
 
 	if (!bg)
 		return -EUCLEAN;
-	if (ref->action > 0) {
-		struct mfs_extent_item ei = {
-			.refs = cpu_to_le64(1),
+	if (ref->is_new) {
+		struct mfs_extent_item item = {
+			.refs = cpu_to_le64(ref->delta),
 			.generation = cpu_to_le64(trans->transid),
 			.flags = cpu_to_le64(ref->flags),
 			.owner_root = cpu_to_le64(ref->owner_root),
@@ -542,40 +668,79 @@ static int apply_ref(struct mfs_trans_handle *trans, const struct mfs_delayed_re
 			.owner_offset = cpu_to_le64(ref->owner_offset),
 		};
 
-		ret = mfs_insert_item(trans, fs->extent_root, &key, &ei, sizeof(ei));
+		if (ref->delta <= 0)
+			return -EUCLEAN;
+		ret = mfs_insert_item(trans, fs->extent_root, &key, &item, sizeof(item));
 		if (ret)
 			return ret == -EEXIST ? -EUCLEAN : ret;
 		bg->used += ref->num_bytes;
 		bg->reserved -= min_t(u64, ref->num_bytes, bg->reserved);
-	} else {
-		mfs_init_path(&path);
-		ret = mfs_search_slot(trans, fs->extent_root, &key, &path, -1, 1);
-		if (ret > 0)
-			ret = -EUCLEAN;	/* dropping an extent nobody recorded */
-		if (ret == 0)
-			ret = mfs_del_item(trans, fs->extent_root, &path);
-		mfs_release_path(&path);
-		if (ret)
-			return ret;
-		bg->used -= min_t(u64, ref->num_bytes, bg->used);
+		bg->dirty = true;
+		return 0;
 	}
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->extent_root, &key, &path, -1, 1);
+	if (ret > 0)
+		ret = -EUCLEAN;	/* changing an extent nobody recorded */
+	if (ret)
+		goto out;
+	ei = leaf_item_data(path.nodes[0], path.slots[0]);
+	refs = (s64)le64_to_cpu(ei->refs) + ref->delta;
+	if (refs < 0) {
+		ret = -EUCLEAN;
+		goto out;
+	}
+	if (refs > 0) {
+		ei->refs = cpu_to_le64(refs);
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		goto out;
+	}
+	ret = mfs_del_item(trans, fs->extent_root, &path);
+	if (ret)
+		goto out;
+	bg->used -= min_t(u64, ref->num_bytes, bg->used);
 	bg->dirty = true;
-	return 0;
+	/* reusable only once the commit that forgets it is on disk */
+	ret = pin_extent(fs->running, ref->bytenr, ref->num_bytes);
+	if (!ret && (le64_to_cpu(ei->flags) & MFS_EXTENT_FLAG_DATA))
+		ret = delete_csums(trans, ref->bytenr);
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+bool mfs_delayed_refs_pending(struct mfs_fs_info *fs)
+{
+	return fs->running && fs->running->refs_pending > 0;
 }
 
 int mfs_run_delayed_refs(struct mfs_trans_handle *trans)
 {
 	struct mfs_transaction *t = trans->fs_info->running;
+	int i, ret;
 
-	while (t->nr_refs) {
-		/* take the first so that refs added meanwhile are kept */
-		struct mfs_delayed_ref ref = t->refs[0];
-		int ret;
+	while (t->refs_pending > 0) {
+		bool worked = false;
 
-		t->refs[0] = t->refs[--t->nr_refs];
-		ret = apply_ref(trans, &ref);
-		if (ret)
-			return ret;
+		for (i = 0; i < t->nr_refs; i++) {
+			struct mfs_delayed_ref ref = t->refs[i];
+
+			if (!ref_has_work(&ref))
+				continue;
+			worked = true;
+			/* processed: later changes to it in this commit start from the item */
+			t->refs[i].delta = 0;
+			t->refs[i].is_new = false;
+			t->refs_pending--;
+			ret = apply_ref(trans, &ref);
+			if (ret)
+				return ret;
+		}
+		/* the count and the entries disagree: never spin on it */
+		if (!worked) {
+			t->refs_pending = 0;
+			return -EUCLEAN;
+		}
 	}
 	return 0;
 }

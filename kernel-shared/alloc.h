@@ -29,9 +29,12 @@ int mfs_reserve_data_extent(struct mfs_trans_handle *trans, u64 len, u64 min_len
 			    u64 *bytenr, u64 *got);
 int mfs_add_data_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len,
 		     u64 root, u64 ino, u64 offset);
+/* One more file extent item points at an existing data extent. */
+int mfs_inc_extent_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len);
+bool mfs_delayed_refs_pending(struct mfs_fs_info *fs);
 /* Give back a reservation that never got a reference. */
 void mfs_unreserve_extent(struct mfs_fs_info *fs, u64 bytenr, u64 len);
-/* Drop an extent: pinned until commit, or freed at once if it is new. */
+/* Drop a reference: at zero the extent is pinned until commit (freed at once if new). */
 int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len);
 
 /* Commit helpers (transaction.c drives them). */
@@ -42,5 +45,11 @@ int mfs_finish_new_chunks(struct mfs_trans_handle *trans, bool *did_work);
 void mfs_unpin_extents(struct mfs_fs_info *fs, struct mfs_transaction *t);
 /* raid5/6: rows written this transaction take no more allocations. */
 void mfs_seal_open_rows(struct mfs_fs_info *fs);
+/*
+ * raid5/6: the row holding logical was written out before the commit (it
+ * filled up); space freed in it must not be handed out again until the row
+ * is empty, or a second write of the row would wipe its live neighbours.
+ */
+void mfs_seal_row(struct mfs_fs_info *fs, u64 logical);
 
 #endif

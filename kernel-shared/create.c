@@ -15,6 +15,7 @@
 #include "profiles.h"
 #include "transaction.h"
 #include "csum.h"
+#include "inode.h"
 
 int mfs_mkfs_device_size(const char *path, u64 byte_count, u64 *size)
 {
@@ -194,6 +195,8 @@ int mfs_make_fs(struct mfs_mkfs_params *p)
 		p->data_bytes = bg->length;
 		ret = create_trees(trans);
 	}
+	if (!ret)
+		ret = mfs_make_root_dir(trans, p->root_uid, p->root_gid);
 	if (ret) {
 		mfs_end_transaction(trans);
 		goto out;

@@ -18,6 +18,7 @@ struct mfs_mkfs_params {
 	u64 byte_count;		/* bytes used on each device, 0 = all */
 	bool exclusive;		/* lock the devices (O_EXCL / flock) */
 	u64 features;		/* extra MFS_FEATURE_INCOMPAT_* bits (-O) */
+	u32 root_uid, root_gid;	/* owner of the root directory */
 	/* out */
 	u64 dev_size[64];	/* size used on each device */
 	u64 sys_bytes, meta_bytes, data_bytes;	/* logical size of the first chunks */

@@ -30,6 +30,8 @@ struct mfs_device {
 	struct mfs_io_dev *io;	/* NULL when missing */
 	bool missing;
 	bool dirty;		/* device item must be rewritten at commit */
+	u64 stats[5];		/* error counters (MFS_DEV_STAT_*), persisted at commit */
+	bool stats_dirty;
 	/* dev extents, sorted by physical */
 	struct mfs_dev_extent_rec *extents;
 	int nr_extents, max_extents;
@@ -121,10 +123,16 @@ struct mfs_root {
 };
 
 /* ---- delayed extent references ---- */
+/*
+ * What the transaction did to one extent's reference count; applied to
+ * the extent tree at commit. is_new: the extent was allocated in this
+ * transaction and has no item yet. num_bytes == 0 marks a dead entry.
+ */
 struct mfs_delayed_ref {
 	u64 bytenr;
 	u64 num_bytes;
-	int action;		/* +1 add, -1 drop */
+	s64 delta;
+	bool is_new;
 	u64 flags;		/* MFS_EXTENT_FLAG_* */
 	u64 owner_root;
 	u64 owner_objectid;
@@ -140,6 +148,9 @@ struct mfs_transaction {
 	u64 transid;
 	struct mfs_delayed_ref *refs;
 	int nr_refs, max_refs;
+	int *ref_hash;			/* open addressing: index+1 into refs, 0 = empty */
+	u32 ref_hash_size;
+	int refs_pending;		/* entries with work left for the commit */
 	struct mfs_pinned *pinned;
 	int nr_pinned, max_pinned;
 	struct extent_buffer *dirty_list;
@@ -204,6 +215,11 @@ struct mfs_fs_info {
 
 	/* raid5/6 open rows waiting for their parity write */
 	struct mfs_open_row *open_rows;
+
+	/* the filesystem layer (inode.c) */
+	u64 next_ino;
+	int compress;			/* 0 none, else zlib level 1..9 */
+	u64 dev_stats_dirty;		/* device error counters changed */
 
 	/* MFS_OPEN_PARTIAL: what could not be loaded, for check to report */
 	char **problems;

@@ -13,6 +13,7 @@
 #include "csum.h"
 #include "profiles.h"
 #include "transaction.h"
+#include "inode.h"
 
 /* ---------------- superblocks ---------------- */
 
@@ -799,6 +800,15 @@ static int read_dev_extents(struct mfs_fs_info *fs)
 		int slot = path.slots[0];
 
 		leaf_item_key(leaf, slot, &key);
+		if (key.type == MFS_PERSISTENT_ITEM_KEY && key.objectid == MFS_DEV_STATS_OBJECTID) {
+			struct mfs_dev_stats_item *si = leaf_item_data(leaf, slot);
+			struct mfs_device *dev = mfs_find_device(fs, key.offset);
+			int j;
+
+			if (dev && leaf_item_size(leaf, slot) == sizeof(*si))
+				for (j = 0; j < MFS_DEV_STAT_VALUES_MAX; j++)
+					dev->stats[j] = le64_to_cpu(si->values[j]);
+		}
 		if (key.type == MFS_DEV_EXTENT_KEY) {
 			struct mfs_dev_extent *de = leaf_item_data(leaf, slot);
 			struct mfs_device *dev = mfs_find_device(fs, key.objectid);
@@ -927,6 +937,11 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (ret)
 		goto fail;
 	init_alloc_profiles(fs);
+	if (fs->fs_root) {
+		ret = mfs_fs_setup(fs);
+		if (ret && !partial(fs))
+			goto fail;
+	}
 	*out = fs;
 	return 0;
 fail:

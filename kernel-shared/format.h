@@ -296,5 +296,105 @@ struct mfs_root_item {
 static_assert(sizeof(struct mfs_root_item) == 64, "root item");
 
 /* ---- csum tree: key (EXTENT_CSUM, EXTENT_CSUM, logical), array of csums ---- */
+/*
+ * One item per data extent, keyed by the extent's logical start, holding
+ * the checksum of each sector of the extent as stored on disk.
+ */
+
+/* ---- fs tree ---- */
+struct mfs_timespec {
+	mfs_le64 sec;
+	mfs_le32 nsec;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_timespec) == 12, "timespec");
+
+/* key (ino, INODE_ITEM, 0) */
+struct mfs_inode_item {
+	mfs_le64 generation;	/* transaction that created the inode */
+	mfs_le64 transid;	/* transaction that last changed it */
+	mfs_le64 size;
+	mfs_le64 nbytes;	/* bytes of data extents referenced */
+	mfs_le32 nlink;
+	mfs_le32 uid;
+	mfs_le32 gid;
+	mfs_le32 mode;
+	mfs_le64 rdev;
+	mfs_le64 flags;
+	mfs_le64 dir_index_next;	/* directories: next DIR_INDEX number */
+	struct mfs_timespec atime;
+	struct mfs_timespec ctime;
+	struct mfs_timespec mtime;
+	struct mfs_timespec otime;	/* creation time */
+	u8 reserved[40];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_inode_item) == 160, "inode item");
+
+/*
+ * key (dir ino, DIR_ITEM, crc32c(name)) and (dir ino, DIR_INDEX, index);
+ * DIR_ITEM items may hold several entries whose names share a hash.
+ */
+struct mfs_dir_item {
+	mfs_le64 child;		/* inode number */
+	mfs_le64 index;		/* the entry's DIR_INDEX number */
+	mfs_le64 transid;
+	mfs_le16 name_len;
+	u8 type;		/* MFS_FT_* */
+	/* name_len bytes of name follow */
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_dir_item) == 27, "dir item");
+
+#define MFS_FT_UNKNOWN	0
+#define MFS_FT_REG_FILE	1
+#define MFS_FT_DIR	2
+#define MFS_FT_CHRDEV	3
+#define MFS_FT_BLKDEV	4
+#define MFS_FT_FIFO	5
+#define MFS_FT_SOCK	6
+#define MFS_FT_SYMLINK	7
+
+/*
+ * key (ino, XATTR_ITEM, crc32c(name)); several entries per item on a hash
+ * collision, each followed by name then value.
+ */
+struct mfs_xattr_item {
+	mfs_le16 name_len;
+	mfs_le16 value_len;
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_xattr_item) == 4, "xattr item");
+
+/* key (ino, EXTENT_DATA, file offset) */
+#define MFS_FILE_EXTENT_INLINE	0	/* data follows the first 10 bytes (symlinks) */
+#define MFS_FILE_EXTENT_REG	1
+#define MFS_FILE_EXTENT_PREALLOC 2	/* allocated, reads as zeros */
+#define MFS_COMPRESS_NONE	0
+#define MFS_COMPRESS_ZLIB	1
+struct mfs_file_extent_item {
+	mfs_le64 generation;
+	u8 type;		/* MFS_FILE_EXTENT_* */
+	u8 compression;		/* MFS_COMPRESS_*; inline data is never compressed */
+	/* regular and prealloc extents only: */
+	mfs_le64 disk_bytenr;	/* logical start of the data extent */
+	mfs_le64 disk_num_bytes;	/* its length on disk */
+	mfs_le64 offset;	/* offset into the (decompressed) extent */
+	mfs_le64 num_bytes;	/* file bytes this item covers */
+	mfs_le64 ram_bytes;	/* decompressed length of the whole extent */
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_file_extent_item) == 50, "file extent item");
+#define MFS_FILE_EXTENT_INLINE_DATA_START 10
+
+/* key (ORPHAN_OBJECTID, ORPHAN_ITEM, ino): unlinked while open; freed at mount */
+#define MFS_ORPHAN_OBJECTID	((u64)-5)
+
+/* key (DEV_STATS_OBJECTID, PERSISTENT_ITEM, devid) in the device tree */
+#define MFS_DEV_STAT_WRITE_ERRS		0
+#define MFS_DEV_STAT_READ_ERRS		1
+#define MFS_DEV_STAT_FLUSH_ERRS		2
+#define MFS_DEV_STAT_CORRUPTION_ERRS	3
+#define MFS_DEV_STAT_GENERATION_ERRS	4
+#define MFS_DEV_STAT_VALUES_MAX		5
+struct mfs_dev_stats_item {
+	mfs_le64 values[MFS_DEV_STAT_VALUES_MAX];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_dev_stats_item) == 40, "dev stats item");
 
 #endif

@@ -62,6 +62,7 @@ static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t
 static void free_transaction(struct mfs_transaction *t)
 {
 	free(t->refs);
+	free(t->ref_hash);
 	free(t->pinned);
 	free(t);
 }
@@ -122,6 +123,42 @@ static int update_dev_items(struct mfs_trans_handle *trans, bool *did_work)
 	return 0;
 }
 
+/* Device error counters live in the device tree (btrfs: PERSISTENT_ITEM). */
+static int update_dev_stats(struct mfs_trans_handle *trans, bool *did_work)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	int i, j, ret;
+
+	if (!fs->dev_stats_dirty || !fs->dev_root)
+		return 0;
+	fs->dev_stats_dirty = 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		struct mfs_key key = { MFS_DEV_STATS_OBJECTID, MFS_PERSISTENT_ITEM_KEY, dev->devid };
+		struct mfs_dev_stats_item item;
+		struct mfs_path path;
+
+		if (!dev->stats_dirty)
+			continue;
+		dev->stats_dirty = false;
+		*did_work = true;
+		for (j = 0; j < MFS_DEV_STAT_VALUES_MAX; j++)
+			item.values[j] = cpu_to_le64(dev->stats[j]);
+		mfs_init_path(&path);
+		ret = mfs_search_slot(trans, fs->dev_root, &key, &path, 0, 1);
+		if (ret == 0) {
+			memcpy(leaf_item_data(path.nodes[0], path.slots[0]), &item, sizeof(item));
+			mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		}
+		mfs_release_path(&path);
+		if (ret > 0)
+			ret = mfs_insert_item(trans, fs->dev_root, &key, &item, sizeof(item));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int update_root_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 			    bool *did_work)
 {
@@ -165,12 +202,14 @@ static int settle_trees(struct mfs_trans_handle *trans)
 		ret = mfs_finish_new_chunks(trans, &did);
 		if (ret)
 			return ret;
-		if (fs->running->nr_refs)
+		if (mfs_delayed_refs_pending(fs))
 			did = true;
 		ret = mfs_run_delayed_refs(trans);
 		if (ret)
 			return ret;
 		ret = update_dev_items(trans, &did);
+		if (!ret)
+			ret = update_dev_stats(trans, &did);
 		if (ret)
 			return ret;
 		ret = mfs_write_dirty_block_groups(trans, &did);
@@ -183,7 +222,7 @@ static int settle_trees(struct mfs_trans_handle *trans)
 			if (ret)
 				return ret;
 		}
-		if (!did && !fs->running->nr_refs)
+		if (!did && !mfs_delayed_refs_pending(fs))
 			return 0;
 	}
 	return -ELOOP;
@@ -267,7 +306,7 @@ int mfs_commit_if_dirty(struct mfs_fs_info *fs)
 	struct mfs_trans_handle *trans;
 	int ret;
 
-	if (!fs->running)
+	if (!fs->running && !fs->dev_stats_dirty)
 		return 0;
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)

@@ -17,8 +17,14 @@ int mfs_num_copies(const struct mfs_chunk_map *map)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
 
-	if (a->nparity)
-		return 1 + a->nparity;
+	/*
+	 * raid5/6: 1 = the data itself, 2 = rebuilt from the rest of the row
+	 * with P, 3.. (raid6) = rebuilt assuming one more column is bad too.
+	 */
+	if (a->nparity == 1)
+		return 2;
+	if (a->nparity == 2)
+		return 2 + map->num_stripes - 1;
 	if (a->sub_stripes > 1)
 		return a->sub_stripes;
 	return a->ncopies;
@@ -573,6 +579,19 @@ static u64 chunk_policy_max_stripe(struct mfs_fs_info *fs, u64 flags)
 	return fs_writable_size(fs) > 50 * SZ_1G ? SZ_1G : SZ_256M;
 }
 
+/* Bytes the system chunks take in the superblock's bootstrap array. */
+static u64 sys_array_used(struct mfs_fs_info *fs)
+{
+	u64 used = 0;
+	int i;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		if (fs->chunks[i]->type & MFS_BLOCK_GROUP_SYSTEM)
+			used += sizeof(struct mfs_disk_key) +
+				mfs_chunk_item_size(fs->chunks[i]->num_stripes);
+	return used;
+}
+
 static u64 next_chunk_logical(struct mfs_fs_info *fs)
 {
 	u64 start = SZ_1M;
@@ -622,6 +641,13 @@ int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 	}
 	num_stripes = ndevs * a->dev_stripes;
 	ndata = mfs_nr_data_stripes(flags, num_stripes);
+	/* a system chunk the superblock cannot list could never be committed */
+	if ((flags & MFS_BLOCK_GROUP_SYSTEM) &&
+	    sys_array_used(fs) + sizeof(struct mfs_disk_key) +
+	    mfs_chunk_item_size(num_stripes) > MFS_SYSTEM_CHUNK_ARRAY_SIZE) {
+		ret = -ENOSPC;
+		goto out;
+	}
 
 	if (!max_stripe)
 		max_stripe = chunk_policy_max_stripe(fs, flags);
@@ -769,8 +795,13 @@ static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 
 static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 {
+	const struct mfs_raid_attr *a = mfs_profile(r->map->type);
+	u64 row_len = (r->map->num_stripes - a->nparity) * r->map->stripe_len;
 	struct mfs_open_row **pp;
 	int ret = write_full_row(r->map, r->row, r->buf);
+
+	/* the row is on disk now: the allocator must not reuse its free parts */
+	mfs_seal_row(fs, r->map->logical + r->row * row_len);
 
 	for (pp = &fs->open_rows; *pp; pp = &(*pp)->next) {
 		if (*pp == r) {
@@ -887,7 +918,7 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
  * lost_parity additionally treats P as unreadable (so Q is used).
  */
 static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_map *io,
-			       u64 col_off, u8 *buf, u64 len, bool lost_parity)
+			       u64 col_off, u8 *buf, u64 len, int also_bad)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
 	int n = map->num_stripes, ndata = n - a->nparity, i, ret = 0;
@@ -895,7 +926,7 @@ static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_ma
 	void *blocks[n];
 	u8 *tmp;
 
-	if (lost_parity && a->nparity < 2)
+	if (also_bad >= 0 && a->nparity < 2)
 		return -EIO;
 	tmp = malloc((size_t)n * len);
 	if (!tmp)
@@ -905,15 +936,15 @@ static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_ma
 		struct mfs_map_stripe *s = &map->stripes[idx];
 
 		blocks[i] = tmp + (size_t)i * len;
-		if (i == io->data_index || (lost_parity && i == ndata))
+		if (i == io->data_index || i == also_bad)
 			continue;
 		ret = read_stripe(s, blocks[i], len, s->physical + io->row * map->stripe_len + col_off);
 		if (ret)
 			goto out;
 	}
 	failed[nfailed++] = io->data_index;
-	if (lost_parity)
-		failed[nfailed++] = ndata;
+	if (also_bad >= 0)
+		failed[nfailed++] = also_bad;
 	ret = mfs_raid56_rebuild(ndata, a->nparity, len, blocks, nfailed, failed);
 	if (!ret)
 		memcpy(buf, blocks[io->data_index], len);
@@ -942,7 +973,18 @@ static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 		}
 		if (mirror <= 1)
 			return read_stripe(&map->stripes[io.stripe[0]], buf, len, io.physical[0]);
-		return raid56_rebuild_read(map, &io, col_off, buf, len, mirror == 3);
+		if (mirror == 2)
+			return raid56_rebuild_read(map, &io, col_off, buf, len, -1);
+		/* mirror 3.. : the k-th other column is assumed bad as well */
+		{
+			int k = mirror - 3;
+
+			if (k >= io.data_index)
+				k++;
+			if (k >= map->num_stripes)
+				return -EINVAL;
+			return raid56_rebuild_read(map, &io, col_off, buf, len, k);
+		}
 	}
 	if (mirror < 1)
 		mirror = 1;
@@ -1000,4 +1042,116 @@ int mfs_flush_all_devices(struct mfs_fs_info *fs)
 			ret = err;
 	}
 	return ret;
+}
+
+/* Which stripe of map holds copy `mirror` of logical (raid5/6: the data column). */
+static int mirror_stripe(struct mfs_chunk_map *map, u64 logical, int mirror, u64 *physical)
+{
+	struct mfs_io_map io;
+	int idx;
+
+	if (mfs_map_block(map, logical, &io))
+		return -1;
+	if (mfs_profile(map->type)->nparity || mirror < 1 || mirror > io.ncopies)
+		idx = 0;
+	else
+		idx = mirror - 1;
+	if (physical)
+		*physical = io.physical[idx];
+	return io.stripe[idx];
+}
+
+int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *buf,
+			     u32 len, int mirror)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+	u64 physical;
+	int idx;
+
+	if (!map)
+		return -EUCLEAN;
+	idx = mirror_stripe(map, logical, mirror, &physical);
+	if (idx < 0)
+		return -EINVAL;
+	return write_stripe(&map->stripes[idx], buf, len, physical);
+}
+
+void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+	struct mfs_device *dev;
+	int idx;
+
+	if (!map)
+		return;
+	idx = mirror_stripe(map, logical, mirror, NULL);
+	if (idx < 0)
+		return;
+	dev = map->stripes[idx].dev;
+	if (!dev)
+		return;
+	dev->stats[stat]++;
+	dev->stats_dirty = true;
+	fs->dev_stats_dirty = 1;
+}
+
+/*
+ * Logical bytes the unallocated space would still give chunks of this
+ * type and profile, allocating the way mfs_alloc_chunk does.
+ */
+u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	u64 *free_space, total = 0;
+	int n = 0, i, j;
+
+	free_space = calloc(fs->nr_devices + 1, sizeof(*free_space));
+	if (!free_space)
+		return 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		u64 used = 0;
+		int e;
+
+		if (!mfs_device_allocatable(dev))
+			continue;
+		for (e = 0; e < dev->nr_extents; e++)
+			used += dev->extents[e].length;
+		/* the first MiB and the mirror reservations never hold chunks */
+		used += SZ_1M;
+		if (dev->total_bytes > mfs_sb_offset(1))
+			used += SZ_1M;
+		free_space[n++] = dev->total_bytes > used ? round_down(dev->total_bytes - used, SZ_1M) : 0;
+	}
+	for (;;) {
+		int ndevs = 0, ndata;
+		u64 stripe;
+
+		/* most free first */
+		for (i = 0; i < n; i++)
+			for (j = i + 1; j < n; j++)
+				if (free_space[j] > free_space[i]) {
+					u64 t = free_space[i];
+
+					free_space[i] = free_space[j];
+					free_space[j] = t;
+				}
+		for (i = 0; i < n && free_space[i] >= MFS_MIN_STRIPE_SIZE * a->dev_stripes; i++)
+			ndevs++;
+		if (a->devs_max && ndevs > a->devs_max)
+			ndevs = a->devs_max;
+		ndevs -= ndevs % a->devs_increment;
+		if (ndevs < a->devs_min || ndevs == 0)
+			break;
+		stripe = min_t(u64, free_space[ndevs - 1] / a->dev_stripes, SZ_1G);
+		stripe = round_down(stripe, SZ_1M);
+		if (!stripe)
+			break;
+		ndata = mfs_nr_data_stripes(flags, ndevs * a->dev_stripes);
+		total += stripe * ndata;
+		for (i = 0; i < ndevs; i++)
+			free_space[i] -= stripe * a->dev_stripes;
+	}
+	free(free_space);
+	return total;
 }

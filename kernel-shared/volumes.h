@@ -58,5 +58,12 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
 int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);
 int mfs_flush_all_devices(struct mfs_fs_info *fs);
+/* Rewrite one copy (raid5/6: the data column) of logical, e.g. to repair it. */
+int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *buf,
+			     u32 len, int mirror);
+/* Count an error against the device holding copy `mirror` of logical. */
+void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
+/* Logical bytes unallocated space could still give chunks of type|profile. */
+u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags);
 
 #endif

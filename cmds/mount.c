@@ -1,0 +1,317 @@
+/* mfs mount, mount.mfs (mount -t mfs, /etc/fstab) and mfs umount. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "cmds/commands.h"
+#include "common/help.h"
+#include "common/messages.h"
+#include "common/open.h"
+#include "common/units.h"
+#include "fuse/server.h"
+#include "kernel-shared/ioctl.h"
+#include "kernel-shared/disk-io.h"
+
+static const char * const cmd_mount_usage[] = {
+	"mfs mount [options] <device> [<device>...] <mountpoint>",
+	"",
+	"Mount an mfs filesystem (starts its FUSE server).",
+	"Other members are found by scanning block devices and registered images;",
+	"image files and extra devices can also be named with -o device=PATH.",
+	"",
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE"),
+	OPTLINE("-f|--foreground", "keep the server in the foreground"),
+	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
+	NULL
+};
+
+struct mount_args {
+	struct mfs_mount_opts opts;
+	const char **devices;
+	int ndevices;
+	int compress;
+	bool degraded;
+};
+
+static int add_device(struct mount_args *m, const char *path)
+{
+	const char **p = realloc(m->devices, (m->ndevices + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	m->devices = p;
+	m->devices[m->ndevices++] = path;
+	return 0;
+}
+
+/* Options mount(8) may pass that mean nothing to us. */
+static bool generic_option(const char *o)
+{
+	static const char * const ignored[] = {
+		"defaults", "auto", "noauto", "user", "nouser", "users", "exec", "noexec",
+		"suid", "nosuid", "dev", "nodev", "_netdev", "nofail", "async", "sync",
+		"skip_balance", "strictatime", "lazytime", "nolazytime", "loud", "silent",
+	};
+	size_t i;
+
+	if (!strncmp(o, "x-", 2) || !strncmp(o, "comment=", 8))
+		return true;
+	for (i = 0; i < ARRAY_SIZE(ignored); i++)
+		if (!strcmp(o, ignored[i]))
+			return true;
+	return false;
+}
+
+static int parse_options(struct mount_args *m, char *list)
+{
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "device=", 7)) {
+			if (add_device(m, tok + 7))
+				return -1;
+		} else if (!strcmp(tok, "ro")) {
+			m->opts.ro = true;
+		} else if (!strcmp(tok, "rw")) {
+			m->opts.ro = false;
+		} else if (!strncmp(tok, "commit=", 7)) {
+			char *end;
+			long v = strtol(tok + 7, &end, 10);
+
+			if (*end || v < 1 || v > 86400) {
+				error("invalid commit interval '%s' (1..86400 seconds)", tok + 7);
+				return -1;
+			}
+			m->opts.commit_interval = v;
+		} else if (!strcmp(tok, "compress") || !strcmp(tok, "compress=zlib")) {
+			m->compress = 3;
+		} else if (!strncmp(tok, "compress=zlib:", 14)) {
+			char *end;
+			long v = strtol(tok + 14, &end, 10);
+
+			if (*end || v < 1 || v > 9) {
+				error("invalid zlib level '%s' (1..9)", tok + 14);
+				return -1;
+			}
+			m->compress = v;
+		} else if (!strcmp(tok, "compress=no") || !strcmp(tok, "compress=none")) {
+			m->compress = 0;
+		} else if (!strncmp(tok, "compress=", 9)) {
+			error("unsupported compression '%s' (zlib[:LEVEL] or no)", tok + 9);
+			return -1;
+		} else if (!strcmp(tok, "noatime")) {
+			m->opts.noatime = true;
+		} else if (!strcmp(tok, "relatime") || !strcmp(tok, "atime")) {
+			m->opts.noatime = false;
+		} else if (!strncmp(tok, "cache_size=", 11)) {
+			if (parse_size(tok + 11, &m->opts.cache_size) ||
+			    m->opts.cache_size < 16 * SZ_1M) {
+				error("invalid cache_size '%s' (at least 16m)", tok + 11);
+				return -1;
+			}
+		} else if (!strcmp(tok, "degraded")) {
+			m->degraded = true;
+		} else if (!generic_option(tok)) {
+			error("unknown mount option '%s'", tok);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Open, then serve; the daemon keeps the device locks until it exits. */
+static int do_mount(struct mount_args *m)
+{
+	struct mfs_fs_info *fs;
+	struct stat st;
+	unsigned int flags = 0;
+	char real[PATH_MAX];
+
+	if (!m->ndevices) {
+		error("no device given");
+		return 1;
+	}
+	if (stat(m->opts.mountpoint, &st) || !S_ISDIR(st.st_mode)) {
+		error("mount point %s is not a directory", m->opts.mountpoint);
+		return 1;
+	}
+	if (!m->opts.ro)
+		flags |= MFS_OPEN_WRITABLE;
+	if (m->degraded)
+		flags |= MFS_OPEN_DEGRADED;
+	if (mfs_open_for_cmd(m->devices, m->ndevices, flags, &fs))
+		return 1;
+	if (m->degraded && !m->opts.ro) {
+		/* writing with a member missing arrives with degraded support */
+		int i;
+
+		for (i = 0; i < fs->nr_devices; i++) {
+			if (fs->devices[i]->missing) {
+				error("device %llu is missing: a writable degraded mount is not supported yet, use -o ro,degraded",
+				      (unsigned long long)fs->devices[i]->devid);
+				mfs_free_fs_info(fs);
+				return 1;
+			}
+		}
+	}
+	fs->compress = m->compress;
+	if (m->compress)
+		fs->incompat_flags |= MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB;
+	if (!realpath(m->devices[0], real))
+		snprintf(real, sizeof(real), "%s", m->devices[0]);
+	m->opts.fsname = real;
+	return mfs_fuse_serve(fs, &m->opts);
+}
+
+static void mount_defaults(struct mount_args *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->opts.commit_interval = 30;
+}
+
+static int cmd_mount(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mount_args m;
+	int c, i, ret;
+
+	mount_defaults(&m);
+	while ((c = getopt_long(argc, argv, "o:fd", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (parse_options(&m, optarg))
+				return 1;
+			break;
+		case 'f':
+			m.opts.foreground = true;
+			break;
+		case 'd':
+			m.opts.debug = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 2))
+		return 1;
+	for (i = optind; i < argc - 1; i++)
+		if (add_device(&m, argv[i]))
+			return 1;
+	m.opts.mountpoint = argv[argc - 1];
+	ret = do_mount(&m);
+	free(m.devices);
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(mount, "mount");
+
+/* mount(8) runs: mount.mfs <device> <dir> [-sfnv] [-N ns] [-o options] [-t type] */
+int cmd_mount_helper_main(int argc, char **argv)
+{
+	struct mount_args m;
+	int c, ret;
+
+	mount_defaults(&m);
+	opterr = 0;
+	while ((c = getopt(argc, argv, "o:sfnvN:t:")) != -1) {
+		if (c == 'o' && parse_options(&m, optarg))
+			return 32;
+		if (c == '?') {
+			error("mount.mfs: unknown option -%c", optopt);
+			return 1;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "usage: mount.mfs <device> <mountpoint> [-o options]\n");
+		return 1;
+	}
+	if (add_device(&m, argv[optind]))
+		return 1;
+	m.opts.mountpoint = argv[optind + 1];
+	ret = do_mount(&m);
+	free(m.devices);
+	return ret ? 32 : 0;
+}
+
+/* ---------------- umount ---------------- */
+
+static const char * const cmd_umount_usage[] = {
+	"mfs umount <mountpoint>",
+	"",
+	"Unmount and wait until the server has written everything and exited,",
+	"so the devices can be checked or mounted again right away.",
+	NULL
+};
+
+int mfs_get_fs_info(const char *mnt, struct mfs_ioctl_fs_info *info)
+{
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, MFS_IOC_FS_INFO, info);
+	if (ret < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int wait_for_exit(pid_t pid)
+{
+	int pfd = syscall(SYS_pidfd_open, pid, 0);
+
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+		close(pfd);
+		return 0;
+	}
+	while (kill(pid, 0) == 0)
+		usleep(20000);
+	return 0;
+}
+
+static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
+	const char *mnt;
+	int ret;
+
+	clean_args_no_options(cmd, argc, argv);
+	if (check_argc_exact(argc - optind, 1) || !info) {
+		free(info);
+		return 1;
+	}
+	mnt = argv[optind];
+	ret = mfs_get_fs_info(mnt, info);
+	if (ret) {
+		error("%s is not a mounted mfs filesystem", mnt);
+		free(info);
+		return 1;
+	}
+	if (umount2(mnt, 0)) {
+		error("cannot unmount %s: %m", mnt);
+		free(info);
+		return 1;
+	}
+	wait_for_exit((pid_t)info->daemon_pid);
+	free(info);
+	return 0;
+}
+DEFINE_SIMPLE_COMMAND(umount, "umount");

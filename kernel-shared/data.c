@@ -1,0 +1,839 @@
+/*
+ * File contents: copy-on-write data extents, a checksum for every sector
+ * verified on every read (with repair from another copy), holes,
+ * preallocation, truncate and SEEK_DATA/SEEK_HOLE.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+#include "ctree.h"
+#include "inode.h"
+#include "inode-internal.h"
+#include "transaction.h"
+#include "alloc.h"
+#include "volumes.h"
+#include "csum.h"
+#include "profiles.h"
+
+#define SECTOR 4096ULL
+
+/* Data extents are capped so their checksums fit in one csum item. */
+static u64 max_extent_size(struct mfs_fs_info *fs)
+{
+	u64 sectors = MFS_MAX_ITEM(fs) / fs->csum_size;
+
+	return min_t(u64, 4 * SZ_1M, sectors * SECTOR);
+}
+
+/* ---------------- file extent items ---------------- */
+
+struct file_extent {
+	u64 start;		/* file offset (key offset) */
+	u64 len;		/* file bytes covered */
+	u8 type;
+	u8 compression;
+	u64 disk_bytenr;
+	u64 disk_num_bytes;
+	u64 offset;
+	u64 ram_bytes;
+};
+
+static int parse_file_extent(struct extent_buffer *leaf, int slot, const struct mfs_key *key,
+			     struct file_extent *fe)
+{
+	const struct mfs_file_extent_item *fi = leaf_item_data(leaf, slot);
+	u32 size = leaf_item_size(leaf, slot);
+
+	if (size < MFS_FILE_EXTENT_INLINE_DATA_START)
+		return -EUCLEAN;
+	memset(fe, 0, sizeof(*fe));
+	fe->start = key->offset;
+	fe->type = fi->type;
+	fe->compression = fi->compression;
+	if (fi->type == MFS_FILE_EXTENT_INLINE) {
+		fe->len = size - MFS_FILE_EXTENT_INLINE_DATA_START;
+		return 0;
+	}
+	if (size != sizeof(*fi) || (fi->type != MFS_FILE_EXTENT_REG &&
+				    fi->type != MFS_FILE_EXTENT_PREALLOC))
+		return -EUCLEAN;
+	fe->disk_bytenr = le64_to_cpu(fi->disk_bytenr);
+	fe->disk_num_bytes = le64_to_cpu(fi->disk_num_bytes);
+	fe->offset = le64_to_cpu(fi->offset);
+	fe->len = le64_to_cpu(fi->num_bytes);
+	fe->ram_bytes = le64_to_cpu(fi->ram_bytes);
+	if (!fe->len || fe->offset + fe->len > fe->ram_bytes || fe->start + fe->len < fe->start)
+		return -EUCLEAN;
+	return 0;
+}
+
+/*
+ * The first file extent of ino ending after pos (it may start after pos).
+ * Returns 0 and fills fe, 1 when there is none.
+ */
+static int next_file_extent(struct mfs_fs_info *fs, u64 ino, u64 pos, struct file_extent *fe)
+{
+	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, pos };
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret < 0)
+		goto out;
+	if (ret > 0) {
+		/* the previous item may straddle pos */
+		ret = mfs_prev_item(fs->fs_root, &path);
+		if (ret < 0)
+			goto out;
+		if (ret == 0) {
+			leaf_item_key(path.nodes[0], path.slots[0], &key);
+			if (key.objectid == ino && key.type == MFS_EXTENT_DATA_KEY) {
+				ret = parse_file_extent(path.nodes[0], path.slots[0], &key, fe);
+				if (ret || fe->start + fe->len > pos)
+					goto out;
+			}
+		}
+		mfs_release_path(&path);
+		key.objectid = ino;
+		key.type = MFS_EXTENT_DATA_KEY;
+		key.offset = pos;
+		ret = mfs_search_forward(fs->fs_root, &key, &path);
+		if (ret)
+			goto out;
+	}
+	leaf_item_key(path.nodes[0], path.slots[0], &key);
+	if (key.objectid != ino || key.type != MFS_EXTENT_DATA_KEY) {
+		ret = 1;
+		goto out;
+	}
+	ret = parse_file_extent(path.nodes[0], path.slots[0], &key, fe);
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+static int adjust_nbytes(struct mfs_trans_handle *trans, u64 ino, s64 delta)
+{
+	struct mfs_inode_item ii;
+	int ret;
+
+	if (!delta)
+		return 0;
+	ret = mfs_read_inode(trans->fs_info, ino, &ii);
+	if (ret)
+		return ret;
+	ii.nbytes = cpu_to_le64((s64)le64_to_cpu(ii.nbytes) + delta < 0 ? 0 :
+				(s64)le64_to_cpu(ii.nbytes) + delta);
+	return mfs_write_inode(trans, ino, &ii);
+}
+
+static bool has_disk_extent(const struct file_extent *fe)
+{
+	return fe->type != MFS_FILE_EXTENT_INLINE && fe->disk_bytenr;
+}
+
+/* Cut [start, end) out of one file extent item (found at fe->start). */
+static int trim_one_extent(struct mfs_trans_handle *trans, u64 ino, const struct file_extent *fe,
+			   u64 start, u64 end, s64 *nbytes)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, fe->start };
+	u64 es = fe->start, ee = fe->start + fe->len;
+	struct mfs_file_extent_item *fi;
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->fs_root, &key, &path, sizeof(*fi) + sizeof(struct mfs_item), 1);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret)
+		goto out;
+	if (es >= start && ee <= end) {
+		ret = mfs_del_item(trans, fs->fs_root, &path);
+		if (!ret && has_disk_extent(fe))
+			ret = mfs_free_extent(trans, fe->disk_bytenr, fe->disk_num_bytes);
+		*nbytes -= fe->type == MFS_FILE_EXTENT_INLINE ? 0 : fe->len;
+		goto out;
+	}
+	if (fe->type == MFS_FILE_EXTENT_INLINE) {
+		ret = -EINVAL;
+		goto out;
+	}
+	fi = leaf_item_data(path.nodes[0], path.slots[0]);
+	if (es < start && ee > end) {
+		struct mfs_file_extent_item tail = *fi;
+
+		fi->num_bytes = cpu_to_le64(start - es);
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		mfs_release_path(&path);
+		tail.offset = cpu_to_le64(fe->offset + (end - es));
+		tail.num_bytes = cpu_to_le64(ee - end);
+		key.offset = end;
+		ret = mfs_insert_item(trans, fs->fs_root, &key, &tail, sizeof(tail));
+		if (!ret && has_disk_extent(fe))
+			ret = mfs_inc_extent_ref(trans, fe->disk_bytenr, fe->disk_num_bytes);
+		*nbytes -= end - start;
+	} else if (es < start) {
+		fi->num_bytes = cpu_to_le64(start - es);
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		*nbytes -= ee - start;
+	} else {
+		struct mfs_key nk = { ino, MFS_EXTENT_DATA_KEY, end };
+
+		fi->offset = cpu_to_le64(fe->offset + (end - es));
+		fi->num_bytes = cpu_to_le64(ee - end);
+		mfs_set_item_key_safe(trans, &path, &nk);
+		*nbytes -= end - es;
+	}
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+int mfs_drop_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 start, u64 end)
+{
+	struct file_extent fe;
+	s64 nbytes = 0;
+	int ret;
+
+	for (;;) {
+		ret = next_file_extent(trans->fs_info, ino, start, &fe);
+		if (ret)
+			break;
+		if (fe.start >= end)
+			break;
+		ret = trim_one_extent(trans, ino, &fe, start, end, &nbytes);
+		if (ret)
+			break;
+	}
+	if (ret > 0)
+		ret = 0;
+	if (!ret)
+		ret = adjust_nbytes(trans, ino, nbytes);
+	return ret;
+}
+
+/* ---------------- inline (symlink targets) ---------------- */
+
+int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, size_t len)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, 0 };
+	struct mfs_inode_item ii;
+	struct mfs_path path;
+	u8 *item;
+	int ret;
+
+	if (len > MFS_MAX_INLINE(fs))
+		return -ENAMETOOLONG;
+	mfs_init_path(&path);
+	ret = mfs_insert_empty_item(trans, fs->fs_root, &path, &key,
+				    MFS_FILE_EXTENT_INLINE_DATA_START + len);
+	if (ret) {
+		mfs_release_path(&path);
+		return ret;
+	}
+	item = leaf_item_data(path.nodes[0], path.slots[0]);
+	((struct mfs_file_extent_item *)item)->generation = cpu_to_le64(trans->transid);
+	((struct mfs_file_extent_item *)item)->type = MFS_FILE_EXTENT_INLINE;
+	((struct mfs_file_extent_item *)item)->compression = MFS_COMPRESS_NONE;
+	memcpy(item + MFS_FILE_EXTENT_INLINE_DATA_START, data, len);
+	mfs_release_path(&path);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		return ret;
+	ii.size = cpu_to_le64(len);
+	return mfs_write_inode(trans, ino, &ii);
+}
+
+ssize_t mfs_read_inline(struct mfs_fs_info *fs, u64 ino, void *buf, size_t size)
+{
+	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, 0 };
+	struct mfs_path path;
+	ssize_t ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret == 0) {
+		const u8 *item = leaf_item_data(path.nodes[0], path.slots[0]);
+		u32 isize = leaf_item_size(path.nodes[0], path.slots[0]);
+
+		if (isize < MFS_FILE_EXTENT_INLINE_DATA_START ||
+		    item[8] != MFS_FILE_EXTENT_INLINE) {
+			ret = -EUCLEAN;
+		} else {
+			ret = min_t(size_t, size, isize - MFS_FILE_EXTENT_INLINE_DATA_START);
+			memcpy(buf, item + MFS_FILE_EXTENT_INLINE_DATA_START, ret);
+		}
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+/* ---------------- checksummed data I/O ---------------- */
+
+/* The csum item of a data extent: one checksum per sector. */
+static int read_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out)
+{
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, disk_bytenr };
+	u64 want = disk_len / SECTOR * fs->csum_size;
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -EUCLEAN;	/* data without checksums */
+	if (ret == 0) {
+		if (leaf_item_size(path.nodes[0], path.slots[0]) != want) {
+			ret = -EUCLEAN;
+		} else {
+			*out = malloc(want);
+			if (!*out)
+				ret = -ENOMEM;
+			else
+				memcpy(*out, leaf_item_data(path.nodes[0], path.slots[0]), want);
+		}
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+static bool sector_ok(struct mfs_fs_info *fs, const u8 *data, const u8 *want)
+{
+	u8 got[MFS_CSUM_SIZE];
+
+	mfs_csum_compute(fs->csum_type, data, SECTOR, got);
+	return memcmp(got, want, fs->csum_size) == 0;
+}
+
+/*
+ * Read [logical, logical+len) of a data extent, verifying each sector
+ * against csums (indexed from the extent start). A bad or unreadable
+ * sector is read from the other copies (or rebuilt from parity); the good
+ * data is written back over the bad copy and the device's counter rises.
+ */
+static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csums,
+			 u64 logical, u64 len, u8 *buf)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+	u64 i, nsect = len / SECTOR;
+	int ret, copies, m;
+	bool all_read;
+
+	if (!map)
+		return -EUCLEAN;
+	copies = mfs_num_copies(map);
+	all_read = mfs_read_logical(fs, logical, buf, len, 1) == 0;
+	for (i = 0; i < nsect; i++) {
+		u64 sl = logical + i * SECTOR;
+		const u8 *want = csums + (sl - extent_start) / SECTOR * fs->csum_size;
+		u8 *sb = buf + i * SECTOR;
+		int bad_mirror = 0;
+
+		if (all_read && sector_ok(fs, sb, want))
+			continue;
+		/* copy 1 is bad (or unreadable): count it, then look for a good one */
+		mfs_dev_stat_inc(fs, sl, 1, all_read ? MFS_DEV_STAT_CORRUPTION_ERRS :
+					       MFS_DEV_STAT_READ_ERRS);
+		bad_mirror = 1;
+		ret = -EIO;
+		for (m = 2; m <= copies; m++) {
+			if (mfs_read_logical(fs, sl, sb, SECTOR, m))
+				continue;
+			if (sector_ok(fs, sb, want)) {
+				ret = 0;
+				break;
+			}
+		}
+		if (ret)
+			return ret;
+		/* self-heal: put the good data where the bad copy was */
+		mfs_write_logical_mirror(fs, sl, sb, SECTOR, bad_mirror);
+	}
+	return 0;
+}
+
+/* Copy file bytes [pos, pos+len) of one extent into out. */
+static int read_extent(struct mfs_fs_info *fs, u64 ino, const struct file_extent *fe,
+		       u64 pos, u64 len, u8 *out)
+{
+	u64 in_ext = fe->offset + (pos - fe->start);
+	u64 a, b;
+	u8 *csums = NULL, *tmp;
+	int ret;
+
+	if (fe->type == MFS_FILE_EXTENT_PREALLOC || !fe->disk_bytenr) {
+		memset(out, 0, len);
+		return 0;
+	}
+	if (fe->type == MFS_FILE_EXTENT_INLINE) {
+		ssize_t n;
+
+		tmp = malloc(fe->len);
+		if (!tmp)
+			return -ENOMEM;
+		n = mfs_read_inline(fs, ino, tmp, fe->len);
+		if (n >= 0)
+			memcpy(out, tmp + (pos - fe->start), min_t(u64, len, (u64)n - (pos - fe->start)));
+		free(tmp);
+		return n < 0 ? n : 0;
+	}
+	if (fe->compression != MFS_COMPRESS_NONE) {
+		ret = mfs_read_compressed(fs, fe->disk_bytenr, fe->disk_num_bytes, fe->ram_bytes,
+					  in_ext, len, out);
+		return ret;
+	}
+	ret = read_extent_csums(fs, fe->disk_bytenr, fe->disk_num_bytes, &csums);
+	if (ret)
+		return ret;
+	a = round_down(in_ext, SECTOR);
+	b = round_up(in_ext + len, SECTOR);
+	tmp = malloc(b - a);
+	if (!tmp) {
+		free(csums);
+		return -ENOMEM;
+	}
+	ret = read_verified(fs, fe->disk_bytenr, csums, fe->disk_bytenr + a, b - a, tmp);
+	if (!ret)
+		memcpy(out, tmp + (in_ext - a), len);
+	free(tmp);
+	free(csums);
+	return ret;
+}
+
+int mfs_read_compressed(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u64 ram_bytes,
+			u64 in_ext, u64 len, u8 *out)
+{
+	u8 *csums = NULL, *raw, *plain;
+	int ret;
+
+	ret = read_extent_csums(fs, disk_bytenr, disk_len, &csums);
+	if (ret)
+		return ret;
+	raw = malloc(disk_len);
+	plain = malloc(ram_bytes);
+	if (!raw || !plain) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = read_verified(fs, disk_bytenr, csums, disk_bytenr, disk_len, raw);
+	if (!ret)
+		ret = mfs_decompress(raw, disk_len, plain, ram_bytes);
+	if (!ret)
+		memcpy(out, plain + in_ext, len);
+out:
+	free(raw);
+	free(plain);
+	free(csums);
+	return ret;
+}
+
+/* Read file bytes [off, off+len) that lie below size; holes read as zeros. */
+static int read_range(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf)
+{
+	u64 pos = off, end = off + len;
+	struct file_extent fe;
+	int ret;
+
+	memset(buf, 0, len);
+	while (pos < end) {
+		u64 s, e;
+
+		ret = next_file_extent(fs, ino, pos, &fe);
+		if (ret > 0)
+			break;
+		if (ret)
+			return ret;
+		if (fe.start >= end)
+			break;
+		s = max_t(u64, pos, fe.start);
+		e = min_t(u64, end, fe.start + fe.len);
+		ret = read_extent(fs, ino, &fe, s, e - s, buf + (s - off));
+		if (ret)
+			return ret;
+		pos = e;
+	}
+	return 0;
+}
+
+ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf)
+{
+	struct mfs_inode_item ii;
+	u64 size;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		goto out;
+	if (S_ISDIR(le32_to_cpu(ii.mode))) {
+		ret = -EISDIR;
+		goto out;
+	}
+	size = le64_to_cpu(ii.size);
+	if (off >= size) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	len = min_t(u64, len, size - off);
+	ret = read_range(fs, ino, off, len, buf);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ret ? ret : (ssize_t)len;
+}
+
+/* ---------------- writing ---------------- */
+
+static int insert_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *data, u64 len)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
+	u64 i, n = len / SECTOR;
+	u8 *sums = malloc(n * fs->csum_size);
+	int ret;
+
+	if (!sums)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		u8 c[MFS_CSUM_SIZE];
+
+		mfs_csum_compute(fs->csum_type, data + i * SECTOR, SECTOR, c);
+		memcpy(sums + i * fs->csum_size, c, fs->csum_size);
+	}
+	ret = mfs_insert_item(trans, fs->csum_root, &key, sums, n * fs->csum_size);
+	free(sums);
+	return ret;
+}
+
+static int insert_file_extent(struct mfs_trans_handle *trans, u64 ino, u64 pos, u8 type,
+			      u8 compression, u64 bytenr, u64 disk_len, u64 ram_len)
+{
+	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, pos };
+	struct mfs_file_extent_item fi = {
+		.generation = cpu_to_le64(trans->transid),
+		.type = type,
+		.compression = compression,
+		.disk_bytenr = cpu_to_le64(bytenr),
+		.disk_num_bytes = cpu_to_le64(disk_len),
+		.offset = cpu_to_le64(0),
+		.num_bytes = cpu_to_le64(ram_len),
+		.ram_bytes = cpu_to_le64(ram_len),
+	};
+
+	return mfs_insert_item(trans, trans->fs_info->fs_root, &key, &fi, sizeof(fi));
+}
+
+/*
+ * Write sector-aligned data at file offset pos into new extents and point
+ * the file at them (copy-on-write: the old extents are released).
+ */
+static int write_aligned(struct mfs_trans_handle *trans, u64 ino, u64 pos, const u8 *data,
+			 u64 len)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u64 done = 0;
+	int ret;
+
+	while (done < len) {
+		u64 want = min_t(u64, len - done, max_extent_size(fs));
+		u64 bytenr, got, disk_len;
+		u8 *cbuf = NULL;
+		u8 compression = MFS_COMPRESS_NONE;
+		const u8 *src = data + done;
+
+		ret = mfs_drop_file_extents(trans, ino, pos + done, pos + done + want);
+		if (ret)
+			return ret;
+		disk_len = want;
+		if (fs->compress && want > SECTOR &&
+		    mfs_compress(fs->compress, src, want, &cbuf, &disk_len) == 0) {
+			compression = MFS_COMPRESS_ZLIB;
+			src = cbuf;
+		}
+		ret = mfs_reserve_data_extent(trans, disk_len, disk_len, &bytenr, &got);
+		if (ret) {
+			free(cbuf);
+			return ret;
+		}
+		ret = mfs_write_logical(fs, bytenr, src, disk_len);
+		if (!ret)
+			ret = insert_csums(trans, bytenr, src, disk_len);
+		if (!ret)
+			ret = insert_file_extent(trans, ino, pos + done, MFS_FILE_EXTENT_REG,
+						 compression, bytenr, disk_len, want);
+		if (!ret)
+			ret = mfs_add_data_ref(trans, bytenr, disk_len, MFS_FS_TREE_OBJECTID,
+					       ino, pos + done);
+		free(cbuf);
+		if (ret) {
+			mfs_unreserve_extent(fs, bytenr, disk_len);
+			return ret;
+		}
+		ret = adjust_nbytes(trans, ino, want);
+		if (ret)
+			return ret;
+		done += want;
+	}
+	return 0;
+}
+
+/* Write [off, off+len), reading back the old bytes of partial sectors. */
+static int write_locked(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 off,
+			u64 len, const u8 *data)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u64 s = round_down(off, SECTOR), e = round_up(off + len, SECTOR);
+	u8 *buf;
+	int ret = 0;
+
+	buf = calloc(1, e - s);
+	if (!buf)
+		return -ENOMEM;
+	if (off > s && s < size)
+		ret = read_range(fs, ino, s, min_t(u64, SECTOR, size - s), buf);
+	if (!ret && off + len < e && e - SECTOR >= s + (off > s ? SECTOR : 0) && e - SECTOR < size)
+		ret = read_range(fs, ino, e - SECTOR, min_t(u64, SECTOR, size - (e - SECTOR)),
+				 buf + (e - SECTOR - s));
+	if (!ret) {
+		memcpy(buf + (off - s), data, len);
+		ret = write_aligned(trans, ino, s, buf, e - s);
+	}
+	free(buf);
+	return ret;
+}
+
+/* Commit when the transaction has grown large, to bound memory. */
+static int maybe_commit(struct mfs_fs_info *fs)
+{
+	if (fs->running && (u64)fs->running->nr_dirty * fs->nodesize > 64 * SZ_1M)
+		return mfs_commit_if_dirty(fs);
+	return 0;
+}
+
+ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const void *data)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	int ret;
+
+	if (!len)
+		return 0;
+	if (off + len < off)
+		return -EFBIG;
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		goto unlock;
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
+		ret = S_ISDIR(le32_to_cpu(ii.mode)) ? -EISDIR : -EINVAL;
+	if (!ret)
+		ret = write_locked(trans, ino, le64_to_cpu(ii.size), off, len, data);
+	if (!ret)
+		ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret) {
+		if (off + len > le64_to_cpu(ii.size))
+			ii.size = cpu_to_le64(off + len);
+		mfs_now(&ii.mtime);
+		ii.ctime = ii.mtime;
+		ret = mfs_write_inode(trans, ino, &ii);
+	}
+	mfs_end_transaction(trans);
+	if (!ret)
+		ret = maybe_commit(fs);
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return ret ? ret : (ssize_t)len;
+}
+
+/* Zero [from, to) inside one sector by rewriting that sector. */
+static int zero_partial_sector(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 from, u64 to)
+{
+	u8 zeros[SECTOR];
+
+	if (from >= to || from >= size)
+		return 0;
+	memset(zeros, 0, sizeof(zeros));
+	return write_locked(trans, ino, size, from, min_t(u64, to, size) - from, zeros);
+}
+
+int mfs_truncate(struct mfs_trans_handle *trans, u64 ino, u64 newsize)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_inode_item ii;
+	u64 size;
+	int ret;
+
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		return ret;
+	size = le64_to_cpu(ii.size);
+	if (newsize < size) {
+		ret = mfs_drop_file_extents(trans, ino, round_up(newsize, SECTOR), (u64)-1);
+		if (!ret && newsize % SECTOR)
+			ret = zero_partial_sector(trans, ino, size, newsize,
+						  round_up(newsize, SECTOR));
+		if (ret)
+			return ret;
+		ret = mfs_read_inode(fs, ino, &ii);
+		if (ret)
+			return ret;
+	}
+	ii.size = cpu_to_le64(newsize);
+	return mfs_write_inode(trans, ino, &ii);
+}
+
+/* ---------------- fallocate, lseek ---------------- */
+
+static int prealloc_range(struct mfs_trans_handle *trans, u64 ino, u64 start, u64 end)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u64 pos = start;
+	int ret;
+
+	while (pos < end) {
+		struct file_extent fe;
+		u64 hole_end = end;
+
+		ret = next_file_extent(fs, ino, pos, &fe);
+		if (ret < 0)
+			return ret;
+		if (ret == 0 && fe.start <= pos) {
+			pos = fe.start + fe.len;
+			continue;
+		}
+		if (ret == 0 && fe.start < end)
+			hole_end = fe.start;
+		while (pos < hole_end) {
+			u64 want = min_t(u64, hole_end - pos, max_extent_size(fs));
+			u64 bytenr, got;
+
+			ret = mfs_reserve_data_extent(trans, want, SECTOR, &bytenr, &got);
+			if (ret)
+				return ret;
+			ret = insert_file_extent(trans, ino, pos, MFS_FILE_EXTENT_PREALLOC,
+						 MFS_COMPRESS_NONE, bytenr, got, got);
+			if (!ret)
+				ret = mfs_add_data_ref(trans, bytenr, got, MFS_FS_TREE_OBJECTID, ino, pos);
+			if (ret) {
+				mfs_unreserve_extent(fs, bytenr, got);
+				return ret;
+			}
+			ret = adjust_nbytes(trans, ino, got);
+			if (ret)
+				return ret;
+			pos += got;
+		}
+	}
+	return 0;
+}
+
+int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	u64 end = off + len, size;
+	int ret;
+
+	if (!len || end < off)
+		return -EINVAL;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EINVAL;
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		goto unlock;
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
+		ret = -ENODEV;
+	if (ret)
+		goto end;
+	size = le64_to_cpu(ii.size);
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		u64 a = round_up(off, SECTOR), b = round_down(end, SECTOR);
+
+		if (a > b) {
+			ret = zero_partial_sector(trans, ino, size, off, end);
+		} else {
+			ret = zero_partial_sector(trans, ino, size, off, a);
+			if (!ret)
+				ret = zero_partial_sector(trans, ino, size, b, end);
+			if (!ret && a < b)
+				ret = mfs_drop_file_extents(trans, ino, a, b);
+		}
+	} else {
+		ret = prealloc_range(trans, ino, round_down(off, SECTOR), round_up(end, SECTOR));
+		if (!ret && !(mode & FALLOC_FL_KEEP_SIZE) && end > size) {
+			ret = mfs_read_inode(fs, ino, &ii);
+			if (!ret) {
+				ii.size = cpu_to_le64(end);
+				mfs_now(&ii.ctime);
+				ret = mfs_write_inode(trans, ino, &ii);
+			}
+		}
+	}
+end:
+	mfs_end_transaction(trans);
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_lseek(struct mfs_fs_info *fs, u64 ino, u64 off, int whence, u64 *result)
+{
+	struct mfs_inode_item ii;
+	struct file_extent fe;
+	u64 size, pos = off;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		goto out;
+	size = le64_to_cpu(ii.size);
+	if (off >= size) {
+		ret = -ENXIO;
+		goto out;
+	}
+	for (;;) {
+		ret = next_file_extent(fs, ino, pos, &fe);
+		if (ret < 0)
+			goto out;
+		if (ret > 0 || fe.start >= size)
+			break;
+		if (fe.type == MFS_FILE_EXTENT_PREALLOC) {
+			/* unwritten space reads as zeros: a hole for both lookups */
+			if (whence == SEEK_HOLE)
+				break;
+			pos = max_t(u64, pos, fe.start + fe.len);
+			continue;
+		}
+		if (whence == SEEK_DATA) {
+			*result = max_t(u64, off, fe.start);
+			ret = 0;
+			goto out;
+		}
+		/* SEEK_HOLE: a data extent covering pos pushes the hole on */
+		if (fe.start > pos)
+			break;
+		pos = fe.start + fe.len;
+	}
+	if (whence == SEEK_DATA) {
+		ret = -ENXIO;
+	} else {
+		*result = min_t(u64, pos, size);
+		ret = 0;
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}

@@ -1,0 +1,255 @@
+# Shared setup for the mfs CLI tests (bats 1.8).
+#
+# Every test works in its own directory $T under $BATS_TEST_TMPDIR, with its
+# own device registry ($MFS_REGISTRY), so tests never see each other's
+# images. Loop devices, mounts and helper processes a test creates are
+# recorded and undone in teardown, whatever the test's outcome.
+
+bats_require_minimum_version 1.5.0
+bats_load_library bats-support
+bats_load_library bats-assert
+
+MFS_BUILD=${MFS_BUILD:-"$BATS_TEST_DIRNAME/../../build"}
+MFS_BUILD=$(cd "$MFS_BUILD" && pwd)
+export MFS_BUILD
+export PATH="$MFS_BUILD:$PATH"
+
+GiB=1073741824
+MiB=1048576
+
+setup() {
+	[ -x "$MFS_BUILD/mfs" ] || {
+		echo "mfs binaries not found in $MFS_BUILD (run scripts/build.sh)" >&2
+		return 1
+	}
+	T=$(mktemp -d "${BATS_TEST_TMPDIR:-$BATS_TMPDIR}/w.XXXXXX")
+	T=$(realpath "$T")
+	export MFS_REGISTRY="$T/registry"
+	: >"$T/.pids"
+	: >"$T/.mounts"
+	: >"$T/.loops"
+	cd "$T" || return 1
+}
+
+teardown() {
+	local pid m l
+
+	cd / || true
+	[ -n "${T:-}" ] || return 0
+	while read -r pid; do
+		[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done <"$T/.pids"
+	# unmount in reverse order, then detach the loop devices
+	tac "$T/.mounts" | while read -r m; do
+		[ -n "$m" ] && umount "$m" 2>/dev/null
+	done
+	while read -r l; do
+		[ -n "$l" ] && losetup -d "$l" 2>/dev/null
+	done <"$T/.loops"
+	rm -rf "$T"
+}
+
+# make_images N [SIZE]: sparse image files $T/img1..imgN (default 1G each).
+make_images() {
+	local n=$1 size=${2:-1G} i
+
+	for ((i = 1; i <= n; i++)); do
+		rm -f "$T/img$i"
+		truncate -s "$size" "$T/img$i"
+	done
+}
+
+# imgs N: the absolute paths of img1..imgN, space separated.
+imgs() {
+	local i out=""
+
+	for ((i = 1; i <= $1; i++)); do
+		out="$out $T/img$i"
+	done
+	echo $out
+}
+
+# make_loop IMG: attach IMG to a free loop device, print its path.
+make_loop() {
+	local dev
+
+	dev=$(losetup -f --show "$1") || return 1
+	echo "$dev" >>"$T/.loops"
+	echo "$dev"
+}
+
+# mount_dev DEV DIR: mount and remember it for teardown.
+mount_dev() {
+	mkdir -p "$2"
+	mount "$1" "$2" || return 1
+	echo "$2" >>"$T/.mounts"
+}
+
+# hold_flock FILE: keep an exclusive flock on FILE until teardown.
+hold_flock() {
+	local ready="$T/.flock.$RANDOM"
+
+	(
+		exec 9<>"$1"
+		flock -x 9
+		touch "$ready"
+		exec sleep 300
+	) 3>&- &
+	echo $! >>"$T/.pids"
+	wait_for_file "$ready"
+}
+
+# hold_excl DEV: keep DEV open with O_EXCL until teardown (a busy block device).
+hold_excl() {
+	local ready="$T/.excl.$RANDOM"
+
+	python3 -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)
+open(sys.argv[2], "w").close()
+time.sleep(300)
+' "$1" "$ready" 3>&- &
+	echo $! >>"$T/.pids"
+	wait_for_file "$ready"
+}
+
+wait_for_file() {
+	local i
+
+	for ((i = 0; i < 200; i++)); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for $1" >&2
+	return 1
+}
+
+# seed_image FILE: random bytes where mkfs would write or trim (superblock
+# copies, the first MiB, the bootstrap chunk area, data area, the end), so
+# that any write or discard changes fingerprint().
+seed_image() {
+	local f=$1 size off
+
+	size=$(stat -c %s "$f")
+	for off in 0 16 64 1024 65536 66560 73728 74752 262144; do
+		# offsets in KiB
+		if ((off * 1024 + 65536 <= size)); then
+			dd if=/dev/urandom of="$f" bs=1K seek="$off" count=64 conv=notrunc status=none
+		fi
+	done
+	dd if=/dev/urandom of="$f" bs=1K seek=$((size / 1024 - 64)) count=64 conv=notrunc \
+		status=none
+}
+
+# fingerprint FILE: size, allocated blocks and a digest of the interesting
+# regions (first 96 MiB, the last MiB).
+fingerprint() {
+	local f=$1 size
+
+	# flush first: delayed allocation changes st_blocks at writeback
+	sync -- "$f"
+	size=$(stat -c %s "$f")
+	{
+		stat -c '%s %b' "$f"
+		dd if="$f" bs=1M count=96 status=none | md5sum
+		dd if="$f" bs=1M skip=$((size / MiB - 1)) status=none | md5sum
+	} | tr '\n' ' '
+}
+
+# assert_untouched FILE FINGERPRINT
+assert_untouched() {
+	local now
+
+	now=$(fingerprint "$1")
+	if [ "$now" != "$2" ]; then
+		echo "$1 was modified: before [$2] after [$now]" >&2
+		return 1
+	fi
+}
+
+assert_no_registry() {
+	if [ -e "$MFS_REGISTRY" ]; then
+		echo "registry was written:" >&2
+		cat "$MFS_REGISTRY" >&2
+		return 1
+	fi
+}
+
+# fs_uuid DEV: the fsid from the primary superblock.
+fs_uuid() {
+	mfs inspect-internal dump-super "$1" | awk -F'\t+' '$1 == "fsid" { print $2 }'
+}
+
+# super_field DEV NAME [COPY]: a numeric/plain field of dump-super.
+super_field() {
+	mfs inspect-internal dump-super -s "${3:-0}" "$1" |
+		awk -F'\t+' -v k="$2" '$1 == k { print $2; exit }'
+}
+
+# tree_root_bytenr DEV TREE: the bytenr of the first block dump-tree prints
+# for TREE (the root of that tree).
+tree_root_bytenr() {
+	mfs inspect-internal dump-tree -t "$2" "$1" | awk '$1 == "leaf" || $1 == "node" { print $2; exit }'
+}
+
+# physical_copies DEV BYTENR: "devid physical" for each copy of the logical
+# range at BYTENR, from the chunk tree (single, DUP and RAID1* chunks, where
+# each stripe holds the whole chunk).
+physical_copies() {
+	mfs inspect-internal dump-tree -t chunk "$1" | awk -v b="$2" '
+		/CHUNK_ITEM/ { s = $0; sub(/.*CHUNK_ITEM /, "", s); sub(/\).*/, "", s); logical = s + 0 }
+		$1 == "length" { len = $2 + 0 }
+		$1 == "stripe" && b >= logical && b < logical + len { print $4, $6 + (b - logical) }'
+}
+
+# corrupt FILE OFFSET [COUNT]: overwrite COUNT (default 4) bytes with 0xde 0xad ...
+corrupt() {
+	local count=${3:-4}
+
+	head -c "$count" /dev/zero | tr '\0' '\336' |
+		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# zero FILE OFFSET COUNT
+zero() {
+	dd if=/dev/zero of="$1" bs=1 seek="$2" count="$3" conv=notrunc status=none
+}
+
+# path_of_devid DEVID: the image file of that member (img<devid> by construction)
+path_of_devid() {
+	echo "$T/img$1"
+}
+
+# With `run --separate-stderr`: assert an exact line / a regex line on stderr.
+assert_stderr_line() {
+	if ! grep -qxF -- "$1" <<<"$stderr"; then
+		printf 'stderr has no line: %s\n-- stderr --\n%s\n--\n' "$1" "$stderr" >&2
+		return 1
+	fi
+}
+
+assert_stderr_regex() {
+	if ! grep -qE -- "$1" <<<"$stderr"; then
+		printf 'stderr does not match: %s\n-- stderr --\n%s\n--\n' "$1" "$stderr" >&2
+		return 1
+	fi
+}
+
+assert_stdout_empty() {
+	if [ -n "$output" ]; then
+		printf 'stdout not empty:\n%s\n' "$output" >&2
+		return 1
+	fi
+}
+
+assert_stderr_empty() {
+	if [ -n "$stderr" ]; then
+		printf 'stderr not empty:\n%s\n' "$stderr" >&2
+		return 1
+	fi
+}
+
+# count_lines REGEX: how many lines of $output match
+count_lines() {
+	grep -cE -- "$1" <<<"$output" || true
+}
