@@ -10,6 +10,8 @@ extern const struct cmd_struct cmd_struct_inspect;
 extern const struct cmd_struct cmd_struct_check;
 extern const struct cmd_struct cmd_struct_mkfs;
 extern const struct cmd_struct cmd_struct_mount;
+extern const struct cmd_struct cmd_struct_balance;
+#define cmd_struct_balance_group (cmd_struct_balance)
 extern const struct cmd_struct cmd_struct_umount;
 
 int cmd_mkfs_main(int argc, char **argv);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include "cmds/commands.h"
 #include "common/help.h"
@@ -10,6 +11,14 @@
 #include "common/open.h"
 #include "common/device-scan.h"
 #include "kernel-shared/disk-io.h"
+#include "kernel-shared/restripe.h"
+#include "common/target.h"
+#include "common/device-check.h"
+#include "common/units.h"
+#include "cmds/restripe-cli.h"
+#include <sys/stat.h>
+#include <limits.h>
+#include <stdint.h>
 
 static const char * const cmd_device_scan_usage[] = {
 	"mfs device scan [-d|--all-devices] [<device>...]",
@@ -152,6 +161,257 @@ static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
 }
 DEFINE_SIMPLE_COMMAND(device_ready, "ready");
 
+/* ---------------- add ---------------- */
+
+static const char * const cmd_device_add_usage[] = {
+	"mfs device add [options] <device> [<device>...] <path>",
+	"",
+	"Add devices to a filesystem, mounted (path) or not (a device of it).",
+	"New chunks use the new devices at once; 'mfs balance start' spreads",
+	"the existing data onto them.",
+	"",
+	OPTLINE("-K|--nodiscard", "do not discard (TRIM) the device; image files are not hole-punched"),
+	OPTLINE("-f|--force", "overwrite an existing filesystem on the device"),
+	NULL
+};
+
+static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "nodiscard", no_argument, NULL, 'K' },
+		{ "force", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 }
+	};
+	bool force = false, discard = true;
+	struct mfs_target t;
+	struct mfs_space sp;
+	u8 fsid[MFS_FSID_SIZE];
+	int c, i, ret = 0, ndev;
+	const char *where;
+
+	while ((c = getopt_long(argc, argv, "Kf", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'K':
+			discard = false;
+			break;
+		case 'f':
+			force = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 2))
+		return 1;
+	ndev = argc - optind - 1;
+	where = argv[argc - 1];
+	if (mfs_target_open(&where, 1, true, &t))
+		return 1;
+	if (t.online) {
+		struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
+
+		if (!info || ioctl(t.fd, MFS_IOC_FS_INFO, info) < 0) {
+			error("cannot query %s", where);
+			free(info);
+			mfs_target_close(&t);
+			return 1;
+		}
+		memcpy(fsid, info->fsid, MFS_FSID_SIZE);
+		free(info);
+	} else {
+		memcpy(fsid, t.fs->fsid, MFS_FSID_SIZE);
+	}
+	for (i = 0; i < ndev; i++) {
+		const char *dev = argv[optind + i];
+		u64 size, devid;
+		int err;
+
+		/* the same checks as mkfs, and never a member of this filesystem */
+		if (mfs_check_new_device(dev, force, 0, fsid, &size)) {
+			ret = 1;
+			continue;
+		}
+		if (discard) {
+			struct mfs_io_dev *io;
+
+			if (mfs_io_open(dev, true, false, &io) == 0) {
+				mfs_io_discard(io, 0, io->size);
+				mfs_io_close(io);
+			}
+		}
+		err = mfs_target_device_add(&t, dev, &devid);
+		if (err) {
+			error("error adding device '%s': %s", dev,
+			      err == -EINPROGRESS ? "another exclusive operation is running" :
+			      strerror(-err));
+			ret = 1;
+			continue;
+		}
+		mfs_registry_add(dev);
+	}
+	/* as btrfs, point out a type that now has several profiles */
+	if (mfs_target_space(&t, &sp) == 0) {
+		mfs_space_free(&sp);
+	}
+	if (mfs_target_close(&t))
+		ret = 1;
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(device_add, "add");
+
+/* ---------------- delete / remove ---------------- */
+
+static const char * const cmd_device_delete_usage[] = {
+	"mfs device delete [options] <device>|<devid>|missing [...] <path>",
+	"mfs device delete pause|resume|cancel|status <path>",
+	"",
+	"Remove devices: everything on them moves to the others in one pass, never",
+	"onto another device being removed. Refused before anything moves when the",
+	"rest cannot hold the data or would fall below a profile's minimum.",
+	"Unlike btrfs it can be paused, resumed and cancelled, and survives unmount;",
+	"'mfs balance status' shows it too.",
+	"",
+	OPTLINE("--bg|--background", "return once started (mounted filesystems)"),
+	OPTLINE("-q|--quiet", "no progress output"),
+	NULL
+};
+
+/* Resolve a path, devid or "missing" to a devid of the filesystem. */
+static int resolve_devid(struct mfs_space *sp, const char *arg, const u64 *taken, int ntaken,
+			 u64 *devid)
+{
+	char real[PATH_MAX], other[PATH_MAX];
+	int i, j;
+
+	if (!strcmp(arg, "missing")) {
+		for (i = 0; i < sp->nr_devs; i++) {
+			bool used = false;
+
+			for (j = 0; j < ntaken; j++)
+				if (taken[j] == sp->devs[i].devid)
+					used = true;
+			if (sp->devs[i].missing && !used) {
+				*devid = sp->devs[i].devid;
+				return 0;
+			}
+		}
+		error("error removing device 'missing': no missing devices found to remove");
+		return -ENOENT;
+	}
+	if (arg[0] >= '0' && arg[0] <= '9' && !strchr(arg, '/')) {
+		char *end;
+		u64 v = strtoull(arg, &end, 10);
+
+		for (i = 0; !*end && i < sp->nr_devs; i++) {
+			if (sp->devs[i].devid == v) {
+				*devid = v;
+				return 0;
+			}
+		}
+		if (!*end) {
+			error("error removing devid %s: not a device of this filesystem", arg);
+			return -ENOENT;
+		}
+	}
+	if (!realpath(arg, real)) {
+		error("error removing device '%s': %m", arg);
+		return -errno;
+	}
+	for (i = 0; i < sp->nr_devs; i++) {
+		if (sp->devs[i].path[0] && realpath(sp->devs[i].path, other) && !strcmp(other, real)) {
+			*devid = sp->devs[i].devid;
+			return 0;
+		}
+	}
+	error("error removing device '%s': not a device of this filesystem", arg);
+	return -ENOENT;
+}
+
+static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "bg", no_argument, NULL, 'b' },
+		{ "background", no_argument, NULL, 'b' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "force", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mfs_ioctl_restripe_args *a;
+	bool bg = false, quiet = false;
+	struct mfs_target t;
+	struct mfs_space sp;
+	const char *where;
+	int c, i, ret = 1;
+
+	while ((c = getopt_long(argc, argv, "qf", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			bg = true;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'f':
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 2))
+		return 1;
+	/* delete pause|resume|cancel|status <path>: the balance controls */
+	if (argc - optind == 2) {
+		static const char * const verbs[] = { "pause", "resume", "cancel", "status" };
+		size_t v;
+
+		for (v = 0; v < ARRAY_SIZE(verbs); v++) {
+			if (!strcmp(argv[optind], verbs[v])) {
+				char *sub[3] = { (char *)verbs[v], argv[optind + 1], NULL };
+				const struct cmd_group *g = cmd_struct_balance.next;
+				int k;
+
+				for (k = 0; g->commands[k]; k++)
+					if (!strcmp(g->commands[k]->token, verbs[v])) {
+						optind = 1;
+						return g->commands[k]->fn(g->commands[k], 2, sub);
+					}
+			}
+		}
+	}
+	where = argv[argc - 1];
+	a = calloc(1, sizeof(*a));
+	if (!a || mfs_target_open(&where, 1, true, &t)) {
+		free(a);
+		return 1;
+	}
+	if (mfs_target_space(&t, &sp)) {
+		error("cannot read the devices of %s", where);
+		goto out;
+	}
+	a->op = MFS_RESTRIPE_OP_DELETE;
+	for (i = optind; i < argc - 1; i++) {
+		if (a->nr_devids == MFS_RESTRIPE_MAX_DEVIDS) {
+			error("at most %d devices at once", MFS_RESTRIPE_MAX_DEVIDS);
+			mfs_space_free(&sp);
+			goto out;
+		}
+		if (resolve_devid(&sp, argv[i], a->devids, a->nr_devids, &a->devids[a->nr_devids])) {
+			mfs_space_free(&sp);
+			goto out;
+		}
+		a->nr_devids++;
+	}
+	mfs_space_free(&sp);
+	ret = mfs_run_restripe(&t, a, bg, quiet, "device delete");
+out:
+	if (mfs_target_close(&t))
+		ret = 1;
+	free(a);
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(device_delete, "delete");
+DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL, 0);
+
 static const char * const device_cmd_group_usage[] = {
 	"mfs device <command> [<args>]",
 	NULL
@@ -159,6 +419,9 @@ static const char * const device_cmd_group_usage[] = {
 
 static const struct cmd_group device_cmd_group = {
 	device_cmd_group_usage, NULL, {
+		&cmd_struct_device_add,
+		&cmd_struct_device_delete,
+		&cmd_struct_device_remove,
 		&cmd_struct_device_scan,
 		&cmd_struct_device_ready,
 		NULL

@@ -29,7 +29,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL
@@ -58,9 +58,9 @@ static int add_device(struct mount_args *m, const char *path)
 static bool generic_option(const char *o)
 {
 	static const char * const ignored[] = {
-		"defaults", "auto", "noauto", "user", "nouser", "users", "exec", "noexec",
-		"suid", "nosuid", "dev", "nodev", "_netdev", "nofail", "async", "sync",
-		"skip_balance", "strictatime", "lazytime", "nolazytime", "loud", "silent",
+		"defaults", "auto", "noauto", "user", "nouser", "users",
+		"_netdev", "nofail", "async", "sync",
+		"strictatime", "lazytime", "nolazytime", "loud", "silent",
 	};
 	size_t i;
 
@@ -119,6 +119,14 @@ static int parse_options(struct mount_args *m, char *list)
 				error("invalid cache_size '%s' (at least 16m)", tok + 11);
 				return -1;
 			}
+		} else if (!strcmp(tok, "skip_balance")) {
+			m->opts.skip_balance = true;
+		} else if (!strcmp(tok, "dev") || !strcmp(tok, "nodev")) {
+			m->opts.nodev = tok[0] == 'n';
+		} else if (!strcmp(tok, "suid") || !strcmp(tok, "nosuid")) {
+			m->opts.nosuid = tok[0] == 'n';
+		} else if (!strcmp(tok, "exec") || !strcmp(tok, "noexec")) {
+			m->opts.noexec = tok[0] == 'n';
 		} else if (!strcmp(tok, "degraded")) {
 			m->degraded = true;
 		} else if (!generic_option(tok)) {

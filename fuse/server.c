@@ -18,6 +18,8 @@
 #include "kernel-shared/ioctl.h"
 #include "kernel-shared/transaction.h"
 #include "kernel-shared/disk-io.h"
+#include "kernel-shared/admin.h"
+#include "kernel-shared/restripe.h"
 
 #define ATTR_TIMEOUT 1.0
 
@@ -37,9 +39,12 @@ struct server {
 	pthread_mutex_t ilock;
 	struct ino_count *counts[INO_HASH];
 	pthread_t committer;
+	pthread_t restriper;
+	bool restriper_started;
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	bool acl;		/* FUSE_CAP_POSIX_ACL: mode and ACLs are ours to keep in step */
 };
 
 static struct server *srv(fuse_req_t req)
@@ -173,6 +178,235 @@ static int ro_check(fuse_req_t req)
 	return 0;
 }
 
+/*
+ * ---------------- POSIX ACLs ----------------
+ * With FUSE_CAP_POSIX_ACL the kernel checks permissions against the ACLs
+ * it reads through getxattr, but keeping the mode and the ACL in step is
+ * the server's job, as in a kernel filesystem (fs/posix_acl.c): setting an
+ * access ACL sets the mode (and an ACL the mode says all of is not stored),
+ * chmod rewrites the access ACL, and a new inode inherits its directory's
+ * default ACL instead of the umask.
+ */
+#define ACL_XATTR_VERSION	2
+#define ACL_USER_OBJ		0x01
+#define ACL_USER		0x02
+#define ACL_GROUP_OBJ		0x04
+#define ACL_GROUP		0x08
+#define ACL_MASK		0x10
+#define ACL_OTHER		0x20
+#define XATTR_ACL_ACCESS	"system.posix_acl_access"
+#define XATTR_ACL_DEFAULT	"system.posix_acl_default"
+
+struct acl_entry {
+	mfs_le16 tag;
+	mfs_le16 perm;
+	mfs_le32 id;
+} __attribute__((packed));
+
+/* Number of entries of a well-formed ACL xattr value, else -EINVAL. */
+static int acl_count(const void *value, size_t size)
+{
+	const struct acl_entry *e = (const void *)((const u8 *)value + 4);
+	mfs_le32 version;
+	int n, i;
+
+	if (size < 4 || (size - 4) % sizeof(*e))
+		return -EINVAL;
+	memcpy(&version, value, 4);
+	if (le32_to_cpu(version) != ACL_XATTR_VERSION)
+		return -EINVAL;
+	n = (size - 4) / sizeof(*e);
+	for (i = 0; i < n; i++) {
+		switch (le16_to_cpu(e[i].tag)) {
+		case ACL_USER_OBJ: case ACL_USER: case ACL_GROUP_OBJ:
+		case ACL_GROUP: case ACL_MASK: case ACL_OTHER:
+			break;
+		default:
+			return -EINVAL;
+		}
+		if (le16_to_cpu(e[i].perm) & ~7)
+			return -EINVAL;
+	}
+	return n;
+}
+
+/*
+ * The permission bits an access ACL stands for (posix_acl_equiv_mode).
+ * Returns 0 if the mode says everything the ACL says, 1 if not, <0 if bad.
+ */
+static int acl_equiv_mode(const void *value, size_t size, mode_t *mode)
+{
+	const struct acl_entry *e = (const void *)((const u8 *)value + 4);
+	int n = acl_count(value, size), i, not_equiv = 0, mask = -1;
+	mode_t m = 0;
+
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		u16 perm = le16_to_cpu(e[i].perm);
+
+		switch (le16_to_cpu(e[i].tag)) {
+		case ACL_USER_OBJ:
+			m |= perm << 6;
+			break;
+		case ACL_GROUP_OBJ:
+			m |= perm << 3;
+			break;
+		case ACL_OTHER:
+			m |= perm;
+			break;
+		case ACL_MASK:
+			mask = perm;
+			not_equiv = 1;
+			break;
+		default:
+			not_equiv = 1;
+		}
+	}
+	if (mask >= 0)
+		m = (m & ~070) | (mask << 3);
+	*mode = m;
+	return not_equiv;
+}
+
+/*
+ * Mask a copy of a default ACL with the create mode (posix_acl_create_masq):
+ * updates *mode, returns 1 if the ACL says more than the mode, 0 if not.
+ */
+static int acl_create_masq(void *value, size_t size, mode_t *mode)
+{
+	struct acl_entry *e = (void *)((u8 *)value + 4);
+	struct acl_entry *group_obj = NULL, *mask_obj = NULL;
+	int n = acl_count(value, size), i, not_equiv = 0;
+	mode_t m = *mode;
+
+	for (i = 0; i < n; i++) {
+		u16 perm = le16_to_cpu(e[i].perm);
+
+		switch (le16_to_cpu(e[i].tag)) {
+		case ACL_USER_OBJ:
+			perm &= (m >> 6) & 7;
+			m &= (perm << 6) | ~0700;
+			e[i].perm = cpu_to_le16(perm);
+			break;
+		case ACL_USER:
+		case ACL_GROUP:
+			not_equiv = 1;
+			break;
+		case ACL_GROUP_OBJ:
+			group_obj = &e[i];
+			break;
+		case ACL_OTHER:
+			perm &= m & 7;
+			m &= perm | ~07;
+			e[i].perm = cpu_to_le16(perm);
+			break;
+		case ACL_MASK:
+			mask_obj = &e[i];
+			not_equiv = 1;
+			break;
+		}
+	}
+	if (mask_obj || group_obj) {
+		struct acl_entry *g = mask_obj ? mask_obj : group_obj;
+		u16 perm = le16_to_cpu(g->perm) & ((m >> 3) & 7);
+
+		g->perm = cpu_to_le16(perm);
+		m &= (perm << 3) | ~070;
+	}
+	*mode = m;
+	return not_equiv;
+}
+
+/* An xattr value in a new buffer; 0 with *out NULL when there is none. */
+static ssize_t get_xattr_alloc(struct mfs_fs_info *fs, u64 ino, const char *name, void **out)
+{
+	ssize_t n;
+	void *buf;
+
+	*out = NULL;
+	for (;;) {
+		n = mfs_getxattr(fs, ino, name, NULL, 0);
+		if (n == -ENODATA)
+			return 0;
+		if (n <= 0)
+			return n;
+		buf = malloc(n);
+		if (!buf)
+			return -ENOMEM;
+		n = mfs_getxattr(fs, ino, name, buf, n);
+		if (n > 0) {
+			*out = buf;
+			return n;
+		}
+		free(buf);
+		if (n != -ERANGE)
+			return n == -ENODATA ? 0 : n;
+	}
+}
+
+/* chmod: the access ACL's owner, mask (or group) and other entries follow the mode. */
+static int acl_chmod(struct mfs_fs_info *fs, u64 ino, mode_t mode)
+{
+	struct acl_entry *e, *group_obj = NULL, *mask_obj = NULL;
+	void *acl;
+	ssize_t size = get_xattr_alloc(fs, ino, XATTR_ACL_ACCESS, &acl);
+	int n, i, ret;
+
+	if (size <= 0)
+		return size;
+	n = acl_count(acl, size);
+	e = (void *)((u8 *)acl + 4);
+	for (i = 0; i < n; i++) {
+		switch (le16_to_cpu(e[i].tag)) {
+		case ACL_USER_OBJ:
+			e[i].perm = cpu_to_le16((mode >> 6) & 7);
+			break;
+		case ACL_GROUP_OBJ:
+			group_obj = &e[i];
+			break;
+		case ACL_MASK:
+			mask_obj = &e[i];
+			break;
+		case ACL_OTHER:
+			e[i].perm = cpu_to_le16(mode & 7);
+			break;
+		}
+	}
+	if (mask_obj || group_obj)
+		(mask_obj ? mask_obj : group_obj)->perm = cpu_to_le16((mode >> 3) & 7);
+	ret = n < 0 ? n : mfs_setxattr(fs, ino, XATTR_ACL_ACCESS, acl, size, 0);
+	free(acl);
+	return ret;
+}
+
+/* setxattr of an access ACL: set the mode it implies; store it only if it says more. */
+static int acl_set_access(struct mfs_fs_info *fs, u64 ino, const void *value, size_t size,
+			  int flags)
+{
+	struct mfs_stat cur, in, out;
+	mode_t m;
+	int not_equiv = acl_equiv_mode(value, size, &m), ret;
+
+	if (not_equiv < 0)
+		return not_equiv;
+	ret = mfs_getattr(fs, ino, &cur);
+	if (ret)
+		return ret;
+	if (not_equiv) {
+		ret = mfs_setxattr(fs, ino, XATTR_ACL_ACCESS, value, size, flags);
+		if (ret)
+			return ret;
+	} else {
+		ret = mfs_removexattr(fs, ino, XATTR_ACL_ACCESS);
+		if (ret && ret != -ENODATA)
+			return ret;
+	}
+	memset(&in, 0, sizeof(in));
+	in.mode = (cur.mode & ~0777) | m;
+	return mfs_setattr(fs, ino, MFS_SET_MODE, &in, &out);
+}
+
 /* ---------------- operations ---------------- */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -185,8 +419,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;
-	if (conn->capable & FUSE_CAP_POSIX_ACL)
-		conn->want |= FUSE_CAP_POSIX_ACL;
+	/*
+	 * With POSIX ACLs the server applies default ACLs at create time, so
+	 * the kernel must pass the mode unmasked (and the umask beside it).
+	 */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		s->acl = true;
+	}
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* let the kernel clear suid/sgid on writes by others */
@@ -275,6 +515,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		mask |= MFS_SET_CTIME;
 	ret = mfs_setattr(srv(req)->fs, to_mfs(ino), mask, &in, &out);
+	if (!ret && (mask & MFS_SET_MODE) && srv(req)->acl && !S_ISLNK(out.mode))
+		ret = acl_chmod(srv(req)->fs, to_mfs(ino), out.mode);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
@@ -297,21 +539,46 @@ static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		      dev_t rdev, const char *target, struct fuse_file_info *fi)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct mfs_fs_info *fs = srv(req)->fs;
 	struct mfs_stat dir, st;
 	u32 gid = ctx->gid;
-	int ret;
+	void *dacl = NULL, *acl = NULL;
+	ssize_t acl_size = 0;
+	int ret, not_equiv = 0;
 
 	if (ro_check(req))
 		return;
-	ret = mfs_getattr(srv(req)->fs, to_mfs(parent), &dir);
+	ret = mfs_getattr(fs, to_mfs(parent), &dir);
 	if (!ret && (dir.mode & S_ISGID)) {
 		gid = dir.gid;
 		if (S_ISDIR(mode))
 			mode |= S_ISGID;
 	}
+	if (!ret && srv(req)->acl && !S_ISLNK(mode)) {
+		/* the directory's default ACL replaces the umask (posix_acl_create) */
+		acl_size = get_xattr_alloc(fs, to_mfs(parent), XATTR_ACL_DEFAULT, &dacl);
+		if (acl_size > 0 && acl_count(dacl, acl_size) > 0 &&
+		    (acl = malloc(acl_size))) {
+			mode_t m = mode & 07777;
+
+			memcpy(acl, dacl, acl_size);
+			not_equiv = acl_create_masq(acl, acl_size, &m);
+			mode = (mode & ~07777) | m;
+		} else {
+			acl_size = 0;
+			mode &= ~(ctx->umask & 0777);
+		}
+	}
 	if (!ret)
-		ret = mfs_create(srv(req)->fs, to_mfs(parent), name, mode, rdev, ctx->uid, gid,
-				 target, &st);
+		ret = mfs_create(fs, to_mfs(parent), name, mode, rdev, ctx->uid, gid, target, &st);
+	if (!ret && acl_size > 0) {
+		if (S_ISDIR(mode))
+			ret = mfs_setxattr(fs, st.ino, XATTR_ACL_DEFAULT, dacl, acl_size, 0);
+		if (!ret && not_equiv)
+			ret = mfs_setxattr(fs, st.ino, XATTR_ACL_ACCESS, acl, acl_size, 0);
+	}
+	free(dacl);
+	free(acl);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -549,9 +816,19 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
+	struct server *s = srv(req);
+
 	if (ro_check(req))
 		return;
-	fuse_reply_err(req, -mfs_setxattr(srv(req)->fs, to_mfs(ino), name, value, size, flags));
+	if (s->acl && !strcmp(name, XATTR_ACL_ACCESS)) {
+		fuse_reply_err(req, -acl_set_access(s->fs, to_mfs(ino), value, size, flags));
+		return;
+	}
+	if (s->acl && !strcmp(name, XATTR_ACL_DEFAULT) && acl_count(value, size) < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -mfs_setxattr(s->fs, to_mfs(ino), name, value, size, flags));
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -626,6 +903,39 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, result);
 }
 
+/* The restriper runs in its own thread; one at a time. */
+static void *restripe_thread(void *arg)
+{
+	struct server *s = arg;
+
+	mfs_restripe_run(s->fs);
+	return NULL;
+}
+
+static int start_restriper(struct server *s)
+{
+	if (s->restriper_started) {
+		pthread_join(s->restriper, NULL);
+		s->restriper_started = false;
+	}
+	if (pthread_create(&s->restriper, NULL, restripe_thread, s))
+		return -EAGAIN;
+	s->restriper_started = true;
+	return 0;
+}
+
+static void stop_restriper(struct server *s)
+{
+	if (!s->restriper_started)
+		return;
+	pthread_mutex_lock(&s->fs->lock);
+	if (s->fs->restripe && s->fs->restripe->state == MFS_RESTRIPE_RUNNING)
+		s->fs->restripe->pause_req = 1;
+	pthread_mutex_unlock(&s->fs->lock);
+	pthread_join(s->restriper, NULL);
+	s->restriper_started = false;
+}
+
 /* Admin operations need CAP_SYS_ADMIN in the calling process. */
 static bool caller_is_admin(fuse_req_t req)
 {
@@ -691,13 +1001,102 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		free(info);
 		return;
 	}
-	case MFS_IOC_SYNC:
-		if (!caller_is_admin(req)) {
-			fuse_reply_err(req, EPERM);
+	case MFS_IOC_SPACE: {
+		struct mfs_ioctl_space *sp = calloc(1, sizeof(*sp));
+
+		if (!sp || in_bufsz < sizeof(*sp) || out_bufsz < sizeof(*sp)) {
+			free(sp);
+			fuse_reply_err(req, sp ? EINVAL : ENOMEM);
 			return;
 		}
+		memcpy(sp, in_buf, sizeof(*sp));
+		mfs_admin_space(s->fs, sp);
+		fuse_reply_ioctl(req, 0, sp, sizeof(*sp));
+		free(sp);
+		return;
+	}
+	}
+	if (!caller_is_admin(req)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (s->opts->ro && cmd != MFS_IOC_RESTRIPE_STATUS) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	switch (cmd) {
+	case MFS_IOC_SYNC:
 		fuse_reply_ioctl(req, mfs_sync_fs(s->fs), NULL, 0);
 		return;
+	case MFS_IOC_RESTRIPE_START: {
+		struct mfs_ioctl_restripe_args *a = malloc(sizeof(*a));
+
+		if (!a || in_bufsz < sizeof(*a) || out_bufsz < sizeof(*a)) {
+			free(a);
+			fuse_reply_err(req, a ? EINVAL : ENOMEM);
+			return;
+		}
+		memcpy(a, in_buf, sizeof(*a));
+		if (mfs_admin_restripe_start(s->fs, a) == 0)
+			a->result = start_restriper(s);
+		fuse_reply_ioctl(req, 0, a, sizeof(*a));
+		free(a);
+		return;
+	}
+	case MFS_IOC_RESTRIPE_STATUS: {
+		struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
+
+		if (!st || out_bufsz < sizeof(*st)) {
+			free(st);
+			fuse_reply_err(req, st ? EINVAL : ENOMEM);
+			return;
+		}
+		mfs_admin_restripe_status(s->fs, st);
+		fuse_reply_ioctl(req, 0, st, sizeof(*st));
+		free(st);
+		return;
+	}
+	case MFS_IOC_RESTRIPE_CTL: {
+		struct mfs_ioctl_restripe_ctl c;
+
+		if (in_bufsz < sizeof(c) || out_bufsz < sizeof(c)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		memcpy(&c, in_buf, sizeof(c));
+		c.result = mfs_admin_restripe_ctl(s->fs, c.cmd);
+		if (c.result == 0 && c.cmd == MFS_RESTRIPE_CTL_RESUME)
+			c.result = start_restriper(s);
+		fuse_reply_ioctl(req, 0, &c, sizeof(c));
+		return;
+	}
+	case MFS_IOC_DEV_ADD: {
+		struct mfs_ioctl_dev_add *d = malloc(sizeof(*d));
+
+		if (!d || in_bufsz < sizeof(*d) || out_bufsz < sizeof(*d)) {
+			free(d);
+			fuse_reply_err(req, d ? EINVAL : ENOMEM);
+			return;
+		}
+		memcpy(d, in_buf, sizeof(*d));
+		d->path[sizeof(d->path) - 1] = 0;
+		d->result = mfs_admin_device_add(s->fs, d->path, &d->devid);
+		fuse_reply_ioctl(req, 0, d, sizeof(*d));
+		free(d);
+		return;
+	}
+	case MFS_IOC_RESIZE: {
+		struct mfs_ioctl_resize r;
+
+		if (in_bufsz < sizeof(r) || out_bufsz < sizeof(r)) {
+			fuse_reply_err(req, EINVAL);
+			return;
+		}
+		memcpy(&r, in_buf, sizeof(r));
+		r.result = mfs_admin_grow(s->fs, r.devid, r.new_size);
+		fuse_reply_ioctl(req, 0, &r, sizeof(r));
+		return;
+	}
 	}
 	fuse_reply_err(req, ENOTTY);
 }
@@ -780,8 +1179,11 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		fs->eb_cache_limit = opts->cache_size;
 
 	snprintf(optstr, sizeof(optstr),
-		 "subtype=mfs,fsname=%s,default_permissions,allow_other%s",
-		 opts->fsname, opts->ro ? ",ro" : "");
+		 "subtype=mfs,fsname=%s,default_permissions,allow_other%s%s%s%s",
+		 opts->fsname, opts->ro ? ",ro" : "",
+		 /* libfuse defaults to nodev,nosuid; a root mount is like any other */
+		 opts->nodev ? ",nodev" : ",dev", opts->nosuid ? ",nosuid" : ",suid",
+		 opts->noexec ? ",noexec" : "");
 	fuse_opt_add_arg(&args, "mfs");
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, optstr);
@@ -800,11 +1202,17 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		goto out_unmount;
 	if (!opts->ro)
 		pthread_create(&s->committer, NULL, committer, s);
+	/* an operation interrupted by unmount or a crash carries on */
+	if (!opts->ro && !opts->skip_balance && fs->restripe &&
+	    fs->restripe->state == MFS_RESTRIPE_PAUSED &&
+	    mfs_admin_restripe_ctl(fs, MFS_RESTRIPE_CTL_RESUME) == 0)
+		start_restriper(s);
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	ret = fuse_session_loop_mt(s->se, cfg) ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
+	stop_restriper(s);
 	if (!opts->ro) {
 		pthread_mutex_lock(&s->stop_lock);
 		s->stopping = true;

@@ -11,6 +11,8 @@ struct mfs_mount_opts {
 	bool foreground;
 	bool debug;
 	bool noatime;
+	bool nodev, nosuid, noexec;	/* as for kernel filesystems: off unless asked */
+	bool skip_balance;	/* leave a persisted balance paused */
 	unsigned int commit_interval;	/* seconds */
 	u64 cache_size;			/* bytes of tree blocks to cache */
 };

@@ -591,6 +591,8 @@ void mfs_unreserve_extent(struct mfs_fs_info *fs, u64 bytenr, u64 len)
 	give_back_space(bg, bytenr, len);
 }
 
+static int delete_csums(struct mfs_trans_handle *trans, u64 bytenr);
+
 int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
@@ -602,10 +604,18 @@ int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 	ref_update(t, r, -1, false);
 	/* allocated in this transaction and dropped again: it never reached disk */
 	if (r->is_new && r->delta == 0) {
+		bool data = r->flags & MFS_EXTENT_FLAG_DATA;
+
 		r->is_new = false;
 		r->num_bytes = 0;
 		t->refs_pending--;
 		mfs_unreserve_extent(fs, bytenr, len);
+		/*
+		 * Its checksums went in with it; the space may be handed out
+		 * again in this transaction, so they must go now too.
+		 */
+		if (data)
+			return delete_csums(trans, bytenr);
 	}
 	return 0;
 }
@@ -916,5 +926,131 @@ int mfs_load_block_groups(struct mfs_fs_info *fs)
 	if (ret < 0)
 		return ret;
 	mfs_seal_open_rows(fs);
+	return 0;
+}
+
+/* ---------------- restripe support ---------------- */
+
+/* Free space and raid5/6 rows of bg recomputed from the extent tree (new layout). */
+int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	struct mfs_key key = { bg->start, 0, 0 };
+	struct mfs_path path;
+	int ret;
+
+	bg->nr_free = 0;
+	free(bg->row_used);
+	free(bg->row_sealed);
+	bg->row_used = NULL;
+	bg->row_sealed = NULL;
+	bg->row_len = bg->nr_rows = 0;
+	bg->flags = bg->map->type;
+	if (bg_is_raid56(bg)) {
+		const struct mfs_raid_attr *a = mfs_profile(bg->flags);
+
+		bg->row_len = (u64)(bg->map->num_stripes - a->nparity) * bg->map->stripe_len;
+		bg->nr_rows = div_round_up(bg->length, bg->row_len);
+		bg->row_used = calloc(bg->nr_rows, sizeof(*bg->row_used));
+		bg->row_sealed = calloc(bg->nr_rows, 1);
+		if (!bg->row_used || !bg->row_sealed)
+			return -ENOMEM;
+	}
+	ret = mfs_free_space_add(bg, bg->start, bg->length);
+	if (ret)
+		return ret;
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->extent_root, &key, &path);
+	while (ret == 0) {
+		leaf_item_key(path.nodes[0], path.slots[0], &key);
+		if (key.objectid >= bg->start + bg->length)
+			break;
+		if (key.type == MFS_EXTENT_ITEM_KEY) {
+			ret = mfs_free_space_remove(bg, key.objectid, key.offset);
+			if (ret)
+				break;
+			if (bg_is_raid56(bg))
+				rows_account(bg, key.objectid, key.offset, true);
+		}
+		ret = mfs_next_item(fs->extent_root, &path);
+	}
+	mfs_release_path(&path);
+	if (ret < 0)
+		return ret;
+	/* relocated rows were written whole: they are sealed */
+	if (bg_is_raid56(bg)) {
+		u64 row;
+
+		for (row = 0; row < bg->nr_rows; row++)
+			if (bg->row_used[row]) {
+				bg->row_sealed[row] = 1;
+				free_space_clear(bg, bg->start + row * bg->row_len, bg->row_len);
+			}
+	}
+	return 0;
+}
+
+void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++) {
+		if (fs->bgs[i] == bg) {
+			memmove(&fs->bgs[i], &fs->bgs[i + 1],
+				(fs->nr_bgs - i - 1) * sizeof(*fs->bgs));
+			fs->nr_bgs--;
+			break;
+		}
+	}
+	free(bg->free);
+	free(bg->row_used);
+	free(bg->row_sealed);
+	free(bg);
+}
+
+/* Used ranges of a block group, in order (extent items). */
+int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+		       struct mfs_range **out, int *nout)
+{
+	struct mfs_key key = { bg->start, 0, 0 };
+	struct mfs_range *r = NULL;
+	struct mfs_path path;
+	int n = 0, max = 0, ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->extent_root, &key, &path);
+	while (ret == 0) {
+		leaf_item_key(path.nodes[0], path.slots[0], &key);
+		if (key.objectid >= bg->start + bg->length)
+			break;
+		if (key.type == MFS_EXTENT_ITEM_KEY) {
+			struct mfs_extent_item *ei = leaf_item_data(path.nodes[0], path.slots[0]);
+
+			if (n == max) {
+				void *p;
+
+				max = max ? max * 2 : 256;
+				p = realloc(r, max * sizeof(*r));
+				if (!p) {
+					ret = -ENOMEM;
+					break;
+				}
+				r = p;
+			}
+			r[n].start = key.objectid;
+			r[n].len = key.offset;
+			r[n].flags = le64_to_cpu(ei->flags);
+			r[n].owner = le64_to_cpu(ei->owner_root);
+			r[n].level = le64_to_cpu(ei->owner_objectid);
+			n++;
+		}
+		ret = mfs_next_item(fs->extent_root, &path);
+	}
+	mfs_release_path(&path);
+	if (ret < 0) {
+		free(r);
+		return ret;
+	}
+	*out = r;
+	*nout = n;
 	return 0;
 }

@@ -52,4 +52,17 @@ void mfs_seal_open_rows(struct mfs_fs_info *fs);
  */
 void mfs_seal_row(struct mfs_fs_info *fs, u64 logical);
 
+/* Restripe support. */
+struct mfs_range {
+	u64 start;
+	u64 len;
+	u64 flags;	/* MFS_EXTENT_FLAG_* */
+	u64 owner;	/* tree blocks: tree; data: root */
+	u64 level;	/* tree blocks */
+};
+int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg);
+void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg);
+int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+		       struct mfs_range **out, int *nout);
+
 #endif

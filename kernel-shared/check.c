@@ -1,6 +1,7 @@
 /*
  * The checker behind `mfs check`: walks superblocks, chunks, every copy of
  * every tree block and the extent tree, and reports each inconsistency.
+ * The fs tree and data phases are in check-fs.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,12 +14,11 @@
 #include "alloc.h"
 #include "profiles.h"
 
-static void problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+#define problem mfs_check_problem
 
-static void problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
+void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
 {
-	char buf[512];
+	char buf[1536];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -365,13 +365,13 @@ static void check_extent_item(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		return;
 	}
 	flags = le64_to_cpu(ei->flags);
-	if (le64_to_cpu(ei->refs) != 1)
-		problem(ctl, "extent %llu has %llu references, expected 1",
-			(unsigned long long)key->objectid,
-			(unsigned long long)le64_to_cpu(ei->refs));
 	if (flags & MFS_EXTENT_FLAG_TREE_BLOCK) {
 		struct mfs_check_block *b = find_block(ctl, key->objectid);
 
+		if (le64_to_cpu(ei->refs) != 1)
+			problem(ctl, "tree block extent %llu has %llu references, expected 1",
+				(unsigned long long)key->objectid,
+				(unsigned long long)le64_to_cpu(ei->refs));
 		if (key->offset != fs->nodesize)
 			problem(ctl, "tree block extent %llu has length %llu, expected %u",
 				(unsigned long long)key->objectid,
@@ -394,10 +394,10 @@ static void check_extent_item(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 					tree_name(b->owner), b->level);
 		}
 	} else if (flags & MFS_EXTENT_FLAG_DATA) {
+		/* its references are counted against file extents in phase 5 */
 		if (!(bg->flags & MFS_BLOCK_GROUP_DATA))
 			problem(ctl, "data extent %llu lies in a %s block group",
 				(unsigned long long)key->objectid, mfs_bg_type_name(bg->flags));
-		ctl->data_bytes += key->offset;
 	} else {
 		problem(ctl, "extent %llu has unknown flags 0x%llx",
 			(unsigned long long)key->objectid, (unsigned long long)flags);

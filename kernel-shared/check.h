@@ -22,7 +22,8 @@ struct mfs_check_ctl {
 	/* statistics for the summary */
 	u64 tree_blocks;
 	u64 tree_bytes;
-	u64 data_bytes;
+	u64 data_bytes;		/* data extents referenced by file extent items */
+	u64 csum_bytes;		/* data bytes covered by checksum items */
 	/* tree blocks reached by the walk (phase 3), used by phase 4 */
 	struct mfs_check_block *blocks;
 	u64 nr_blocks, max_blocks;
@@ -36,6 +37,18 @@ int mfs_check_chunks(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
 int mfs_check_trees(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
 /* Phase 4: extent items against reached blocks; block group used bytes. */
 int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/*
+ * Phase 5 (check-fs.c): inodes, link counts, orphans, directory entries,
+ * file extents against data extent items and their reference counts, and
+ * checksum items against data extents.
+ */
+int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/* Optional phase: every copy of every checksummed data sector. */
+int mfs_check_data_csums(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
 void mfs_check_free(struct mfs_check_ctl *ctl);
+
+/* Count one problem and hand it to ctl->report (for the phases' files). */
+void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -206,3 +206,25 @@ out:
 	mfs_free_fs_info(fs);
 	return ret;
 }
+
+int mfs_mkfs_set_changing(struct mfs_fs_info *fs, bool changing)
+{
+	struct mfs_trans_handle *trans;
+	u64 flags;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret) {
+		flags = le64_to_cpu(fs->super.flags);
+		if (changing)
+			flags |= MFS_SUPER_FLAG_CHANGING;
+		else
+			flags &= ~MFS_SUPER_FLAG_CHANGING;
+		fs->super.flags = cpu_to_le64(flags);
+		/* a commit even when nothing else changed: the flag must reach disk */
+		ret = mfs_commit_transaction(trans);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}

@@ -30,4 +30,12 @@ int mfs_mkfs_device_size(const char *path, u64 byte_count, u64 *size);
 /* Write a new, empty filesystem; everything on the devices is replaced. */
 int mfs_make_fs(struct mfs_mkfs_params *p);
 
+struct mfs_fs_info;
+/*
+ * Commit with MFS_SUPER_FLAG_CHANGING set (or cleared): while mkfs fills a
+ * new filesystem (--rootdir) a crash or an error leaves one that is refused
+ * at open, never one that mounts half filled.
+ */
+int mfs_mkfs_set_changing(struct mfs_fs_info *fs, bool changing);
+
 #endif

@@ -11,6 +11,7 @@
 #include "io.h"
 
 struct mfs_fs_info;
+struct mfs_restripe_status;
 
 /* ---- devices ---- */
 struct mfs_dev_extent_rec {
@@ -220,6 +221,9 @@ struct mfs_fs_info {
 	u64 next_ino;
 	int compress;			/* 0 none, else zlib level 1..9 */
 	u64 dev_stats_dirty;		/* device error counters changed */
+
+	/* balance/convert/delete/resize in progress (restripe.c) */
+	struct mfs_restripe_status *restripe;
 
 	/* MFS_OPEN_PARTIAL: what could not be loaded, for check to report */
 	char **problems;

@@ -744,9 +744,11 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 
 	if (!len || end < off)
 		return -EINVAL;
-	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EINVAL;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))
 		return -EINVAL;
 	pthread_mutex_lock(&fs->lock);
 	ret = mfs_start_transaction(fs, &trans);
@@ -758,7 +760,7 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 	if (ret)
 		goto end;
 	size = le64_to_cpu(ii.size);
-	if (mode & FALLOC_FL_PUNCH_HOLE) {
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
 		u64 a = round_up(off, SECTOR), b = round_down(end, SECTOR);
 
 		if (a > b) {
@@ -769,6 +771,18 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 				ret = zero_partial_sector(trans, ino, size, b, end);
 			if (!ret && a < b)
 				ret = mfs_drop_file_extents(trans, ino, a, b);
+			/* zero range: the space stays allocated, as unwritten extents */
+			if (!ret && a < b && (mode & FALLOC_FL_ZERO_RANGE))
+				ret = prealloc_range(trans, ino, a, b);
+		}
+		if (!ret)
+			ret = mfs_read_inode(fs, ino, &ii);
+		if (!ret) {
+			if (!(mode & FALLOC_FL_KEEP_SIZE) && end > size)
+				ii.size = cpu_to_le64(end);
+			mfs_now(&ii.mtime);
+			ii.ctime = ii.mtime;
+			ret = mfs_write_inode(trans, ino, &ii);
 		}
 	} else {
 		ret = prealloc_range(trans, ino, round_down(off, SECTOR), round_up(end, SECTOR));

@@ -14,6 +14,7 @@
 #include "profiles.h"
 #include "transaction.h"
 #include "inode.h"
+#include "restripe.h"
 
 /* ---------------- superblocks ---------------- */
 
@@ -572,6 +573,7 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 		free(dev);
 	}
 	free(fs->devices);
+	free(fs->restripe);
 	for (i = 0; i < fs->nr_problems; i++)
 		free(fs->problems[i]);
 	free(fs->problems);
@@ -937,6 +939,9 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (ret)
 		goto fail;
 	init_alloc_profiles(fs);
+	ret = mfs_restripe_load(fs);
+	if (ret && !partial(fs))
+		goto fail;
 	if (fs->fs_root) {
 		ret = mfs_fs_setup(fs);
 		if (ret && !partial(fs))

@@ -382,6 +382,70 @@ struct mfs_file_extent_item {
 static_assert(sizeof(struct mfs_file_extent_item) == 50, "file extent item");
 #define MFS_FILE_EXTENT_INLINE_DATA_START 10
 
+/*
+ * key (BALANCE_OBJECTID, BALANCE_ITEM, 0) in the root tree: a restripe
+ * (balance, convert, device delete, shrink) in progress, so it survives
+ * pause, unmount and crashes (DESIGN §5).
+ */
+#define MFS_BALANCE_ARGS_PROFILES	(1U << 0)
+#define MFS_BALANCE_ARGS_USAGE		(1U << 1)
+#define MFS_BALANCE_ARGS_DEVID		(1U << 2)
+#define MFS_BALANCE_ARGS_DRANGE		(1U << 3)
+#define MFS_BALANCE_ARGS_VRANGE		(1U << 4)
+#define MFS_BALANCE_ARGS_CONVERT	(1U << 5)
+#define MFS_BALANCE_ARGS_SOFT		(1U << 6)
+#define MFS_BALANCE_ARGS_LIMIT		(1U << 7)
+#define MFS_BALANCE_ARGS_STRIPES	(1U << 8)
+/* "single" as a profile-mask bit (its bg flag is 0) */
+#define MFS_AVAIL_ALLOC_BIT_SINGLE	(1ULL << 48)
+
+struct mfs_disk_balance_args {
+	mfs_le64 flags;		/* MFS_BALANCE_ARGS_* */
+	mfs_le64 profiles;	/* mask of profile bits */
+	mfs_le64 usage_min;	/* percent */
+	mfs_le64 usage_max;
+	mfs_le64 devid;
+	mfs_le64 pstart;
+	mfs_le64 pend;
+	mfs_le64 vstart;
+	mfs_le64 vend;
+	mfs_le64 target;	/* convert: profile bits (AVAIL_ALLOC_BIT_SINGLE for single) */
+	mfs_le64 limit_min;
+	mfs_le64 limit_max;
+	mfs_le32 stripes_min;
+	mfs_le32 stripes_max;
+	u8 reserved[32];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_disk_balance_args) == 136, "balance args");
+
+#define MFS_BALANCE_DATA	(1ULL << 0)
+#define MFS_BALANCE_SYSTEM	(1ULL << 1)
+#define MFS_BALANCE_METADATA	(1ULL << 2)
+#define MFS_BALANCE_FORCE	(1ULL << 3)
+#define MFS_BALANCE_PAUSED	(1ULL << 4)
+
+#define MFS_RESTRIPE_OP_BALANCE	1
+#define MFS_RESTRIPE_OP_DELETE	2
+#define MFS_RESTRIPE_OP_RESIZE	3
+#define MFS_RESTRIPE_MAX_DEVIDS	16
+
+struct mfs_balance_item {
+	mfs_le64 op;		/* MFS_RESTRIPE_OP_* */
+	mfs_le64 flags;		/* MFS_BALANCE_* */
+	struct mfs_disk_balance_args data;
+	struct mfs_disk_balance_args meta;
+	struct mfs_disk_balance_args sys;
+	mfs_le64 cursor;	/* chunks below this logical address are done */
+	mfs_le64 completed;	/* chunks relocated so far */
+	mfs_le64 considered;
+	mfs_le64 bytes_done;
+	mfs_le64 nr_devids;	/* delete: devices being removed; resize: 1 */
+	mfs_le64 devids[MFS_RESTRIPE_MAX_DEVIDS];
+	mfs_le64 new_size;	/* resize: target size of devids[0] */
+	u8 reserved[64];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 8 + 64, "balance item");
+
 /* key (ORPHAN_OBJECTID, ORPHAN_ITEM, ino): unlinked while open; freed at mount */
 #define MFS_ORPHAN_OBJECTID	((u64)-5)
 

@@ -18,6 +18,8 @@ void mfs_inode_to_stat(u64 ino, const struct mfs_inode_item *ii, struct mfs_stat
 int mfs_read_inode(struct mfs_fs_info *fs, u64 ino, struct mfs_inode_item *ii);
 int mfs_write_inode(struct mfs_trans_handle *trans, u64 ino, struct mfs_inode_item *ii);
 u64 mfs_name_hash(const char *name, size_t len);
+/* The MFS_FT_* a directory entry carries for an inode of this mode. */
+u32 mfs_mode_to_ft(u32 mode);
 
 /* data.c */
 int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, size_t len);

@@ -95,7 +95,7 @@ int mfs_write_inode(struct mfs_trans_handle *trans, u64 ino, struct mfs_inode_it
 	return ret;
 }
 
-static u32 mode_to_ft(u32 mode)
+u32 mfs_mode_to_ft(u32 mode)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG: return MFS_FT_REG_FILE;
@@ -605,7 +605,7 @@ static int create_locked(struct mfs_trans_handle *trans, u64 dir, const char *na
 		if (ret)
 			return ret;
 	}
-	ret = add_dir_entry(trans, dir, name, ino, mode_to_ft(mode));
+	ret = add_dir_entry(trans, dir, name, ino, mfs_mode_to_ft(mode));
 	if (!ret && S_ISDIR(mode))
 		ret = change_nlink(trans, dir, 1, NULL);
 	if (!ret)
@@ -652,7 +652,7 @@ int mfs_link(struct mfs_fs_info *fs, u64 ino, u64 dir, const char *name, struct 
 		ret = ret == 0 ? -EEXIST : (ret == -ENOENT ? 0 : ret);
 	}
 	if (!ret)
-		ret = add_dir_entry(trans, dir, name, ino, mode_to_ft(le32_to_cpu(ii.mode)));
+		ret = add_dir_entry(trans, dir, name, ino, mfs_mode_to_ft(le32_to_cpu(ii.mode)));
 	if (!ret)
 		ret = change_nlink(trans, ino, 1, &ii);
 	if (!ret) {

@@ -26,4 +26,120 @@ struct mfs_ioctl_fs_info {
 
 _Static_assert(sizeof(struct mfs_ioctl_fs_info) < 16384, "restricted ioctl size");
 
+/* ---- restripe: balance, convert, device delete, resize ---- */
+struct mfs_ioctl_balance_filter {
+	uint32_t flags;			/* MFS_BALANCE_ARGS_* */
+	uint32_t stripes_min;
+	uint32_t stripes_max;
+	uint32_t pad;
+	uint64_t profiles;
+	uint64_t usage_min, usage_max;
+	uint64_t devid;
+	uint64_t pstart, pend;
+	uint64_t vstart, vend;
+	uint64_t target;
+	uint64_t limit_min, limit_max;
+};
+
+struct mfs_ioctl_restripe_args {
+	uint32_t op;			/* MFS_RESTRIPE_OP_* */
+	uint32_t nr_devids;
+	uint64_t flags;			/* MFS_BALANCE_DATA | ... | FORCE */
+	struct mfs_ioctl_balance_filter data, meta, sys;
+	uint64_t devids[16];
+	uint64_t new_size;
+	int32_t result;			/* out: 0 or -errno */
+	char msg[512];			/* out: why it was refused */
+};
+#define MFS_IOC_RESTRIPE_START	_IOWR(MFS_IOCTL_MAGIC, 10, struct mfs_ioctl_restripe_args)
+
+struct mfs_ioctl_restripe_status {
+	uint32_t state;			/* MFS_RESTRIPE_NONE/RUNNING/PAUSED */
+	int32_t last_result;
+	uint32_t pause_req, cancel_req;
+	uint64_t expected, considered, completed;
+	uint64_t bytes_total, bytes_done;
+	uint64_t elapsed_ns;		/* of the current run */
+	uint64_t bytes_at_start;	/* bytes_done when this run started */
+	struct mfs_ioctl_restripe_args args;
+};
+#define MFS_IOC_RESTRIPE_STATUS	_IOR(MFS_IOCTL_MAGIC, 11, struct mfs_ioctl_restripe_status)
+
+#define MFS_RESTRIPE_CTL_PAUSE	1
+#define MFS_RESTRIPE_CTL_CANCEL	2
+#define MFS_RESTRIPE_CTL_RESUME	3
+struct mfs_ioctl_restripe_ctl {
+	uint32_t cmd;
+	int32_t result;
+};
+#define MFS_IOC_RESTRIPE_CTL	_IOWR(MFS_IOCTL_MAGIC, 12, struct mfs_ioctl_restripe_ctl)
+
+struct mfs_ioctl_dev_add {
+	char path[4096];
+	uint64_t devid;			/* out */
+	int32_t result;
+};
+#define MFS_IOC_DEV_ADD		_IOWR(MFS_IOCTL_MAGIC, 13, struct mfs_ioctl_dev_add)
+
+/* ---- space: devices and chunks, a page at a time ---- */
+#define MFS_SPACE_MAX_DEVS	32
+#define MFS_SPACE_MAX_CHUNKS	40
+struct mfs_ioctl_space_dev {
+	uint64_t devid;
+	uint64_t total_bytes;
+	uint64_t bytes_used;
+	uint64_t flags;
+	uint64_t missing;
+	uint64_t device_size;		/* size of the underlying device */
+	char path[128];
+};
+struct mfs_ioctl_space_chunk {
+	uint64_t logical;
+	uint64_t length;
+	uint64_t type;
+	uint64_t used;
+	uint64_t num_stripes;
+	uint64_t stripe_size;
+	uint64_t devids[16];
+};
+struct mfs_ioctl_space {
+	uint64_t cursor;		/* in: first chunk index; out: next, or ~0 at the end */
+	uint64_t nr_devices, nr_chunks, total_chunks;
+	uint64_t data_profile, metadata_profile, system_profile;
+	uint64_t statfs_blocks, statfs_bfree;	/* df figures, bytes */
+	struct mfs_ioctl_space_dev devs[MFS_SPACE_MAX_DEVS];
+	struct mfs_ioctl_space_chunk chunks[MFS_SPACE_MAX_CHUNKS];
+};
+#define MFS_IOC_SPACE		_IOWR(MFS_IOCTL_MAGIC, 14, struct mfs_ioctl_space)
+
+struct mfs_ioctl_resize {
+	uint64_t devid;
+	uint64_t new_size;
+	int32_t result;
+	char msg[256];
+};
+#define MFS_IOC_RESIZE		_IOWR(MFS_IOCTL_MAGIC, 15, struct mfs_ioctl_resize)
+
+_Static_assert(sizeof(struct mfs_ioctl_restripe_status) < 16384, "restricted ioctl size");
+_Static_assert(sizeof(struct mfs_ioctl_space) < 16384, "restricted ioctl size");
+_Static_assert(sizeof(struct mfs_ioctl_dev_add) < 16384, "restricted ioctl size");
+
+/* ---- device error counters (mfs device stats) ---- */
+#define MFS_DEV_STATS_MAX_DEVS	64
+#define MFS_DEV_STATS_NR_VALUES	5	/* MFS_DEV_STAT_*: write, read, flush, corruption, generation */
+#define MFS_DEV_STATS_RESET	(1ULL << 0)	/* in: zero the counters after reading them */
+struct mfs_ioctl_dev_stats_dev {
+	uint64_t devid;
+	uint64_t missing;
+	uint64_t values[MFS_DEV_STATS_NR_VALUES];
+	char path[192];
+};
+struct mfs_ioctl_dev_stats {
+	uint64_t flags;			/* in: MFS_DEV_STATS_* */
+	uint64_t nr_devices;		/* out */
+	struct mfs_ioctl_dev_stats_dev devs[MFS_DEV_STATS_MAX_DEVS];	/* out, by devid */
+};
+#define MFS_IOC_DEV_STATS	_IOWR(MFS_IOCTL_MAGIC, 30, struct mfs_ioctl_dev_stats)
+_Static_assert(sizeof(struct mfs_ioctl_dev_stats) < 16384, "restricted ioctl size");
+
 #endif

@@ -1155,3 +1155,197 @@ u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags)
 	free(free_space);
 	return total;
 }
+
+/* ---------------- restripe support: chunks built beside the live map ---------------- */
+
+static bool devid_excluded(u64 devid, const u64 *excl, int nexcl)
+{
+	int i;
+
+	for (i = 0; i < nexcl; i++)
+		if (excl[i] == devid)
+			return true;
+	return false;
+}
+
+/*
+ * A new layout of type|profile for the logical range [logical, +length),
+ * on devices not in excl. Its dev extents are recorded in memory; the map
+ * is not added to the chunk table (the caller swaps it in).
+ */
+int mfs_alloc_chunk_at(struct mfs_fs_info *fs, u64 logical, u64 length, u64 flags,
+		       const u64 *excl, int nexcl, struct mfs_chunk_map **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	struct dev_hole *holes;
+	struct mfs_chunk_map *map = NULL;
+	int ndevs = 0, n, i, j, ret = -ENOSPC;
+
+	holes = calloc(fs->nr_devices + 1, sizeof(*holes));
+	if (!holes)
+		return -ENOMEM;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		u64 start, len;
+
+		if (!mfs_device_allocatable(dev) || devid_excluded(dev->devid, excl, nexcl))
+			continue;
+		len = mfs_device_max_hole(dev, &start);
+		if (!len)
+			continue;
+		holes[ndevs].dev = dev;
+		holes[ndevs].start = start;
+		holes[ndevs].len = len;
+		ndevs++;
+	}
+	qsort(holes, ndevs, sizeof(*holes), cmp_hole_desc);
+	n = a->devs_max ? min_t(int, ndevs, a->devs_max) : ndevs;
+	/* widest layout whose stripes divide the range and fit the holes */
+	for (; n >= a->devs_min; n--) {
+		int num_stripes, ndata;
+		u64 stripe;
+
+		if (n % a->devs_increment)
+			continue;
+		num_stripes = n * a->dev_stripes;
+		ndata = mfs_nr_data_stripes(flags, num_stripes);
+		if (length % ndata)
+			continue;
+		stripe = length / ndata;
+		if ((a->nparity || a->sub_stripes > 1 || (a->ncopies == 1 && num_stripes > 1)) &&
+		    stripe % MFS_STRIPE_LEN)
+			continue;
+		if (holes[n - 1].len < stripe * a->dev_stripes)
+			continue;
+		map = mfs_alloc_chunk_map(num_stripes);
+		if (!map) {
+			ret = -ENOMEM;
+			break;
+		}
+		map->logical = logical;
+		map->length = length;
+		map->type = flags;
+		map->stripe_len = MFS_STRIPE_LEN;
+		map->num_stripes = num_stripes;
+		map->sub_stripes = a->sub_stripes;
+		for (i = 0; i < n; i++) {
+			for (j = 0; j < a->dev_stripes; j++) {
+				struct mfs_map_stripe *st = &map->stripes[i * a->dev_stripes + j];
+
+				st->dev = holes[i].dev;
+				st->devid = holes[i].dev->devid;
+				st->physical = holes[i].start + j * stripe;
+				memcpy(st->dev_uuid, holes[i].dev->uuid, MFS_UUID_SIZE);
+			}
+		}
+		for (i = 0; i < num_stripes; i++) {
+			ret = mfs_device_add_extent(map->stripes[i].dev, map->stripes[i].physical,
+						    stripe, logical);
+			if (ret) {
+				while (--i >= 0)
+					mfs_device_remove_extent(map->stripes[i].dev,
+								 map->stripes[i].physical);
+				free(map);
+				map = NULL;
+				break;
+			}
+		}
+		break;
+	}
+	free(holes);
+	if (!map)
+		return ret;
+	if (a->incompat)
+		fs->incompat_flags |= a->incompat;
+	*out = map;
+	return 0;
+}
+
+/* Read through a given map (no open rows: the range takes no writes). */
+int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror)
+{
+	u8 *p = buf;
+
+	while (len) {
+		struct mfs_io_map io;
+		u64 n;
+		int ret = mfs_map_block(map, logical, &io);
+
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		if (mfs_profile(map->type)->nparity) {
+			u64 col_off = (logical - map->logical) % map->stripe_len;
+
+			if (mirror <= 1)
+				ret = read_stripe(&map->stripes[io.stripe[0]], p, n, io.physical[0]);
+			else if (mirror == 2)
+				ret = raid56_rebuild_read(map, &io, col_off, p, n, -1);
+			else {
+				int k = mirror - 3;
+
+				if (k >= io.data_index)
+					k++;
+				ret = k < map->num_stripes ?
+				      raid56_rebuild_read(map, &io, col_off, p, n, k) : -EINVAL;
+			}
+		} else {
+			int m = mirror < 1 ? 1 : mirror;
+
+			if (m > io.ncopies)
+				return -EINVAL;
+			ret = read_stripe(&map->stripes[io.stripe[m - 1]], p, n, io.physical[m - 1]);
+		}
+		if (ret)
+			return ret;
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Write through a given map; raid5/6 maps take whole rows only. */
+int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	const u8 *p = buf;
+
+	if (a->nparity) {
+		u64 row_len = (u64)(map->num_stripes - a->nparity) * map->stripe_len;
+		u64 off = logical - map->logical;
+
+		if (off % row_len || len % row_len)
+			return -EINVAL;
+		for (; len; len -= row_len, p += row_len, off += row_len) {
+			int ret = write_full_row(map, off / row_len, p);
+
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	while (len) {
+		struct mfs_io_map io;
+		u64 n;
+		int i, ret = mfs_map_block(map, logical, &io);
+
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		for (i = 0; i < io.ncopies; i++) {
+			ret = write_stripe(&map->stripes[io.stripe[i]], p, n, io.physical[i]);
+			if (ret)
+				return ret;
+		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+u64 mfs_map_stripe_size(const struct mfs_chunk_map *map)
+{
+	return map->length / mfs_nr_data_stripes(map->type, map->num_stripes);
+}

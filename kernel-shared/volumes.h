@@ -66,4 +66,11 @@ void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 /* Logical bytes unallocated space could still give chunks of type|profile. */
 u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags);
 
+/* Restripe: a second layout for an existing logical range (not yet live). */
+int mfs_alloc_chunk_at(struct mfs_fs_info *fs, u64 logical, u64 length, u64 flags,
+		       const u64 *excl, int nexcl, struct mfs_chunk_map **out);
+int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);
+int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len);
+u64 mfs_map_stripe_size(const struct mfs_chunk_map *map);
+
 #endif

@@ -17,11 +17,14 @@
 #include "common/units.h"
 #include "common/device-scan.h"
 #include "common/open.h"
+#include "common/device-check.h"
 #include "kernel-shared/create.h"
+#include "kernel-shared/disk-io.h"
 #include "kernel-shared/csum.h"
 #include "kernel-shared/profiles.h"
 #include "kernel-shared/volumes.h"
 #include "kernel-shared/io.h"
+#include "mkfs/rootdir.h"
 
 static const char * const cmd_mkfs_usage[] = {
 	"mkfs.mfs [options] <dev> [<dev>...]",
@@ -38,6 +41,7 @@ static const char * const cmd_mkfs_usage[] = {
 	OPTLINE("--csum TYPE", "checksum algorithm: crc32c (default), xxhash, sha256, blake2"),
 	OPTLINE("--checksum TYPE", "alias for --csum"),
 	OPTLINE("-O|--features LIST", "comma separated features to enable (^feature disables); -O list-all lists them"),
+	OPTLINE("-r|--rootdir DIR", "copy the files and directories of DIR into the new filesystem"),
 	OPTLINE("-f|--force", "overwrite existing filesystems or partition tables on the devices"),
 	OPTLINE("-K|--nodiscard", "do not discard (TRIM) the devices; image files are not hole-punched"),
 	OPTLINE("-q|--quiet", "print only errors"),
@@ -126,77 +130,6 @@ static bool same_file(const char *a, const char *b)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* Everything that can refuse a device, before anything is written. */
-static int check_device(const char *path, bool force, u64 byte_count, u64 *size)
-{
-	char type[64] = "", label[256] = "", mnt[PATH_MAX] = "";
-	struct mfs_super_block sb;
-	bool ptable = false;
-	struct stat st;
-	int ret, fd;
-
-	if (stat(path, &st)) {
-		error("cannot access '%s': %m", path);
-		return -errno;
-	}
-	if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)) {
-		error("%s is neither a block device nor a regular file", path);
-		return -EINVAL;
-	}
-	if (mfs_path_is_mounted(path, mnt, sizeof(mnt)) == 1) {
-		error("%s is mounted on %s", path, mnt);
-		return -EBUSY;
-	}
-	fd = mfs_open_exclusive(path, O_RDWR);
-	if (fd < 0) {
-		error("unable to open %s: %s", path, strerror(-fd));
-		return fd;
-	}
-	close(fd);
-	if (!force) {
-		ret = mfs_probe_super(path, &sb);
-		if (ret == 0 || ret == -EUCLEAN) {
-			error("%s appears to contain an existing filesystem (type=mfs)", path);
-			error("use the -f option to force overwrite of %s", path);
-			return -EEXIST;
-		}
-		ret = mfs_probe_foreign_signature(path, type, sizeof(type), label, sizeof(label),
-						  &ptable);
-		if (ret == 1) {
-			if (ptable)
-				error("%s appears to contain a partition table (%s)", path, type);
-			else if (label[0])
-				error("%s appears to contain an existing filesystem (type=%s, label=%s)",
-				      path, type, label);
-			else
-				error("%s appears to contain an existing filesystem (type=%s)",
-				      path, type);
-			error("use the -f option to force overwrite of %s", path);
-			return -EEXIST;
-		}
-	}
-	ret = mfs_mkfs_device_size(path, 0, size);
-	if (ret) {
-		error("cannot read the size of %s: %s", path, strerror(-ret));
-		return ret;
-	}
-	if (byte_count) {
-		if (byte_count > *size) {
-			error("%s is smaller than requested size, expected %llu, found %llu",
-			      path, (unsigned long long)byte_count, (unsigned long long)*size);
-			return -EINVAL;
-		}
-		*size = round_down(byte_count, SZ_4K);
-	}
-	if (*size < MFS_MIN_DEVICE_SIZE) {
-		error("'%s' is too small to make a usable filesystem (%s)", path, pretty_size(*size));
-		error("minimum size for each mfs device is %llu (%s)",
-		      (unsigned long long)MFS_MIN_DEVICE_SIZE, pretty_size(MFS_MIN_DEVICE_SIZE));
-		return -ENOSPC;
-	}
-	return 0;
-}
-
 static int check_uuid_unique(const u8 *fsid, char **devs, int ndevs)
 {
 	struct mfs_scan scan;
@@ -234,6 +167,90 @@ static void discard_device(const char *path, u64 size, bool quiet)
 	/* best effort: a device without discard support is simply not trimmed */
 	mfs_io_discard(io, 0, size);
 	mfs_io_close(io);
+}
+
+/* --rootdir is checked before anything is written. */
+static int check_rootdir(const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(dir, &st)) {
+		error("cannot access rootdir '%s': %m", dir);
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		error("rootdir '%s' is not a directory", dir);
+		return -ENOTDIR;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0) {
+		error("cannot open rootdir '%s': %m", dir);
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * Fill the filesystem mfs_make_fs just wrote. Until the last commit its
+ * superblocks say CHANGING, so a failure leaves nothing that mounts.
+ */
+static int populate_rootdir(const char *dir, char **devs, int ndevs)
+{
+	struct mfs_open_ctl ctl = {
+		.paths = (const char * const *)devs,
+		.npaths = ndevs,
+		.flags = MFS_OPEN_WRITABLE,
+		.sb_mirror = -1,
+	};
+	struct mfs_rootdir_ctl rc = { .srcdir = dir };
+	dev_t skip_dev[ARRAY_SIZE(((struct mfs_mkfs_params *)0)->dev_size)];
+	ino_t skip_ino[ARRAY_SIZE(skip_dev)];
+	struct mfs_fs_info *fs;
+	struct stat st;
+	int i, ret;
+
+	for (i = 0; i < ndevs; i++) {
+		if (stat(devs[i], &st) == 0 && S_ISREG(st.st_mode)) {
+			skip_dev[rc.nskip] = st.st_dev;
+			skip_ino[rc.nskip++] = st.st_ino;
+		}
+	}
+	rc.skip_dev = skip_dev;
+	rc.skip_ino = skip_ino;
+	ret = mfs_open_fs(&ctl, &fs);
+	if (ret) {
+		error("cannot open the new filesystem: %s", strerror(-ret));
+		return ret;
+	}
+	ret = mfs_mkfs_set_changing(fs, true);
+	if (!ret)
+		ret = mfs_rootdir_populate(fs, &rc);
+	if (!ret)
+		ret = mfs_mkfs_set_changing(fs, false);
+	if (ret) {
+		mfs_free_fs_info(fs);
+		if (ret == -ENOSPC)
+			error("not enough space on the devices for the contents of '%s' (%llu bytes of file data copied)",
+			      dir, (unsigned long long)rc.stats.data_bytes);
+		else
+			error("copying '%s' failed: %s", dir, strerror(-ret));
+		error("the filesystem on the devices is incomplete and will not mount; run mkfs.mfs again");
+		return ret;
+	}
+	ret = mfs_close_fs(fs);
+	if (ret) {
+		error("cannot write the new filesystem: %s", strerror(-ret));
+		return ret;
+	}
+	if (mfs_verbose)
+		printf("Rootdir from %s: %llu directories, %llu files, %llu symlinks, %llu special files, %llu hard links, %llu xattrs, %llu bytes of data\n",
+		       dir, (unsigned long long)rc.stats.dirs, (unsigned long long)rc.stats.files,
+		       (unsigned long long)rc.stats.symlinks, (unsigned long long)rc.stats.special,
+		       (unsigned long long)rc.stats.hardlinks, (unsigned long long)rc.stats.xattrs,
+		       (unsigned long long)rc.stats.data_bytes);
+	return 0;
 }
 
 static void print_summary(struct mfs_mkfs_params *p, const u8 *fsid, u64 incompat)
@@ -291,6 +308,7 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "csum", required_argument, NULL, OPT_CSUM },
 		{ "checksum", required_argument, NULL, OPT_CSUM },
 		{ "features", required_argument, NULL, 'O' },
+		{ "rootdir", required_argument, NULL, 'r' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "nodiscard", no_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -302,13 +320,13 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 	struct mfs_mkfs_params p = { 0 };
 	u64 data_profile = 0, meta_profile = 0, byte_count = 0, size, incompat = 0;
 	bool data_set = false, meta_set = false, force = false, nodiscard = false, quiet = false;
-	const char *label = NULL;
+	const char *label = NULL, *rootdir = NULL;
 	u32 nodesize = SZ_16K, sectorsize = SZ_4K;
 	int csum_type = MFS_CSUM_CRC32C, c, i, j, ndevs, ret;
 	char **devs;
 	u8 fsid[MFS_FSID_SIZE] = { 0 };
 
-	while ((c = getopt_long(argc, argv, "d:m:L:U:n:s:b:O:fKqvV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:m:L:U:n:s:b:O:r:fKqvV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (parse_profile_arg("data", optarg, &data_profile))
@@ -373,6 +391,9 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 			if (parse_features(optarg, &incompat))
 				return 1;
 			break;
+		case 'r':
+			rootdir = optarg;
+			break;
 		case 'f':
 			force = true;
 			break;
@@ -400,6 +421,8 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 		usage(cmd, 1);
 	}
 	devs = argv + optind;
+	if (rootdir && check_rootdir(rootdir))
+		return 1;
 	if (sectorsize != SZ_4K) {
 		error("sectorsize %u is not supported (only 4096)", sectorsize);
 		return 1;
@@ -429,7 +452,7 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	for (i = 0; i < ndevs; i++) {
-		if (check_device(devs[i], force, byte_count, &size))
+		if (mfs_check_new_device(devs[i], force, byte_count, NULL, &size))
 			return 1;
 	}
 	if (memcmp(fsid, (u8[MFS_FSID_SIZE]){ 0 }, MFS_FSID_SIZE) &&
@@ -475,6 +498,8 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	for (i = 0; i < ndevs; i++)
 		mfs_registry_add(devs[i]);
+	if (rootdir && populate_rootdir(rootdir, devs, ndevs))
+		return 1;
 	if (!quiet) {
 		struct mfs_super_block sb;
 

@@ -1,0 +1,597 @@
+/*
+ * mfs balance start|pause|resume|cancel|status: restripe filters, convert,
+ * progress; the same commands see and control a device delete or shrink.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cmds/commands.h"
+#include "cmds/restripe-cli.h"
+#include "common/help.h"
+#include "common/messages.h"
+#include "common/units.h"
+#include "common/target.h"
+#include "common/format-output.h"
+#include "kernel-shared/profiles.h"
+#include "kernel-shared/restripe.h"
+#include "kernel-shared/admin.h"
+
+static const char * const cmd_balance_start_usage[] = {
+	"mfs balance start [options] <path>|<device>...",
+	"",
+	"Balance chunks across the devices, or convert their profile.",
+	"Works on a mounted filesystem (path) or on the devices of an unmounted one.",
+	"",
+	OPTLINE("-d[filters]", "act on data chunks"),
+	OPTLINE("-m[filters]", "act on metadata chunks (system chunks get the same filters)"),
+	OPTLINE("-s[filters]", "act on system chunks (needs -f)"),
+	OPTLINE("-f|--force", "allow -s, and reducing metadata redundancy"),
+	OPTLINE("--full-balance", "no filters: relocate everything, without the warning"),
+	OPTLINE("--bg|--background", "run in the background"),
+	OPTLINE("--dry-run", "print what would move and whether it fits, move nothing"),
+	OPTLINE("-q|--quiet", "no progress output"),
+	"",
+	"Filters (comma separated, e.g. -dusage=50,limit=3): profiles=P1|P2, usage=N or",
+	"MIN..MAX (percent), devid=N, drange=MIN..MAX (needs devid), vrange=MIN..MAX,",
+	"convert=PROFILE, soft (skip chunks already converted), limit=N or MIN..MAX,",
+	"stripes=MIN..MAX.",
+	NULL
+};
+
+/* ---------------- filters ---------------- */
+
+static int parse_profiles(const char *s, u64 *mask)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int ret = 0;
+
+	*mask = 0;
+	for (tok = strtok_r(copy, "|", &save); tok; tok = strtok_r(NULL, "|", &save)) {
+		u64 bit;
+
+		if (mfs_parse_profile(tok, &bit)) {
+			ret = -EINVAL;
+			break;
+		}
+		*mask |= mfs_profile_to_filter_bit(bit);
+	}
+	free(copy);
+	return ret;
+}
+
+static int parse_u64(const char *s, u64 *v)
+{
+	char *end;
+
+	if (!*s)
+		return -EINVAL;
+	*v = strtoull(s, &end, 10);
+	return *end ? -EINVAL : 0;
+}
+
+int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *f)
+{
+	char *copy, *tok, *save = NULL;
+	int ret = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!arg || !*arg)
+		return 0;
+	copy = strdup(arg);
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		char *val = strchr(tok, '=');
+		u64 a, b;
+
+		if (val)
+			*val++ = 0;
+		if (!strcmp(tok, "profiles") && val) {
+			if (parse_profiles(val, &f->profiles)) {
+				error("invalid profiles argument: %s", val);
+				ret = -EINVAL;
+			}
+			f->flags |= MFS_BALANCE_ARGS_PROFILES;
+		} else if (!strcmp(tok, "usage") && val) {
+			if (strstr(val, "..")) {
+				if (parse_range(val, &a, &b) || b > 100) {
+					error("invalid usage argument: %s", val);
+					ret = -EINVAL;
+				}
+			} else if (parse_u64(val, &b) || b > 100) {
+				error("invalid usage argument: %s", val);
+				ret = -EINVAL;
+			} else {
+				a = 0;
+			}
+			f->usage_min = a;
+			f->usage_max = b;
+			f->flags |= MFS_BALANCE_ARGS_USAGE;
+		} else if (!strcmp(tok, "devid") && val) {
+			if (parse_u64(val, &f->devid) || !f->devid) {
+				error("invalid devid argument: %s", val);
+				ret = -EINVAL;
+			}
+			f->flags |= MFS_BALANCE_ARGS_DEVID;
+		} else if (!strcmp(tok, "drange") && val) {
+			if (parse_range(val, &f->pstart, &f->pend)) {
+				error("invalid drange argument: %s", val);
+				ret = -EINVAL;
+			}
+			if (!strstr(val, ".."))
+				f->pend = f->pstart + 1;
+			f->flags |= MFS_BALANCE_ARGS_DRANGE;
+		} else if (!strcmp(tok, "vrange") && val) {
+			if (parse_range(val, &f->vstart, &f->vend)) {
+				error("invalid vrange argument: %s", val);
+				ret = -EINVAL;
+			}
+			if (!strstr(val, ".."))
+				f->vend = f->vstart + 1;
+			f->flags |= MFS_BALANCE_ARGS_VRANGE;
+		} else if (!strcmp(tok, "convert") && val) {
+			u64 bit;
+
+			if (mfs_parse_profile(val, &bit)) {
+				error("invalid convert argument: %s (valid: single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)",
+				      val);
+				ret = -EINVAL;
+			}
+			f->target = mfs_profile_to_filter_bit(bit);
+			f->flags |= MFS_BALANCE_ARGS_CONVERT;
+		} else if (!strcmp(tok, "soft") && !val) {
+			f->flags |= MFS_BALANCE_ARGS_SOFT;
+		} else if (!strcmp(tok, "limit") && val) {
+			if (strstr(val, "..")) {
+				if (parse_range(val, &f->limit_min, &f->limit_max))
+					ret = -EINVAL;
+			} else if (parse_u64(val, &f->limit_max)) {
+				ret = -EINVAL;
+			}
+			if (ret)
+				error("invalid limit argument: %s", val);
+			f->flags |= MFS_BALANCE_ARGS_LIMIT;
+		} else if (!strcmp(tok, "stripes") && val) {
+			if (parse_range(val, &a, &b) || b > UINT32_MAX) {
+				error("invalid stripes argument: %s", val);
+				ret = -EINVAL;
+			}
+			f->stripes_min = a;
+			f->stripes_max = b;
+			f->flags |= MFS_BALANCE_ARGS_STRIPES;
+		} else {
+			error("unrecognized balance option: %s", tok);
+			ret = -EINVAL;
+		}
+	}
+	free(copy);
+	if (!ret && (f->flags & MFS_BALANCE_ARGS_DRANGE) && !(f->flags & MFS_BALANCE_ARGS_DEVID)) {
+		error("drange filter must be used with devid filter");
+		ret = -EINVAL;
+	}
+	if (!ret && (f->flags & MFS_BALANCE_ARGS_SOFT) && !(f->flags & MFS_BALANCE_ARGS_CONVERT)) {
+		error("'soft' option can be used only when converting profiles");
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+/* ---------------- start ---------------- */
+
+static const char *op_name(int op)
+{
+	switch (op) {
+	case MFS_RESTRIPE_OP_DELETE: return "Device delete";
+	case MFS_RESTRIPE_OP_RESIZE: return "Resize";
+	}
+	return "Balance";
+}
+
+/* Start, then follow in the foreground: shared by balance, device delete, resize. */
+int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bool background,
+		     bool quiet, const char *what)
+{
+	struct mfs_ioctl_restripe_status *st;
+	int ret = mfs_target_restripe_start(t, a);
+
+	if (ret) {
+		st = calloc(1, sizeof(*st));
+		if (ret == -EINPROGRESS && st && !mfs_target_restripe_status(t, st)) {
+			char name[64];
+			int i;
+
+			snprintf(name, sizeof(name), "%s%s", op_name(st->args.op),
+				 st->state == MFS_RESTRIPE_PAUSED ? " paused" : "");
+			for (i = 0; name[i]; i++)
+				name[i] = i == 0 ? name[i] + ('a' - 'A') * (name[i] >= 'A' && name[i] <= 'Z') : name[i];
+			error("unable to start %s, another exclusive operation '%s' in progress",
+			      what, name);
+		} else if (a->msg[0])
+			error("%s: %s", what, a->msg);
+		else
+			error("%s failed on '%s': %s", what, t->mnt, strerror(-ret));
+		free(st);
+		return 1;
+	}
+	if (background && t->online)
+		return 0;
+	ret = mfs_target_restripe_wait(t, quiet);
+	st = calloc(1, sizeof(*st));
+	if (st)
+		mfs_target_restripe_status(t, st);
+	if (ret == -EINTR) {
+		fprintf(stderr, "%s paused by user\n", a->op == MFS_RESTRIPE_OP_BALANCE ? "balance" : what);
+		ret = 0;
+	} else if (ret == -ECANCELED) {
+		fprintf(stderr, "%s canceled by user\n", a->op == MFS_RESTRIPE_OP_BALANCE ? "balance" : what);
+		ret = 0;
+	} else if (ret) {
+		error("error during %s on '%s': %s", what, t->mnt, strerror(-ret));
+		ret = 1;
+	} else if (a->op == MFS_RESTRIPE_OP_BALANCE && st) {
+		printf("Done, had to relocate %llu out of %llu chunks\n",
+		       (unsigned long long)st->completed, (unsigned long long)st->considered);
+	}
+	free(st);
+	return ret;
+}
+
+static void full_balance_warning(void)
+{
+	printf("WARNING:\n\n"
+	       "\tFull balance without filters requested. This operation is very\n"
+	       "\tintense and takes potentially very long. It is recommended to\n"
+	       "\tuse the balance filters to narrow down the scope of balance.\n"
+	       "\tUse 'mfs balance start --full-balance' option to skip this\n"
+	       "\twarning.%s\n",
+	       isatty(STDIN_FILENO) ? " The operation will start in 10 seconds.\n\tUse Ctrl-C to stop it." : "");
+	if (isatty(STDIN_FILENO)) {
+		int i;
+
+		for (i = 10; i > 0; i--) {
+			printf("%d ", i);
+			fflush(stdout);
+			sleep(1);
+		}
+		printf("\n");
+	}
+	printf("Starting balance without any filters.\n");
+	fflush(stdout);
+}
+
+static int dry_run(struct mfs_target *t, struct mfs_ioctl_restripe_args *a);
+
+enum { OPT_FULL = 256, OPT_BG, OPT_DRY };
+
+static int cmd_balance_start(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data", optional_argument, NULL, 'd' },
+		{ "metadata", optional_argument, NULL, 'm' },
+		{ "system", optional_argument, NULL, 's' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "full-balance", no_argument, NULL, OPT_FULL },
+		{ "bg", no_argument, NULL, OPT_BG },
+		{ "background", no_argument, NULL, OPT_BG },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mfs_ioctl_restripe_args *a = calloc(1, sizeof(*a));
+	bool full = false, bg = false, dry = false, quiet = false, sys_given = false;
+	struct mfs_target t;
+	int c, ret = 1;
+
+	if (!a)
+		return 1;
+	a->op = MFS_RESTRIPE_OP_BALANCE;
+	while ((c = getopt_long(argc, argv, "d::m::s::fvq", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			a->flags |= MFS_BALANCE_DATA;
+			if (mfs_parse_balance_filters(optarg, &a->data))
+				goto out;
+			break;
+		case 'm':
+			a->flags |= MFS_BALANCE_METADATA;
+			if (mfs_parse_balance_filters(optarg, &a->meta))
+				goto out;
+			break;
+		case 's':
+			a->flags |= MFS_BALANCE_SYSTEM;
+			sys_given = true;
+			if (mfs_parse_balance_filters(optarg, &a->sys))
+				goto out;
+			break;
+		case 'f':
+			a->flags |= MFS_BALANCE_FORCE;
+			break;
+		case OPT_FULL:
+			full = true;
+			break;
+		case OPT_BG:
+			bg = true;
+			break;
+		case OPT_DRY:
+			dry = true;
+			break;
+		case 'v':
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		goto out;
+	if (sys_given && !(a->flags & MFS_BALANCE_FORCE)) {
+		error("Refusing to explicitly operate on system chunks.");
+		fprintf(stderr, "Pass --force if you really want to do that.\n");
+		goto out;
+	}
+	if (!(a->flags & (MFS_BALANCE_DATA | MFS_BALANCE_METADATA | MFS_BALANCE_SYSTEM))) {
+		a->flags |= MFS_BALANCE_DATA | MFS_BALANCE_METADATA | MFS_BALANCE_SYSTEM;
+		if (!full && !dry && !quiet)
+			full_balance_warning();
+	}
+	/* metadata filters cover system chunks unless -s says otherwise */
+	if ((a->flags & MFS_BALANCE_METADATA) && !sys_given) {
+		a->flags |= MFS_BALANCE_SYSTEM;
+		a->sys = a->meta;
+	}
+	if (mfs_target_open((const char * const *)argv + optind, argc - optind, !dry, &t))
+		goto out;
+	if (dry)
+		ret = dry_run(&t, a);
+	else
+		ret = mfs_run_restripe(&t, a, bg, quiet, "balance");
+	if (mfs_target_close(&t))
+		ret = 1;
+out:
+	free(a);
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(balance_start, "start");
+
+/* Beyond btrfs: what would move, and whether it fits, before anything does. */
+static int dry_run(struct mfs_target *t, struct mfs_ioctl_restripe_args *a)
+{
+	struct mfs_restripe_estimate est;
+	struct mfs_restripe_args args;
+	int ret;
+
+	if (t->online) {
+		error("--dry-run needs the unmounted devices (the estimate is computed offline)");
+		return 1;
+	}
+	mfs_restripe_args_from_ioctl(&args, a);
+	ret = mfs_restripe_estimate(t->fs, &args, &est);
+	if (ret) {
+		error("cannot estimate: %s", strerror(-ret));
+		return 1;
+	}
+	printf("Would relocate %llu chunks holding %s\n", (unsigned long long)est.chunks,
+	       pretty_size(est.bytes));
+	printf("Space needed:    %s\n", pretty_size(est.raw_needed));
+	printf("Space available: %s\n", pretty_size(est.raw_available));
+	printf("%s\n", est.fits ? "It fits." : "It does NOT fit.");
+	return est.fits ? 0 : 1;
+}
+
+/* ---------------- pause, resume, cancel, status ---------------- */
+
+static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsigned int op,
+		       const char *verb)
+{
+	struct mfs_target t;
+	int ret;
+
+	clean_args_no_options(cmd, argc, argv);
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	if (mfs_target_open((const char * const *)argv + optind, argc - optind, true, &t))
+		return 1;
+	ret = mfs_target_restripe_ctl(&t, op);
+	if (ret == -ENOTCONN || ret == -ENOENT) {
+		error("balance %s on '%s' failed: %s", verb, t.mnt,
+		      op == MFS_RESTRIPE_CTL_PAUSE ? "Not running" : "Not in progress");
+		mfs_target_close(&t);
+		return 2;
+	}
+	if (ret) {
+		error("balance %s on '%s' failed: %s", verb, t.mnt,
+		      ret == -EINPROGRESS ? "Already running" : strerror(-ret));
+		mfs_target_close(&t);
+		return 1;
+	}
+	if (op == MFS_RESTRIPE_CTL_RESUME) {
+		struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
+		struct mfs_ioctl_restripe_args *a = calloc(1, sizeof(*a));
+
+		if (st && a && !mfs_target_restripe_status(&t, st)) {
+			int r = mfs_target_restripe_wait(&t, false);
+
+			mfs_target_restripe_status(&t, st);
+			if (r == -EINTR)
+				fprintf(stderr, "balance paused by user\n");
+			else if (r == -ECANCELED)
+				fprintf(stderr, "balance canceled by user\n");
+			else if (r)
+				error("error during balancing '%s': %s", t.mnt, strerror(-r)), ret = 1;
+			else
+				printf("Done, had to relocate %llu out of %llu chunks\n",
+				       (unsigned long long)st->completed,
+				       (unsigned long long)st->considered);
+		}
+		free(st);
+		free(a);
+	} else if (op == MFS_RESTRIPE_CTL_CANCEL || op == MFS_RESTRIPE_CTL_PAUSE) {
+		/* like btrfs, return once the current chunk is finished */
+		struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
+
+		while (t.online && st && !mfs_target_restripe_status(&t, st) &&
+		       st->state == MFS_RESTRIPE_RUNNING)
+			usleep(100000);
+		free(st);
+	}
+	if (mfs_target_close(&t))
+		ret = 1;
+	return ret;
+}
+
+static const char * const cmd_balance_pause_usage[] = {
+	"mfs balance pause <path>|<device>...",
+	"",
+	"Pause the running balance (or device delete); it can be resumed later.",
+	NULL
+};
+
+static int cmd_balance_pause(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	return ctl_command(cmd, argc, argv, MFS_RESTRIPE_CTL_PAUSE, "pause");
+}
+DEFINE_SIMPLE_COMMAND(balance_pause, "pause");
+
+static const char * const cmd_balance_resume_usage[] = {
+	"mfs balance resume <path>|<device>...",
+	"",
+	"Resume a paused balance (or device delete) in the foreground.",
+	NULL
+};
+
+static int cmd_balance_resume(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	return ctl_command(cmd, argc, argv, MFS_RESTRIPE_CTL_RESUME, "resume");
+}
+DEFINE_SIMPLE_COMMAND(balance_resume, "resume");
+
+static const char * const cmd_balance_cancel_usage[] = {
+	"mfs balance cancel <path>|<device>...",
+	"",
+	"Cancel a running or paused balance (or device delete).",
+	NULL
+};
+
+static int cmd_balance_cancel(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	return ctl_command(cmd, argc, argv, MFS_RESTRIPE_CTL_CANCEL, "cancel");
+}
+DEFINE_SIMPLE_COMMAND(balance_cancel, "cancel");
+
+static void dump_filter(const char *name, const struct mfs_ioctl_balance_filter *f)
+{
+	printf("  %s (flags 0x%x):", name, f->flags);
+	if (f->flags & MFS_BALANCE_ARGS_CONVERT)
+		printf(" converting, target=%s, soft is %s,",
+		       mfs_profile_ui_name(mfs_filter_bit_to_profile(f->target)),
+		       (f->flags & MFS_BALANCE_ARGS_SOFT) ? "on" : "off");
+	if (f->flags & MFS_BALANCE_ARGS_USAGE)
+		printf(" usage=%llu..%llu,", (unsigned long long)f->usage_min,
+		       (unsigned long long)f->usage_max);
+	if (f->flags & MFS_BALANCE_ARGS_DEVID)
+		printf(" devid=%llu,", (unsigned long long)f->devid);
+	if (f->flags & MFS_BALANCE_ARGS_LIMIT)
+		printf(" limit=%llu,", (unsigned long long)f->limit_max);
+	printf(" balancing\n");
+}
+
+static const char * const cmd_balance_status_usage[] = {
+	"mfs balance status [-v] <path>|<device>...",
+	"",
+	"Show the running or paused balance, device delete or resize, with",
+	"bytes moved, rate and ETA. Exit 0: none, 1: running or paused, 2: error.",
+	"",
+	OPTLINE("-v", "also dump the filters"),
+	NULL
+};
+
+static int cmd_balance_status(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct mfs_ioctl_restripe_status *st;
+	struct mfs_target t;
+	bool verbose = false;
+	int c, ret;
+
+	while ((c = getopt(argc, argv, "v")) != -1) {
+		if (c == 'v')
+			verbose = true;
+		else
+			usage_unknown_option(cmd, argv);
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 2;
+	if (mfs_target_open((const char * const *)argv + optind, argc - optind, false, &t))
+		return 2;
+	st = calloc(1, sizeof(*st));
+	ret = st ? mfs_target_restripe_status(&t, st) : -ENOMEM;
+	if (ret) {
+		error("balance status on '%s' failed: %s", t.mnt, strerror(-ret));
+		free(st);
+		mfs_target_close(&t);
+		return 2;
+	}
+	if (st->state == MFS_RESTRIPE_NONE) {
+		printf("No balance found on '%s'\n", t.mnt);
+		ret = 0;
+	} else {
+		double pct = st->expected ? 100.0 * (st->expected - st->completed) / st->expected : 0;
+
+		printf("%s on '%s' is %s%s\n", op_name(st->args.op), t.mnt,
+		       st->state == MFS_RESTRIPE_RUNNING ? "running" : "paused",
+		       st->cancel_req ? ", cancel requested" :
+		       st->pause_req ? ", pause requested" : "");
+		printf("%llu out of about %llu chunks balanced (%llu considered), %3.f%% left\n",
+		       (unsigned long long)st->completed, (unsigned long long)st->expected,
+		       (unsigned long long)st->considered, pct);
+		if (st->state == MFS_RESTRIPE_RUNNING) {
+			double secs = st->elapsed_ns / 1e9;
+			double rate = secs > 0.5 ? (st->bytes_done - st->bytes_at_start) / secs : 0;
+			u64 left = st->bytes_total > st->bytes_done ? st->bytes_total - st->bytes_done : 0;
+
+			printf("%s of %s moved, %s/s", pretty_size(st->bytes_done),
+			       pretty_size(st->bytes_total), pretty_size((u64)rate));
+			if (rate > 0)
+				printf(", ETA %llus", (unsigned long long)(left / rate));
+			printf("\n");
+		} else {
+			printf("%s of %s moved\n", pretty_size(st->bytes_done),
+			       pretty_size(st->bytes_total));
+		}
+		if (verbose) {
+			printf("Dumping filters: flags 0x%llx, state 0x%x, force is %s\n",
+			       (unsigned long long)st->args.flags, st->state,
+			       (st->args.flags & MFS_BALANCE_FORCE) ? "on" : "off");
+			if (st->args.flags & MFS_BALANCE_DATA)
+				dump_filter("DATA", &st->args.data);
+			if (st->args.flags & MFS_BALANCE_METADATA)
+				dump_filter("METADATA", &st->args.meta);
+			if (st->args.flags & MFS_BALANCE_SYSTEM)
+				dump_filter("SYSTEM", &st->args.sys);
+		}
+		ret = 1;
+	}
+	free(st);
+	mfs_target_close(&t);
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(balance_status, "status");
+
+static const char * const balance_cmd_group_usage[] = {
+	"mfs balance <command> [options] <path>",
+	NULL
+};
+
+static const struct cmd_group balance_cmd_group = {
+	balance_cmd_group_usage, NULL, {
+		&cmd_struct_balance_start,
+		&cmd_struct_balance_pause,
+		&cmd_struct_balance_cancel,
+		&cmd_struct_balance_resume,
+		&cmd_struct_balance_status,
+		NULL
+	}
+};
+DEFINE_GROUP_COMMAND(balance, "balance");

@@ -1,0 +1,12 @@
+/* Shared by balance, device delete and resize: start, follow, report. */
+#ifndef MFS_CMDS_RESTRIPE_CLI_H
+#define MFS_CMDS_RESTRIPE_CLI_H
+
+#include "common/target.h"
+
+int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *f);
+/* Returns the exit code; what names the operation in messages. */
+int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bool background,
+		     bool quiet, const char *what);
+
+#endif

@@ -1,0 +1,336 @@
+/* Mounted (ioctl) or unmounted (in-process) filesystems behind one interface. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include "common/target.h"
+#include "common/open.h"
+#include "common/messages.h"
+#include "common/units.h"
+#include "kernel-shared/admin.h"
+#include "kernel-shared/disk-io.h"
+#include "kernel-shared/restripe.h"
+
+bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
+{
+	char real[PATH_MAX], line[8192];
+	FILE *f;
+	bool found = false;
+
+	if (!realpath(dev, real))
+		return false;
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char mp[PATH_MAX], type[64], source[PATH_MAX];
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+		    sscanf(sep + 3, "%63s %4095s", type, source) != 2)
+			continue;
+		if (strcmp(type, "fuse.mfs") == 0 && strcmp(source, real) == 0) {
+			snprintf(mnt, len, "%s", mp);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static int try_online(const char *path, struct mfs_target *t)
+{
+	struct mfs_ioctl_fs_info *info;
+	struct stat st;
+	int fd, ret;
+
+	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	info = calloc(1, sizeof(*info));
+	ret = info ? ioctl(fd, MFS_IOC_FS_INFO, info) : -1;
+	free(info);
+	if (ret < 0) {
+		close(fd);
+		return -ENOTTY;
+	}
+	t->online = true;
+	t->fd = fd;
+	snprintf(t->mnt, sizeof(t->mnt), "%s", path);
+	return 0;
+}
+
+int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t)
+{
+	char mnt[PATH_MAX];
+	struct stat st;
+
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	if (npaths == 1 && try_online(paths[0], t) == 0)
+		return 0;
+	if (npaths == 1 && !stat(paths[0], &st) && S_ISDIR(st.st_mode)) {
+		error("'%s' is not a mounted mfs filesystem", paths[0]);
+		return -EINVAL;
+	}
+	if (npaths == 1 && mfs_find_mount_of_device(paths[0], mnt, sizeof(mnt)) &&
+	    try_online(mnt, t) == 0)
+		return 0;
+	snprintf(t->mnt, sizeof(t->mnt), "%s", paths[0]);
+	return mfs_open_for_cmd(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, &t->fs);
+}
+
+int mfs_target_close(struct mfs_target *t)
+{
+	int ret = 0;
+
+	if (t->online) {
+		close(t->fd);
+	} else if (t->fs) {
+		ret = mfs_close_fs(t->fs);
+		if (ret)
+			error("cannot write the filesystem: %s", strerror(-ret));
+	}
+	t->fs = NULL;
+	t->fd = -1;
+	return ret;
+}
+
+static int do_ioctl(struct mfs_target *t, unsigned long cmd, void *arg)
+{
+	return ioctl(t->fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+int mfs_target_space(struct mfs_target *t, struct mfs_space *sp)
+{
+	struct mfs_ioctl_space *page = calloc(1, sizeof(*page));
+	u64 cursor = 0;
+	int ret = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	if (!page)
+		return -ENOMEM;
+	while (cursor != (u64)-1) {
+		void *p;
+
+		memset(page, 0, sizeof(*page));
+		page->cursor = cursor;
+		if (t->online)
+			ret = do_ioctl(t, MFS_IOC_SPACE, page);
+		else
+			mfs_admin_space(t->fs, page);
+		if (ret)
+			break;
+		if (!sp->devs) {
+			sp->devs = calloc(page->nr_devices + 1, sizeof(*sp->devs));
+			if (!sp->devs) {
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(sp->devs, page->devs, page->nr_devices * sizeof(*sp->devs));
+			sp->nr_devs = page->nr_devices;
+			sp->data_profile = page->data_profile;
+			sp->metadata_profile = page->metadata_profile;
+			sp->system_profile = page->system_profile;
+			sp->statfs_blocks = page->statfs_blocks;
+			sp->statfs_bfree = page->statfs_bfree;
+		}
+		p = realloc(sp->chunks, (sp->nr_chunks + page->nr_chunks + 1) * sizeof(*sp->chunks));
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		sp->chunks = p;
+		memcpy(sp->chunks + sp->nr_chunks, page->chunks, page->nr_chunks * sizeof(*sp->chunks));
+		sp->nr_chunks += page->nr_chunks;
+		cursor = page->cursor;
+		if (!page->nr_chunks)
+			break;
+	}
+	free(page);
+	if (ret)
+		mfs_space_free(sp);
+	return ret;
+}
+
+void mfs_space_free(struct mfs_space *sp)
+{
+	free(sp->devs);
+	free(sp->chunks);
+	memset(sp, 0, sizeof(*sp));
+}
+
+int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_args *a)
+{
+	int ret;
+
+	if (!t->online)
+		return mfs_admin_restripe_start(t->fs, a);
+	ret = do_ioctl(t, MFS_IOC_RESTRIPE_START, a);
+	return ret ? ret : a->result;
+}
+
+int mfs_target_restripe_status(struct mfs_target *t, struct mfs_ioctl_restripe_status *st)
+{
+	if (!t->online) {
+		mfs_admin_restripe_status(t->fs, st);
+		return 0;
+	}
+	return do_ioctl(t, MFS_IOC_RESTRIPE_STATUS, st);
+}
+
+int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd)
+{
+	struct mfs_ioctl_restripe_ctl c = { .cmd = cmd };
+	int ret;
+
+	if (!t->online)
+		return mfs_admin_restripe_ctl(t->fs, cmd);
+	ret = do_ioctl(t, MFS_IOC_RESTRIPE_CTL, &c);
+	return ret ? ret : c.result;
+}
+
+int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid)
+{
+	struct mfs_ioctl_dev_add *d;
+	int ret;
+
+	if (!t->online)
+		return mfs_admin_device_add(t->fs, path, devid);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	if (!realpath(path, d->path))
+		snprintf(d->path, sizeof(d->path), "%s", path);
+	ret = do_ioctl(t, MFS_IOC_DEV_ADD, d);
+	if (!ret)
+		ret = d->result;
+	*devid = d->devid;
+	free(d);
+	return ret;
+}
+
+int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size)
+{
+	struct mfs_ioctl_resize r = { .devid = devid, .new_size = new_size };
+	int ret;
+
+	if (!t->online)
+		return mfs_admin_grow(t->fs, devid, new_size);
+	ret = do_ioctl(t, MFS_IOC_RESIZE, &r);
+	return ret ? ret : r.result;
+}
+
+/* ---------------- progress ---------------- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void print_progress(const struct mfs_ioctl_restripe_status *st, bool tty)
+{
+	double secs = st->elapsed_ns / 1e9;
+	u64 moved = st->bytes_done - st->bytes_at_start;
+	double rate = secs > 0.5 ? moved / secs : 0;
+	u64 left = st->bytes_total > st->bytes_done ? st->bytes_total - st->bytes_done : 0;
+	double pct = st->bytes_total ? 100.0 * st->bytes_done / st->bytes_total : 100.0;
+	char eta[32] = "--:--:--";
+
+	if (rate > 0) {
+		u64 e = left / rate;
+
+		snprintf(eta, sizeof(eta), "%llu:%02llu:%02llu", (unsigned long long)e / 3600,
+			 (unsigned long long)e / 60 % 60, (unsigned long long)e % 60);
+	}
+	printf("%s%llu/%llu chunks, %s of %s (%.0f%%), %s/s, ETA %s%s",
+	       tty ? "\r" : "", (unsigned long long)st->completed,
+	       (unsigned long long)st->expected, pretty_size(st->bytes_done),
+	       pretty_size(st->bytes_total), pct, pretty_size((u64)rate), eta,
+	       tty ? "    " : "\n");
+	fflush(stdout);
+}
+
+struct offline_run {
+	struct mfs_fs_info *fs;
+	int result;
+	volatile int done;
+};
+
+static void *offline_thread(void *arg)
+{
+	struct offline_run *r = arg;
+
+	r->result = mfs_restripe_run(r->fs);
+	r->done = 1;
+	return NULL;
+}
+
+int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
+{
+	struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
+	struct offline_run run = { .fs = t->fs };
+	struct sigaction sa, old;
+	pthread_t th;
+	bool tty = isatty(STDOUT_FILENO), printed = false;
+	int ticks = 0, ret = 0;
+
+	if (!st)
+		return -ENOMEM;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, &old);
+	if (!t->online && pthread_create(&th, NULL, offline_thread, &run)) {
+		free(st);
+		return -EAGAIN;
+	}
+	for (;;) {
+		usleep(200000);
+		if (interrupted) {
+			/* Ctrl-C pauses; the state stays on disk for resume */
+			interrupted = 0;
+			mfs_target_restripe_ctl(t, MFS_RESTRIPE_CTL_PAUSE);
+		}
+		if (t->online) {
+			ret = mfs_target_restripe_status(t, st);
+			if (ret)
+				break;
+			if (st->state != MFS_RESTRIPE_RUNNING) {
+				ret = st->last_result;
+				break;
+			}
+		} else {
+			mfs_target_restripe_status(t, st);
+			if (run.done)
+				break;
+		}
+		ticks++;
+		if (!quiet && (tty || ticks % 25 == 0)) {
+			print_progress(st, tty);
+			printed = true;
+		}
+	}
+	if (!t->online) {
+		pthread_join(th, NULL);
+		ret = run.result;
+		mfs_target_restripe_status(t, st);
+	}
+	if (!quiet && printed) {
+		print_progress(st, tty);
+		if (tty)
+			printf("\n");
+	}
+	sigaction(SIGINT, &old, NULL);
+	free(st);
+	return ret;
+}

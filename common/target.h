@@ -1,0 +1,58 @@
+/*
+ * The filesystem an admin command acts on: a mounted one (talked to with
+ * ioctls on its mount point) or an unmounted one (opened in-process).
+ * Both go through the same engine functions (kernel-shared/admin.h).
+ */
+#ifndef MFS_COMMON_TARGET_H
+#define MFS_COMMON_TARGET_H
+
+#include <limits.h>
+#include "kernel-shared/ctree.h"
+#include "kernel-shared/ioctl.h"
+
+struct mfs_target {
+	bool online;
+	int fd;				/* mount point, when online */
+	struct mfs_fs_info *fs;		/* when offline */
+	char mnt[PATH_MAX];		/* mount point or first device, for messages */
+};
+
+/* Every device and chunk, gathered page by page. */
+struct mfs_space {
+	struct mfs_ioctl_space_dev *devs;
+	int nr_devs;
+	struct mfs_ioctl_space_chunk *chunks;
+	int nr_chunks;
+	u64 data_profile, metadata_profile, system_profile;
+	u64 statfs_blocks, statfs_bfree;
+};
+
+/*
+ * paths: a mount point (or a device of a mounted filesystem, resolved to
+ * its mount point), or the devices/images of an unmounted one. Prints an
+ * ERROR line on failure.
+ */
+int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t);
+/* Offline: commit and close. */
+int mfs_target_close(struct mfs_target *t);
+
+int mfs_target_space(struct mfs_target *t, struct mfs_space *sp);
+void mfs_space_free(struct mfs_space *sp);
+
+int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_args *a);
+int mfs_target_restripe_status(struct mfs_target *t, struct mfs_ioctl_restripe_status *st);
+int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd);
+int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid);
+int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
+
+/*
+ * Wait for the running restripe to stop (online: poll; offline: run it
+ * here), printing progress unless quiet. Returns the operation's result:
+ * 0 done, -EINTR paused, -ECANCELED cancelled, or -errno.
+ */
+int mfs_target_restripe_wait(struct mfs_target *t, bool quiet);
+
+/* Mount point of a mounted mfs whose source is this device, if any. */
+bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * The admin interface in one place: the FUSE server answers ioctls with
+ * these functions, and offline commands call the very same ones
+ * in-process, so online and offline behave alike (DESIGN §7).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "ctree.h"
+#include "admin.h"
+#include "volumes.h"
+#include "alloc.h"
+#include "restripe.h"
+#include "inode.h"
+
+static void filter_from_ioctl(struct mfs_balance_filter *f, const struct mfs_ioctl_balance_filter *i)
+{
+	f->flags = i->flags;
+	f->profiles = i->profiles;
+	f->usage_min = i->usage_min;
+	f->usage_max = i->usage_max;
+	f->devid = i->devid;
+	f->pstart = i->pstart;
+	f->pend = i->pend;
+	f->vstart = i->vstart;
+	f->vend = i->vend;
+	f->target = i->target;
+	f->limit_min = i->limit_min;
+	f->limit_max = i->limit_max;
+	f->stripes_min = i->stripes_min;
+	f->stripes_max = i->stripes_max;
+}
+
+static void filter_to_ioctl(struct mfs_ioctl_balance_filter *i, const struct mfs_balance_filter *f)
+{
+	memset(i, 0, sizeof(*i));
+	i->flags = f->flags;
+	i->profiles = f->profiles;
+	i->usage_min = f->usage_min;
+	i->usage_max = f->usage_max;
+	i->devid = f->devid;
+	i->pstart = f->pstart;
+	i->pend = f->pend;
+	i->vstart = f->vstart;
+	i->vend = f->vend;
+	i->target = f->target;
+	i->limit_min = f->limit_min;
+	i->limit_max = f->limit_max;
+	i->stripes_min = f->stripes_min;
+	i->stripes_max = f->stripes_max;
+}
+
+void mfs_restripe_args_from_ioctl(struct mfs_restripe_args *a, const struct mfs_ioctl_restripe_args *i)
+{
+	unsigned int n;
+
+	memset(a, 0, sizeof(*a));
+	a->op = i->op;
+	a->flags = i->flags;
+	filter_from_ioctl(&a->data, &i->data);
+	filter_from_ioctl(&a->meta, &i->meta);
+	filter_from_ioctl(&a->sys, &i->sys);
+	a->nr_devids = i->nr_devids > MFS_RESTRIPE_MAX_DEVIDS ? MFS_RESTRIPE_MAX_DEVIDS : i->nr_devids;
+	for (n = 0; n < (unsigned int)a->nr_devids; n++)
+		a->devids[n] = i->devids[n];
+	a->new_size = i->new_size;
+}
+
+static void args_to_ioctl(struct mfs_ioctl_restripe_args *i, const struct mfs_restripe_args *a)
+{
+	int n;
+
+	memset(i, 0, sizeof(*i));
+	i->op = a->op;
+	i->flags = a->flags;
+	filter_to_ioctl(&i->data, &a->data);
+	filter_to_ioctl(&i->meta, &a->meta);
+	filter_to_ioctl(&i->sys, &a->sys);
+	i->nr_devids = a->nr_devids;
+	for (n = 0; n < a->nr_devids; n++)
+		i->devids[n] = a->devids[n];
+	i->new_size = a->new_size;
+}
+
+void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_status *out)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct timespec ts;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return;
+	out->state = st->state;
+	out->last_result = st->last_result;
+	out->pause_req = st->pause_req;
+	out->cancel_req = st->cancel_req;
+	out->expected = st->expected;
+	out->considered = st->considered;
+	out->completed = st->completed;
+	out->bytes_total = st->bytes_total;
+	out->bytes_done = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+	out->bytes_at_start = st->bytes_at_start;
+	if (st->state == MFS_RESTRIPE_RUNNING && st->start_ns) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		out->elapsed_ns = (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec - st->start_ns;
+	}
+	args_to_ioctl(&out->args, &st->args);
+}
+
+int mfs_admin_restripe_start(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_args *io)
+{
+	struct mfs_restripe_args a;
+	int ret;
+
+	mfs_restripe_args_from_ioctl(&a, io);
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_restripe_start(fs, &a, io->msg, sizeof(io->msg));
+	pthread_mutex_unlock(&fs->lock);
+	io->result = ret;
+	return ret;
+}
+
+int mfs_admin_restripe_ctl(struct mfs_fs_info *fs, unsigned int cmd)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	int ret = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	switch (cmd) {
+	case MFS_RESTRIPE_CTL_PAUSE:
+		if (!st || st->state != MFS_RESTRIPE_RUNNING)
+			ret = -ENOTCONN;
+		else
+			st->pause_req = 1;
+		break;
+	case MFS_RESTRIPE_CTL_CANCEL:
+		if (!st || st->state == MFS_RESTRIPE_NONE)
+			ret = -ENOTCONN;
+		else if (st->state == MFS_RESTRIPE_RUNNING)
+			st->cancel_req = 1;
+		else
+			ret = mfs_restripe_cancel_paused(fs);
+		break;
+	case MFS_RESTRIPE_CTL_RESUME:
+		ret = mfs_restripe_resume(fs);
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* One page of the space picture (devices always, chunks from cursor). */
+void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
+{
+	u64 first = sp->cursor;
+	struct statvfs sv;
+	int i;
+
+	mfs_statfs(fs, &sv);
+	pthread_mutex_lock(&fs->lock);
+	memset(sp, 0, sizeof(*sp));
+	sp->statfs_blocks = (u64)sv.f_blocks * sv.f_frsize;
+	sp->statfs_bfree = (u64)sv.f_bavail * sv.f_frsize;
+	sp->data_profile = fs->data_profile;
+	sp->metadata_profile = fs->metadata_profile;
+	sp->system_profile = fs->system_profile;
+	for (i = 0; i < fs->nr_devices && i < MFS_SPACE_MAX_DEVS; i++) {
+		struct mfs_device *d = fs->devices[i];
+		struct mfs_ioctl_space_dev *o = &sp->devs[i];
+
+		o->devid = d->devid;
+		o->total_bytes = d->total_bytes;
+		o->bytes_used = d->bytes_used;
+		o->flags = d->flags;
+		o->missing = d->missing;
+		o->device_size = d->io ? d->io->size : 0;
+		snprintf(o->path, sizeof(o->path), "%s", d->path ? d->path : "");
+	}
+	sp->nr_devices = i;
+	sp->total_chunks = fs->nr_chunks;
+	for (i = 0; first + i < (u64)fs->nr_chunks && i < MFS_SPACE_MAX_CHUNKS; i++) {
+		struct mfs_chunk_map *m = fs->chunks[first + i];
+		struct mfs_block_group *bg = mfs_lookup_block_group(fs, m->logical);
+		struct mfs_ioctl_space_chunk *c = &sp->chunks[i];
+		int s;
+
+		c->logical = m->logical;
+		c->length = m->length;
+		c->type = m->type;
+		c->used = bg ? bg->used : 0;
+		c->num_stripes = m->num_stripes;
+		c->stripe_size = mfs_map_stripe_size(m);
+		for (s = 0; s < m->num_stripes && s < 16; s++)
+			c->devids[s] = m->stripes[s].devid;
+	}
+	sp->nr_chunks = i;
+	sp->cursor = first + i < (u64)fs->nr_chunks ? first + i : (u64)-1;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	/* allowed while a balance is paused, as btrfs does */
+	if (st && st->state == MFS_RESTRIPE_RUNNING)
+		ret = -EINPROGRESS;
+	else
+		ret = mfs_device_add(fs, path, devid);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_device_grow(fs, devid, new_size);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}

@@ -1,0 +1,18 @@
+/* Admin operations shared by the FUSE server's ioctls and offline commands. */
+#ifndef MFS_ADMIN_H
+#define MFS_ADMIN_H
+
+#include "ctree.h"
+#include "ioctl.h"
+#include "restripe.h"
+
+void mfs_restripe_args_from_ioctl(struct mfs_restripe_args *a, const struct mfs_ioctl_restripe_args *i);
+void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_status *out);
+/* Check and persist; the caller then runs mfs_restripe_run (thread or in-process). */
+int mfs_admin_restripe_start(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_args *io);
+int mfs_admin_restripe_ctl(struct mfs_fs_info *fs, unsigned int cmd);
+void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp);
+int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);
+int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
+
+#endif

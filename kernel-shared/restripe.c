@@ -1,0 +1,1157 @@
+/*
+ * The restriper: balance, convert, device delete and shrink (DESIGN §5).
+ *
+ * Per chunk: stop allocating from it and commit, build the new layout for
+ * the same logical range, copy the used ranges (verifying checksums and
+ * reading other copies where one is bad), then swap the chunk item and
+ * device extents in one commit. Nothing that points at the chunk changes.
+ * The old device extents stay reserved until that commit is on disk.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <time.h>
+#include <uuid/uuid.h>
+#include "ctree.h"
+#include "restripe.h"
+#include "alloc.h"
+#include "volumes.h"
+#include "profiles.h"
+#include "transaction.h"
+#include "disk-io.h"
+#include "csum.h"
+
+#define SECTOR 4096ULL
+
+static u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static struct mfs_restripe_status *status(struct mfs_fs_info *fs)
+{
+	if (!fs->restripe)
+		fs->restripe = calloc(1, sizeof(*fs->restripe));
+	return fs->restripe;
+}
+
+/* ---------------- the persistent item ---------------- */
+
+static void filter_to_disk(struct mfs_disk_balance_args *d, const struct mfs_balance_filter *f)
+{
+	memset(d, 0, sizeof(*d));
+	d->flags = cpu_to_le64(f->flags);
+	d->profiles = cpu_to_le64(f->profiles);
+	d->usage_min = cpu_to_le64(f->usage_min);
+	d->usage_max = cpu_to_le64(f->usage_max);
+	d->devid = cpu_to_le64(f->devid);
+	d->pstart = cpu_to_le64(f->pstart);
+	d->pend = cpu_to_le64(f->pend);
+	d->vstart = cpu_to_le64(f->vstart);
+	d->vend = cpu_to_le64(f->vend);
+	d->target = cpu_to_le64(f->target);
+	d->limit_min = cpu_to_le64(f->limit_min);
+	d->limit_max = cpu_to_le64(f->limit_max);
+	d->stripes_min = cpu_to_le32(f->stripes_min);
+	d->stripes_max = cpu_to_le32(f->stripes_max);
+}
+
+static void filter_from_disk(struct mfs_balance_filter *f, const struct mfs_disk_balance_args *d)
+{
+	f->flags = le64_to_cpu(d->flags);
+	f->profiles = le64_to_cpu(d->profiles);
+	f->usage_min = le64_to_cpu(d->usage_min);
+	f->usage_max = le64_to_cpu(d->usage_max);
+	f->devid = le64_to_cpu(d->devid);
+	f->pstart = le64_to_cpu(d->pstart);
+	f->pend = le64_to_cpu(d->pend);
+	f->vstart = le64_to_cpu(d->vstart);
+	f->vend = le64_to_cpu(d->vend);
+	f->target = le64_to_cpu(d->target);
+	f->limit_min = le64_to_cpu(d->limit_min);
+	f->limit_max = le64_to_cpu(d->limit_max);
+	f->stripes_min = le32_to_cpu(d->stripes_min);
+	f->stripes_max = le32_to_cpu(d->stripes_max);
+}
+
+static int write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st, bool paused)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
+	struct mfs_balance_item bi;
+	struct mfs_path path;
+	int i, ret;
+
+	memset(&bi, 0, sizeof(bi));
+	bi.op = cpu_to_le64(st->args.op);
+	bi.flags = cpu_to_le64(st->args.flags | (paused ? MFS_BALANCE_PAUSED : 0));
+	filter_to_disk(&bi.data, &st->args.data);
+	filter_to_disk(&bi.meta, &st->args.meta);
+	filter_to_disk(&bi.sys, &st->args.sys);
+	bi.cursor = cpu_to_le64(st->cursor);
+	bi.completed = cpu_to_le64(st->completed);
+	bi.considered = cpu_to_le64(st->considered);
+	bi.bytes_done = cpu_to_le64(st->bytes_done);
+	bi.nr_devids = cpu_to_le64(st->args.nr_devids);
+	for (i = 0; i < st->args.nr_devids; i++)
+		bi.devids[i] = cpu_to_le64(st->args.devids[i]);
+	bi.new_size = cpu_to_le64(st->args.new_size);
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
+	if (ret == 0) {
+		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), &bi, sizeof(bi));
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+	}
+	mfs_release_path(&path);
+	if (ret > 0)
+		ret = mfs_insert_item(trans, fs->tree_root, &key, &bi, sizeof(bi));
+	return ret;
+}
+
+static int delete_item(struct mfs_trans_handle *trans)
+{
+	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, trans->fs_info->tree_root, &key, &path, -1, 1);
+	if (ret == 0)
+		ret = mfs_del_item(trans, trans->fs_info->tree_root, &path);
+	else if (ret > 0)
+		ret = 0;
+	mfs_release_path(&path);
+	return ret;
+}
+
+/* Save state and commit (fs->lock held). */
+static int persist(struct mfs_fs_info *fs, bool paused)
+{
+	struct mfs_trans_handle *trans;
+	int ret = mfs_start_transaction(fs, &trans);
+
+	if (ret)
+		return ret;
+	ret = write_item(trans, fs->restripe, paused);
+	if (ret) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	return mfs_commit_transaction(trans);
+}
+
+int mfs_restripe_load(struct mfs_fs_info *fs)
+{
+	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
+	struct mfs_restripe_status *st;
+	struct mfs_balance_item bi;
+	struct mfs_path path;
+	int ret, i;
+
+	if (!fs->tree_root)
+		return 0;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->tree_root, &key, &path, 0, 0);
+	if (ret == 0) {
+		if (leaf_item_size(path.nodes[0], path.slots[0]) != sizeof(bi))
+			ret = -EUCLEAN;
+		else
+			memcpy(&bi, leaf_item_data(path.nodes[0], path.slots[0]), sizeof(bi));
+	}
+	mfs_release_path(&path);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	st = status(fs);
+	if (!st)
+		return -ENOMEM;
+	memset(st, 0, sizeof(*st));
+	st->state = MFS_RESTRIPE_PAUSED;
+	st->args.op = le64_to_cpu(bi.op);
+	st->args.flags = le64_to_cpu(bi.flags) & ~MFS_BALANCE_PAUSED;
+	filter_from_disk(&st->args.data, &bi.data);
+	filter_from_disk(&st->args.meta, &bi.meta);
+	filter_from_disk(&st->args.sys, &bi.sys);
+	st->cursor = le64_to_cpu(bi.cursor);
+	st->completed = le64_to_cpu(bi.completed);
+	st->considered = le64_to_cpu(bi.considered);
+	st->bytes_done = le64_to_cpu(bi.bytes_done);
+	st->args.nr_devids = min_t(u64, le64_to_cpu(bi.nr_devids), MFS_RESTRIPE_MAX_DEVIDS);
+	for (i = 0; i < st->args.nr_devids; i++)
+		st->args.devids[i] = le64_to_cpu(bi.devids[i]);
+	st->args.new_size = le64_to_cpu(bi.new_size);
+	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_RESIZE)
+		return -EUCLEAN;
+	return 0;
+}
+
+/* ---------------- selection ---------------- */
+
+static const struct mfs_balance_filter *filter_for(const struct mfs_restripe_args *a, u64 type,
+						   bool *selected)
+{
+	*selected = false;
+	if (type & MFS_BLOCK_GROUP_DATA) {
+		*selected = a->flags & MFS_BALANCE_DATA;
+		return &a->data;
+	}
+	if (type & MFS_BLOCK_GROUP_SYSTEM) {
+		*selected = a->flags & MFS_BALANCE_SYSTEM;
+		return &a->sys;
+	}
+	*selected = a->flags & MFS_BALANCE_METADATA;
+	return &a->meta;
+}
+
+static bool has_devid(const struct mfs_chunk_map *map, u64 devid)
+{
+	int i;
+
+	for (i = 0; i < map->num_stripes; i++)
+		if (map->stripes[i].devid == devid)
+			return true;
+	return false;
+}
+
+static u64 target_profile(const struct mfs_restripe_args *a, const struct mfs_chunk_map *map)
+{
+	bool sel;
+	const struct mfs_balance_filter *f = filter_for(a, map->type, &sel);
+
+	if (a->op == MFS_RESTRIPE_OP_BALANCE && sel && (f->flags & MFS_BALANCE_ARGS_CONVERT))
+		return mfs_filter_bit_to_profile(f->target);
+	return map->type & MFS_BLOCK_GROUP_PROFILE_MASK;
+}
+
+/* Does this chunk take part? counts[] tracks limit= per type. */
+static bool chunk_selected(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			   struct mfs_chunk_map *map, u64 *counts)
+{
+	struct mfs_block_group *bg = mfs_lookup_block_group(fs, map->logical);
+	const struct mfs_balance_filter *f;
+	u64 profile = map->type & MFS_BLOCK_GROUP_PROFILE_MASK;
+	int tidx = (map->type & MFS_BLOCK_GROUP_DATA) ? 0 : (map->type & MFS_BLOCK_GROUP_SYSTEM) ? 2 : 1;
+	bool sel;
+	int i;
+
+	if (!bg)
+		return false;
+	if (a->op == MFS_RESTRIPE_OP_DELETE) {
+		for (i = 0; i < a->nr_devids; i++)
+			if (has_devid(map, a->devids[i]))
+				return true;
+		return false;
+	}
+	if (a->op == MFS_RESTRIPE_OP_RESIZE) {
+		u64 ss = mfs_map_stripe_size(map);
+
+		for (i = 0; i < map->num_stripes; i++)
+			if (map->stripes[i].devid == a->devids[0] &&
+			    map->stripes[i].physical + ss > a->new_size)
+				return true;
+		return false;
+	}
+	f = filter_for(a, map->type, &sel);
+	if (!sel)
+		return false;
+	if ((f->flags & MFS_BALANCE_ARGS_PROFILES) &&
+	    !(f->profiles & mfs_profile_to_filter_bit(profile)))
+		return false;
+	if (f->flags & MFS_BALANCE_ARGS_USAGE) {
+		u64 pct = bg->length ? bg->used * 100 / bg->length : 0;
+
+		if (pct < f->usage_min || pct > f->usage_max)
+			return false;
+	}
+	if ((f->flags & MFS_BALANCE_ARGS_DEVID) && !has_devid(map, f->devid))
+		return false;
+	if (f->flags & MFS_BALANCE_ARGS_DRANGE) {
+		u64 ss = mfs_map_stripe_size(map);
+		bool hit = false;
+
+		for (i = 0; i < map->num_stripes; i++)
+			if (map->stripes[i].devid == f->devid &&
+			    map->stripes[i].physical < f->pend &&
+			    map->stripes[i].physical + ss > f->pstart)
+				hit = true;
+		if (!hit)
+			return false;
+	}
+	if ((f->flags & MFS_BALANCE_ARGS_VRANGE) &&
+	    !(map->logical < f->vend && map->logical + map->length > f->vstart))
+		return false;
+	if ((f->flags & MFS_BALANCE_ARGS_STRIPES) &&
+	    ((u32)map->num_stripes < f->stripes_min || (u32)map->num_stripes > f->stripes_max))
+		return false;
+	if ((f->flags & MFS_BALANCE_ARGS_CONVERT) && (f->flags & MFS_BALANCE_ARGS_SOFT) &&
+	    profile == mfs_filter_bit_to_profile(f->target))
+		return false;
+	if (f->flags & MFS_BALANCE_ARGS_LIMIT) {
+		if (counts[tidx] >= f->limit_max)
+			return false;
+		counts[tidx]++;
+	}
+	return true;
+}
+
+/* Logical starts of the selected chunks at or after cursor. */
+static int select_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
+			 u64 **out, int *nout, u64 *bytes)
+{
+	u64 counts[3] = { 0, 0, 0 };
+	u64 *list;
+	int i, n = 0;
+
+	list = calloc(fs->nr_chunks + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	*bytes = 0;
+	for (i = 0; i < fs->nr_chunks; i++) {
+		struct mfs_chunk_map *map = fs->chunks[i];
+
+		if (map->logical < cursor || !chunk_selected(fs, a, map, counts))
+			continue;
+		list[n++] = map->logical;
+		*bytes += mfs_lookup_block_group(fs, map->logical)->used;
+	}
+	*out = list;
+	*nout = n;
+	return 0;
+}
+
+/* ---------------- checks before anything moves ---------------- */
+
+static int allocatable_devices(struct mfs_fs_info *fs, const struct mfs_restripe_args *a)
+{
+	int i, j, n = 0;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		bool excl = false;
+
+		if (!mfs_device_allocatable(fs->devices[i]))
+			continue;
+		for (j = 0; a->op == MFS_RESTRIPE_OP_DELETE && j < a->nr_devids; j++)
+			if (fs->devices[i]->devid == a->devids[j])
+				excl = true;
+		if (!excl)
+			n++;
+	}
+	return n;
+}
+
+static const char *type_word(u64 type)
+{
+	if (type & MFS_BLOCK_GROUP_DATA)
+		return "data";
+	if (type & MFS_BLOCK_GROUP_SYSTEM)
+		return "system";
+	return "metadata";
+}
+
+static int check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+		      char *msg, size_t msglen)
+{
+	int ndev = allocatable_devices(fs, a), i;
+	const struct mfs_balance_filter *fl[3] = { &a->data, &a->meta, &a->sys };
+	u64 flagbits[3] = { MFS_BALANCE_DATA, MFS_BALANCE_METADATA, MFS_BALANCE_SYSTEM };
+	u64 types[3] = { MFS_BLOCK_GROUP_DATA, MFS_BLOCK_GROUP_METADATA, MFS_BLOCK_GROUP_SYSTEM };
+
+	for (i = 0; i < 3 && a->op == MFS_RESTRIPE_OP_BALANCE; i++) {
+		const struct mfs_raid_attr *t;
+
+		if (!(a->flags & flagbits[i]) || !(fl[i]->flags & MFS_BALANCE_ARGS_CONVERT))
+			continue;
+		t = mfs_profile(mfs_filter_bit_to_profile(fl[i]->target));
+		if (ndev < t->devs_min) {
+			snprintf(msg, msglen,
+				 "unable to convert %s to %s: it needs %d devices, the filesystem has %d",
+				 type_word(types[i]), t->ui_name, t->devs_min, ndev);
+			return -EINVAL;
+		}
+		if (i == 1 && !(a->flags & MFS_BALANCE_FORCE) &&
+		    t->tolerated_failures < mfs_profile(fs->metadata_profile)->tolerated_failures) {
+			snprintf(msg, msglen,
+				 "converting metadata to %s reduces redundancy, use --force if you want this",
+				 t->ui_name);
+			return -EINVAL;
+		}
+	}
+	if (a->op == MFS_RESTRIPE_OP_DELETE) {
+		/* every profile in use must keep enough devices */
+		for (i = 0; i < fs->nr_chunks; i++) {
+			const struct mfs_raid_attr *p = mfs_profile(fs->chunks[i]->type);
+
+			if (ndev < p->devs_min) {
+				const char *word[] = { "zero", "one", "two", "three", "four" };
+
+				snprintf(msg, msglen,
+					 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start -%cconvert=%s <mnt>'",
+					 p->devs_min < 5 ? word[p->devs_min] : "many", p->ui_name,
+					 type_word(fs->chunks[i]->type),
+					 (fs->chunks[i]->type & MFS_BLOCK_GROUP_DATA) ? 'd' : 'm',
+					 ndev >= 2 ? "raid1" : "single");
+				return -EINVAL;
+			}
+		}
+		if (ndev == 0) {
+			snprintf(msg, msglen, "unable to remove the only writeable device");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			  struct mfs_restripe_estimate *est)
+{
+	u64 *list, bytes, largest = 0;
+	int n, i, j, ret;
+
+	memset(est, 0, sizeof(*est));
+	ret = select_chunks(fs, a, 0, &list, &n, &bytes);
+	if (ret)
+		return ret;
+	est->chunks = n;
+	est->bytes = bytes;
+	for (i = 0; i < n; i++) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, list[i]);
+		u64 prof = target_profile(a, map);
+		const struct mfs_raid_attr *t = mfs_profile(prof);
+		int nd = allocatable_devices(fs, a);
+		u64 raw;
+
+		if (t->devs_max && nd > t->devs_max)
+			nd = t->devs_max;
+		nd -= nd % t->devs_increment;
+		if (nd < 1)
+			nd = 1;
+		raw = map->length / mfs_nr_data_stripes(prof, nd * t->dev_stripes) *
+		      nd * t->dev_stripes;
+		largest = max_t(u64, largest, raw);
+		/* what the old layout frees on surviving devices comes back after each swap */
+		for (j = 0; j < map->num_stripes; j++) {
+			bool gone = false;
+			int k;
+
+			for (k = 0; a->op == MFS_RESTRIPE_OP_DELETE && k < a->nr_devids; k++)
+				if (map->stripes[j].devid == a->devids[k])
+					gone = true;
+			if (gone)
+				est->raw_needed += mfs_map_stripe_size(map);
+		}
+		if (a->op != MFS_RESTRIPE_OP_DELETE) {
+			u64 old = mfs_map_stripe_size(map) * map->num_stripes;
+
+			if (raw > old)
+				est->raw_needed += raw - old;
+		}
+	}
+	/* one chunk's new layout must fit before its old one is released */
+	est->raw_needed += n ? largest : 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		bool excl = false;
+		u64 used = 0;
+		int e;
+
+		for (j = 0; a->op == MFS_RESTRIPE_OP_DELETE && j < a->nr_devids; j++)
+			if (dev->devid == a->devids[j])
+				excl = true;
+		if (excl || !mfs_device_allocatable(dev))
+			continue;
+		for (e = 0; e < dev->nr_extents; e++)
+			used += dev->extents[e].length;
+		used += SZ_1M + (dev->total_bytes > mfs_sb_offset(1) ? SZ_1M : 0);
+		if (dev->total_bytes > used)
+			est->raw_available += dev->total_bytes - used;
+	}
+	est->fits = est->raw_needed <= est->raw_available;
+	free(list);
+	return 0;
+}
+
+/* New chunks follow a conversion at once. */
+static void apply_targets(struct mfs_fs_info *fs, const struct mfs_restripe_args *args)
+{
+	if (args->op != MFS_RESTRIPE_OP_BALANCE)
+		return;
+	if ((args->flags & MFS_BALANCE_DATA) && (args->data.flags & MFS_BALANCE_ARGS_CONVERT))
+		fs->data_profile = mfs_filter_bit_to_profile(args->data.target);
+	if ((args->flags & MFS_BALANCE_METADATA) && (args->meta.flags & MFS_BALANCE_ARGS_CONVERT)) {
+		fs->metadata_profile = mfs_filter_bit_to_profile(args->meta.target);
+		if (!(args->flags & MFS_BALANCE_SYSTEM))
+			fs->system_profile = fs->metadata_profile;
+	}
+	if ((args->flags & MFS_BALANCE_SYSTEM) && (args->sys.flags & MFS_BALANCE_ARGS_CONVERT))
+		fs->system_profile = mfs_filter_bit_to_profile(args->sys.target);
+}
+
+int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
+		       char *msg, size_t msglen)
+{
+	struct mfs_restripe_status *st = status(fs);
+	struct mfs_restripe_estimate est;
+	u64 *list;
+	int ret, n, i;
+
+	msg[0] = 0;
+	if (!st)
+		return -ENOMEM;
+	if (st->state != MFS_RESTRIPE_NONE) {
+		snprintf(msg, msglen, "another operation is %s",
+			 st->state == MFS_RESTRIPE_PAUSED ? "paused" : "running");
+		return -EINPROGRESS;
+	}
+	ret = check_args(fs, args, msg, msglen);
+	if (ret)
+		return ret;
+	if (args->op == MFS_RESTRIPE_OP_DELETE) {
+		ret = mfs_restripe_estimate(fs, args, &est);
+		if (ret)
+			return ret;
+		if (!est.fits) {
+			snprintf(msg, msglen,
+				 "not enough space on the remaining devices: %llu bytes needed, %llu available (%llu missing)",
+				 (unsigned long long)est.raw_needed,
+				 (unsigned long long)est.raw_available,
+				 (unsigned long long)(est.raw_needed - est.raw_available));
+			return -ENOSPC;
+		}
+	}
+	memset(st, 0, sizeof(*st));
+	st->args = *args;
+	ret = select_chunks(fs, args, 0, &list, &n, &st->bytes_total);
+	if (ret)
+		return ret;
+	st->expected = n;
+	free(list);
+	st->state = MFS_RESTRIPE_RUNNING;
+	apply_targets(fs, args);
+	if (args->op == MFS_RESTRIPE_OP_DELETE) {
+		for (i = 0; i < args->nr_devids; i++) {
+			struct mfs_device *dev = mfs_find_device(fs, args->devids[i]);
+
+			if (dev) {
+				dev->flags |= MFS_DEV_STATE_DELETING;
+				dev->dirty = true;
+			}
+		}
+	}
+	if (args->op == MFS_RESTRIPE_OP_RESIZE) {
+		struct mfs_device *dev = mfs_find_device(fs, args->devids[0]);
+
+		if (!dev)
+			return -ENODEV;
+		dev->total_bytes = args->new_size;
+		dev->dirty = true;
+	}
+	ret = persist(fs, false);
+	if (ret)
+		st->state = MFS_RESTRIPE_NONE;
+	return ret;
+}
+
+int mfs_restripe_resume(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 *list;
+	int n, ret;
+
+	if (!st || st->state == MFS_RESTRIPE_NONE)
+		return -ENOENT;
+	if (st->state == MFS_RESTRIPE_RUNNING)
+		return -EINPROGRESS;
+	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &st->bytes_total);
+	if (ret)
+		return ret;
+	free(list);
+	st->bytes_total += st->bytes_done;
+	st->expected = st->completed + n;
+	st->pause_req = st->cancel_req = 0;
+	st->state = MFS_RESTRIPE_RUNNING;
+	apply_targets(fs, &st->args);
+	return 0;
+}
+
+/* ---------------- moving one chunk ---------------- */
+
+static int delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key)
+{
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, -1, 1);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret == 0)
+		ret = mfs_del_item(trans, root, &path);
+	mfs_release_path(&path);
+	return ret;
+}
+
+static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_map *old,
+			       struct mfs_chunk_map *new)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_FIRST_CHUNK_TREE_OBJECTID, MFS_CHUNK_ITEM_KEY, old->logical };
+	u64 oss = mfs_map_stripe_size(old);
+	int i, ret;
+
+	ret = delete_key(trans, fs->chunk_root, &key);
+	if (ret)
+		return ret;
+	if (new) {
+		u32 size = mfs_chunk_item_size(new->num_stripes);
+		u8 *buf = malloc(size);
+
+		if (!buf)
+			return -ENOMEM;
+		mfs_chunk_map_to_item(fs, new, buf);
+		ret = mfs_insert_item(trans, fs->chunk_root, &key, buf, size);
+		free(buf);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < old->num_stripes; i++) {
+		struct mfs_key dk = { old->stripes[i].devid, MFS_DEV_EXTENT_KEY, old->stripes[i].physical };
+		struct mfs_device *dev = mfs_find_device(fs, old->stripes[i].devid);
+
+		ret = delete_key(trans, fs->dev_root, &dk);
+		if (ret)
+			return ret;
+		if (dev) {
+			dev->bytes_used -= min_t(u64, oss, dev->bytes_used);
+			dev->dirty = true;
+		}
+	}
+	for (i = 0; new && i < new->num_stripes; i++) {
+		struct mfs_key dk = { new->stripes[i].devid, MFS_DEV_EXTENT_KEY, new->stripes[i].physical };
+		struct mfs_dev_extent de = {
+			.chunk_offset = cpu_to_le64(new->logical),
+			.length = cpu_to_le64(mfs_map_stripe_size(new)),
+		};
+
+		ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
+		if (ret)
+			return ret;
+		new->stripes[i].dev->bytes_used += mfs_map_stripe_size(new);
+		new->stripes[i].dev->dirty = true;
+	}
+	return 0;
+}
+
+/* After the swap is committed the old places may be reused. */
+static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *old)
+{
+	int i;
+
+	for (i = 0; i < old->num_stripes; i++) {
+		struct mfs_device *dev = mfs_find_device(fs, old->stripes[i].devid);
+
+		if (dev)
+			mfs_device_remove_extent(dev, old->stripes[i].physical);
+	}
+}
+
+static void replace_map(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		if (fs->chunks[i] == old)
+			fs->chunks[i] = new;
+}
+
+/* An empty chunk is simply removed: no copy, and its space is free again. */
+static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	struct mfs_chunk_map *map = bg->map;
+	struct mfs_trans_handle *trans;
+	struct mfs_key key = { bg->start, MFS_BLOCK_GROUP_ITEM_KEY, bg->length };
+	int ret;
+
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	ret = replace_chunk_items(trans, map, NULL);
+	if (!ret)
+		ret = delete_key(trans, fs->extent_root, &key);
+	if (ret) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	mfs_remove_chunk_map(fs, map);
+	mfs_remove_block_group(fs, bg);
+	ret = mfs_commit_transaction(trans);
+	if (!ret)
+		release_old_extents(fs, map);
+	free(map);
+	return ret;
+}
+
+/* Read range r from the old layout, picking a copy whose checksums hold. */
+static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const struct mfs_range *r,
+		     const u8 *csums, u8 *buf)
+{
+	int copies = mfs_num_copies(old), m, ret = -EIO;
+	u64 s, n;
+
+	if (r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) {
+		for (m = 1; m <= copies; m++) {
+			if (mfs_read_map(old, r->start, buf, r->len, m))
+				continue;
+			if (!mfs_verify_tree_block(fs, buf, r->start, r->level, r->owner))
+				return 0;
+		}
+		return -EUCLEAN;
+	}
+	if (mfs_read_map(old, r->start, buf, r->len, 1))
+		memset(buf, 0, r->len), ret = -EIO;
+	else
+		ret = 0;
+	if (!csums)
+		return ret == -EIO ? mfs_read_map(old, r->start, buf, r->len, 2) : 0;
+	n = r->len / SECTOR;
+	for (s = 0; s < n; s++) {
+		u8 got[MFS_CSUM_SIZE];
+		u8 *sb = buf + s * SECTOR;
+		const u8 *want = csums + s * fs->csum_size;
+		bool ok = false;
+
+		mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+		if (ret == 0 && !memcmp(got, want, fs->csum_size))
+			continue;
+		for (m = 2; m <= copies && !ok; m++) {
+			if (mfs_read_map(old, r->start + s * SECTOR, sb, SECTOR, m))
+				continue;
+			mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+			ok = !memcmp(got, want, fs->csum_size);
+		}
+		if (!ok)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int extent_csums(struct mfs_fs_info *fs, const struct mfs_range *r, u8 **out)
+{
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, r->start };
+	struct mfs_path path;
+	int ret;
+
+	*out = NULL;
+	if (!(r->flags & MFS_EXTENT_FLAG_DATA) || !fs->csum_root)
+		return 0;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);
+	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) ==
+			r->len / SECTOR * fs->csum_size) {
+		*out = malloc(r->len / SECTOR * fs->csum_size);
+		if (*out)
+			memcpy(*out, leaf_item_data(path.nodes[0], path.slots[0]),
+			       r->len / SECTOR * fs->csum_size);
+	}
+	mfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Copy every used range of the chunk into the new layout. raid5/6 targets
+ * are written a whole row at a time, never touching a row twice.
+ */
+static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new,
+		      struct mfs_range *r, u8 **csums, int n)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	const struct mfs_raid_attr *t = mfs_profile(new->type);
+	u64 row_len = t->nparity ? (u64)(new->num_stripes - t->nparity) * new->stripe_len : 0;
+	u8 *buf = NULL, *row = NULL;
+	u64 cur_row = (u64)-1;
+	int i, ret = 0;
+
+	if (row_len) {
+		row = calloc(1, row_len);
+		if (!row)
+			return -ENOMEM;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		u64 off;
+
+		buf = malloc(r[i].len);
+		if (!buf) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = read_good(fs, old, &r[i], csums[i], buf);
+		if (ret) {
+			free(buf);
+			break;
+		}
+		if (!row_len) {
+			ret = mfs_write_map(new, r[i].start, buf, r[i].len);
+		} else {
+			/* scatter into rows, writing each finished row once */
+			for (off = 0; off < r[i].len && !ret;) {
+				u64 lo = r[i].start + off - new->logical;
+				u64 rw = lo / row_len, in = lo % row_len;
+				u64 cnt = min_t(u64, r[i].len - off, row_len - in);
+
+				if (rw != cur_row) {
+					if (cur_row != (u64)-1)
+						ret = mfs_write_map(new, new->logical + cur_row * row_len,
+								    row, row_len);
+					memset(row, 0, row_len);
+					cur_row = rw;
+				}
+				memcpy(row + in, buf + off, cnt);
+				off += cnt;
+			}
+		}
+		free(buf);
+		__atomic_add_fetch(&st->bytes_done, r[i].len, __ATOMIC_RELAXED);
+	}
+	if (!ret && row_len && cur_row != (u64)-1)
+		ret = mfs_write_map(new, new->logical + cur_row * row_len, row, row_len);
+	free(row);
+	return ret;
+}
+
+static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_chunk_map *old, *new = NULL;
+	struct mfs_block_group *bg;
+	struct mfs_trans_handle *trans;
+	struct mfs_range *ranges = NULL;
+	u8 **csums = NULL;
+	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
+	int nexcl = 0, n = 0, i, ret;
+	u64 flags;
+
+	pthread_mutex_lock(&fs->lock);
+	old = mfs_find_chunk(fs, logical);
+	bg = mfs_lookup_block_group(fs, logical);
+	if (!old || !bg || old->logical != logical) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;	/* gone meanwhile */
+	}
+	if (st->args.op == MFS_RESTRIPE_OP_DELETE)
+		for (i = 0; i < st->args.nr_devids; i++)
+			excl[nexcl++] = st->args.devids[i];
+	flags = (old->type & MFS_BLOCK_GROUP_TYPE_MASK) | target_profile(&st->args, old);
+	/* take no new allocations here, and get what is pending onto disk */
+	bg->ro = true;
+	ret = mfs_commit_if_dirty(fs);
+	if (ret)
+		goto fail_locked;
+	if (bg->used == 0 && bg->reserved == 0) {
+		ret = remove_empty_chunk(fs, bg);
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	ret = mfs_alloc_chunk_at(fs, logical, old->length, flags, excl, nexcl, &new);
+	if (ret)
+		goto fail_locked;
+	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
+	if (!ret) {
+		csums = calloc(n + 1, sizeof(*csums));
+		if (!csums)
+			ret = -ENOMEM;
+	}
+	for (i = 0; !ret && i < n; i++)
+		ret = extent_csums(fs, &ranges[i], &csums[i]);
+	pthread_mutex_unlock(&fs->lock);
+
+	/* the copy runs without the lock: the chunk only loses extents meanwhile */
+	if (!ret)
+		ret = copy_chunk(fs, old, new, ranges, csums, n);
+
+	pthread_mutex_lock(&fs->lock);
+	if (ret)
+		goto fail_new;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		goto fail_new;
+	ret = replace_chunk_items(trans, old, new);
+	if (!ret && (old->type & MFS_BLOCK_GROUP_PROFILE_MASK) != (new->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+		bg->dirty = true;	/* the block group item records the profile */
+	if (ret) {
+		mfs_end_transaction(trans);
+		goto fail_new;
+	}
+	replace_map(fs, old, new);
+	bg->map = new;
+	ret = mfs_rebuild_bg_space(fs, bg);
+	st->cursor = logical + old->length;
+	st->completed++;
+	if (!ret)
+		ret = write_item(trans, st, false);
+	if (ret) {
+		mfs_end_transaction(trans);
+		goto out_locked;
+	}
+	ret = mfs_commit_transaction(trans);
+	if (!ret) {
+		release_old_extents(fs, old);
+		free(old);
+	}
+	bg->ro = false;
+	goto out_locked;
+fail_new:
+	for (i = 0; new && i < new->num_stripes; i++)
+		mfs_device_remove_extent(new->stripes[i].dev, new->stripes[i].physical);
+	free(new);
+fail_locked:
+	bg->ro = false;
+out_locked:
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; csums && i < n; i++)
+		free(csums[i]);
+	free(csums);
+	free(ranges);
+	return ret;
+}
+
+/* ---------------- finishing ---------------- */
+
+static void wipe_supers(struct mfs_device *dev)
+{
+	static const u8 zero[MFS_SUPER_INFO_SIZE];
+	int m;
+
+	for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
+		u64 off = mfs_sb_offset(m);
+
+		if (off + MFS_SUPER_INFO_SIZE > dev->io->size)
+			break;
+		mfs_io_write(dev->io, zero, sizeof(zero), off);
+	}
+	mfs_io_flush(dev->io);
+}
+
+/* Take the (now empty) devices of a delete out of the filesystem. */
+static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
+			struct mfs_device **gone, int *ngone)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	int i, j, ret;
+
+	*ngone = 0;
+	for (i = 0; i < st->args.nr_devids; i++) {
+		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[i]);
+		struct mfs_key key = { MFS_DEV_ITEMS_OBJECTID, MFS_DEV_ITEM_KEY, st->args.devids[i] };
+		struct mfs_key skey = { MFS_DEV_STATS_OBJECTID, MFS_PERSISTENT_ITEM_KEY, st->args.devids[i] };
+
+		if (!dev)
+			continue;
+		if (dev->nr_extents)
+			return -EBUSY;
+		ret = delete_key(trans, fs->chunk_root, &key);
+		if (ret)
+			return ret;
+		if (fs->dev_root)
+			delete_key(trans, fs->dev_root, &skey);
+		for (j = 0; j < fs->nr_devices; j++) {
+			if (fs->devices[j] == dev) {
+				memmove(&fs->devices[j], &fs->devices[j + 1],
+					(fs->nr_devices - j - 1) * sizeof(*fs->devices));
+				fs->nr_devices--;
+				break;
+			}
+		}
+		gone[(*ngone)++] = dev;
+	}
+	return 0;
+}
+
+static int finish(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_device *gone[MFS_RESTRIPE_MAX_DEVIDS];
+	struct mfs_trans_handle *trans;
+	int i, ngone = 0, ret;
+
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	ret = delete_item(trans);
+	if (!ret && st->args.op == MFS_RESTRIPE_OP_DELETE)
+		ret = drop_devices(fs, trans, gone, &ngone);
+	if (ret) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	ret = mfs_commit_transaction(trans);
+	/* only now, with no superblock naming them, are the devices free */
+	for (i = 0; i < ngone; i++) {
+		if (!ret && gone[i]->io)
+			wipe_supers(gone[i]);
+		mfs_io_close(gone[i]->io);
+		free(gone[i]->path);
+		free(gone[i]->extents);
+		free(gone[i]);
+	}
+	return ret;
+}
+
+int mfs_restripe_run(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 *list = NULL, bytes;
+	int n = 0, i, ret;
+
+	if (!st || st->state != MFS_RESTRIPE_RUNNING)
+		return -ENOENT;
+	st->start_ns = now_ns();
+	st->bytes_at_start = st->bytes_done;
+	pthread_mutex_lock(&fs->lock);
+	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes);
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; !ret && i < n; i++) {
+		if (st->cancel_req) {
+			ret = -ECANCELED;
+			break;
+		}
+		if (st->pause_req) {
+			ret = -EINTR;
+			break;
+		}
+		st->considered++;
+		ret = relocate_chunk(fs, list[i]);
+	}
+	free(list);
+	pthread_mutex_lock(&fs->lock);
+	if (ret == 0) {
+		ret = finish(fs);
+		if (!ret)
+			st->state = MFS_RESTRIPE_NONE;
+	} else if (ret == -ECANCELED) {
+		ret = mfs_restripe_cancel_paused(fs) ?: -ECANCELED;
+	} else {
+		/* paused or failed: the state stays on disk for resume */
+		st->state = MFS_RESTRIPE_PAUSED;
+		persist(fs, true);
+	}
+	st->last_result = ret;
+	st->pause_req = st->cancel_req = 0;
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_trans_handle *trans;
+	int i, ret;
+
+	if (!st || st->state == MFS_RESTRIPE_NONE)
+		return -ENOENT;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	ret = delete_item(trans);
+	/* devices being deleted or shrunk take allocations again */
+	for (i = 0; st->args.op == MFS_RESTRIPE_OP_DELETE && i < st->args.nr_devids; i++) {
+		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[i]);
+
+		if (dev) {
+			dev->flags &= ~MFS_DEV_STATE_DELETING;
+			dev->dirty = true;
+		}
+	}
+	if (ret) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	ret = mfs_commit_transaction(trans);
+	if (!ret)
+		st->state = MFS_RESTRIPE_NONE;
+	return ret;
+}
+
+/* ---------------- device add and grow ---------------- */
+
+int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid_out)
+{
+	static const u8 zero[SZ_64K];
+	struct mfs_trans_handle *trans;
+	struct mfs_device *dev;
+	u64 devid = 1, off;
+	int i, ret;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (fs->devices[i]->devid >= devid)
+			devid = fs->devices[i]->devid + 1;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	ret = mfs_io_open(path, true, true, &dev->io);
+	if (ret) {
+		free(dev);
+		return ret;
+	}
+	if (dev->io->size < MFS_MIN_DEVICE_SIZE) {
+		mfs_io_close(dev->io);
+		free(dev);
+		return -ENOSPC;
+	}
+	dev->path = strdup(path);
+	dev->devid = devid;
+	uuid_generate(dev->uuid);
+	dev->total_bytes = round_down(dev->io->size, SZ_4K);
+	dev->dirty = true;
+	dev->generation = fs->generation;
+	/* nothing of a former filesystem may survive in the reserved area */
+	for (off = 0; off < SZ_1M; off += sizeof(zero)) {
+		ret = mfs_io_write(dev->io, zero, sizeof(zero), off);
+		if (ret)
+			goto fail;
+	}
+	for (i = 1; i < MFS_SUPER_MIRROR_MAX; i++) {
+		off = mfs_sb_offset(i);
+		if (off + MFS_SUPER_INFO_SIZE > dev->io->size)
+			break;
+		ret = mfs_io_write(dev->io, zero, MFS_SUPER_INFO_SIZE, off);
+		if (ret)
+			goto fail;
+	}
+	ret = mfs_io_flush(dev->io);
+	if (ret)
+		goto fail;
+	ret = mfs_add_device(fs, dev);
+	if (ret)
+		goto fail;
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret)
+		ret = mfs_commit_transaction(trans);
+	if (ret)
+		return ret;	/* the commit failed: the fs is read-only now */
+	*devid_out = devid;
+	return 0;
+fail:
+	mfs_io_close(dev->io);
+	free(dev->path);
+	free(dev);
+	return ret;
+}
+
+int mfs_device_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size)
+{
+	struct mfs_device *dev = mfs_find_device(fs, devid);
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	if (!dev || dev->missing)
+		return -ENODEV;
+	if (new_size > dev->io->size)
+		return -EFBIG;
+	dev->total_bytes = round_down(new_size, SZ_4K);
+	dev->dirty = true;
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret)
+		ret = mfs_commit_transaction(trans);
+	return ret;
+}

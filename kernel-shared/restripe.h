@@ -1,0 +1,102 @@
+/*
+ * The restriper (DESIGN §5): one engine for balance, convert, device
+ * delete and shrink. Chunks are copied to a new layout and swapped in
+ * place, so logical addresses never change; progress is persisted.
+ */
+#ifndef MFS_RESTRIPE_H
+#define MFS_RESTRIPE_H
+
+#include "ctree.h"
+
+struct mfs_balance_filter {
+	u32 flags;		/* MFS_BALANCE_ARGS_* */
+	u64 profiles;		/* profile bits, MFS_AVAIL_ALLOC_BIT_SINGLE for single */
+	u64 usage_min, usage_max;
+	u64 devid;
+	u64 pstart, pend;
+	u64 vstart, vend;
+	u64 target;		/* convert: profile bits, MFS_AVAIL_ALLOC_BIT_SINGLE for single */
+	u64 limit_min, limit_max;
+	u32 stripes_min, stripes_max;
+};
+
+struct mfs_restripe_args {
+	int op;			/* MFS_RESTRIPE_OP_* */
+	u64 flags;		/* MFS_BALANCE_DATA | METADATA | SYSTEM | FORCE */
+	struct mfs_balance_filter data, meta, sys;
+	u64 devids[MFS_RESTRIPE_MAX_DEVIDS];
+	int nr_devids;
+	u64 new_size;
+};
+
+enum mfs_restripe_state {
+	MFS_RESTRIPE_NONE,
+	MFS_RESTRIPE_RUNNING,
+	MFS_RESTRIPE_PAUSED,
+};
+
+/* What a running or paused operation reports (fs->restripe). */
+struct mfs_restripe_status {
+	int state;
+	struct mfs_restripe_args args;
+	u64 expected;		/* chunks selected */
+	u64 considered;
+	u64 completed;		/* chunks relocated */
+	u64 bytes_total;	/* used bytes in the selected chunks */
+	u64 bytes_done;
+	u64 cursor;
+	u64 start_ns;		/* CLOCK_MONOTONIC when this run started */
+	u64 bytes_at_start;	/* bytes_done when this run started (rate) */
+	volatile int pause_req;
+	volatile int cancel_req;
+	int last_result;
+};
+
+/* Convert a profile bit mask for filters (single has no bg bit). */
+static inline u64 mfs_profile_to_filter_bit(u64 profile)
+{
+	return profile ? profile : MFS_AVAIL_ALLOC_BIT_SINGLE;
+}
+
+static inline u64 mfs_filter_bit_to_profile(u64 bit)
+{
+	return bit == MFS_AVAIL_ALLOC_BIT_SINGLE ? 0 : bit;
+}
+
+/* Load a persisted operation at open: it is then paused until resumed. */
+int mfs_restripe_load(struct mfs_fs_info *fs);
+/*
+ * Check and persist a new operation (state becomes RUNNING); then
+ * mfs_restripe_run does the work. Errors that refuse the operation leave
+ * the filesystem untouched; msg explains (for the command to print).
+ */
+int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
+		       char *msg, size_t msglen);
+/*
+ * Relocate every selected chunk. Returns 0 when done, -EINTR when paused
+ * (state kept on disk), -ECANCELED when cancelled, -errno on failure
+ * (state kept, paused).
+ */
+int mfs_restripe_run(struct mfs_fs_info *fs);
+/* A paused operation becomes RUNNING again (then call mfs_restripe_run). */
+int mfs_restripe_resume(struct mfs_fs_info *fs);
+/* Cancel a paused one (a running one: set cancel_req). */
+int mfs_restripe_cancel_paused(struct mfs_fs_info *fs);
+
+/* --dry-run: chunks and bytes that would move and whether it fits. */
+struct mfs_restripe_estimate {
+	u64 chunks;
+	u64 bytes;		/* used bytes moved */
+	u64 raw_needed;		/* raw space the new layouts take */
+	u64 raw_available;	/* unallocated raw space usable for them */
+	bool fits;
+};
+int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
+			  struct mfs_restripe_estimate *est);
+
+/* Device add (online and offline); the device must be unused. */
+int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);
+/* Grow a device to new_size (shrinking goes through the restriper). */
+int mfs_device_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
+
+#endif
