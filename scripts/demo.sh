@@ -1,22 +1,41 @@
 #!/usr/bin/env bash
 # The main job, end to end on sparse image files in a temporary directory:
-# make multi-device filesystems, show them, check them.
+# make multi-device filesystems, mount one, write data, add a device,
+# balance, convert, delete a device, show and check.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$top/build:$PATH"
 work=$(mktemp -d /tmp/mfs-demo.XXXXXX)
 export MFS_REGISTRY="$work/registry"
-trap 'rm -rf "$work"' EXIT
+cleanup() {
+	mountpoint -q "$work/mnt" 2>/dev/null && mfs umount "$work/mnt"
+	rm -rf "$work"
+}
+trap cleanup EXIT
 cd "$work"
 run() { echo; echo "\$ $*"; "$@"; }
 
-for i in 1 2 3 4 5; do truncate -s 2G "d$i.img"; done
+for i in 1 2 3 4 5 6; do truncate -s 2G "d$i.img"; done
 
-run mkfs.mfs -L demo0 -d raid0 -m dup d1.img d2.img
-run mkfs.mfs -L demo5 -d raid5 -m raid1 d3.img d4.img d5.img
-run mfs filesystem show
-run mfs filesystem show --format json demo5
+run mkfs.mfs -L demo5 -d raid5 -m raid1 d4.img d5.img d6.img
+run mfs check d4.img
+run mkfs.mfs -L demo -d raid0 -m dup d1.img d2.img
+mkdir mnt
+run mfs mount d1.img mnt
+echo; echo "\$ (write 300 MiB of files)"
+for i in 1 2 3; do head -c 100M /dev/urandom > "mnt/file$i"; done
+mkdir mnt/dir && cp -a /etc/hostname mnt/dir/ && ln -s file1 mnt/link
+sha256sum mnt/file* > sums
+run df -h mnt
+run mfs filesystem show demo
+run mfs device add -K d3.img mnt
+run mfs balance start --full-balance mnt
+run mfs filesystem show demo
+run mfs balance start -dconvert=raid5 -mconvert=raid1 mnt
+run mfs device delete d2.img mnt
+run mfs filesystem show demo
+run sha256sum -c sums
+run mfs umount mnt
 run mfs check d1.img
-run mfs check d3.img
 echo
-echo "demo finished: two filesystems made, shown and checked in $work"
+echo "demo finished: filesystems made, mounted, grown, balanced, converted, shrunk, shown and checked in $work"
