@@ -663,6 +663,7 @@ static int apply_ref(struct mfs_trans_handle *trans, const struct mfs_delayed_re
 	struct mfs_key key = { ref->bytenr, MFS_EXTENT_ITEM_KEY, ref->num_bytes };
 	struct mfs_extent_item *ei;
 	struct mfs_path path;
+	bool is_data;
 	s64 refs;
 	int ret;
 
@@ -705,6 +706,8 @@ static int apply_ref(struct mfs_trans_handle *trans, const struct mfs_delayed_re
 		mfs_mark_buffer_dirty(trans, path.nodes[0]);
 		goto out;
 	}
+	/* ei points into the leaf: read what we need before the item goes */
+	is_data = le64_to_cpu(ei->flags) & MFS_EXTENT_FLAG_DATA;
 	ret = mfs_del_item(trans, fs->extent_root, &path);
 	if (ret)
 		goto out;
@@ -712,7 +715,7 @@ static int apply_ref(struct mfs_trans_handle *trans, const struct mfs_delayed_re
 	bg->dirty = true;
 	/* reusable only once the commit that forgets it is on disk */
 	ret = pin_extent(fs->running, ref->bytenr, ref->num_bytes);
-	if (!ret && (le64_to_cpu(ei->flags) & MFS_EXTENT_FLAG_DATA))
+	if (!ret && is_data)
 		ret = delete_csums(trans, ref->bytenr);
 out:
 	mfs_release_path(&path);

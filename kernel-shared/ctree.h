@@ -30,6 +30,7 @@ struct mfs_device {
 	char *path;		/* NULL when missing */
 	struct mfs_io_dev *io;	/* NULL when missing */
 	bool missing;
+	bool in_tree;		/* has a device item in the chunk tree */
 	bool dirty;		/* device item must be rewritten at commit */
 	u64 stats[5];		/* error counters (MFS_DEV_STAT_*), persisted at commit */
 	bool stats_dirty;

@@ -390,6 +390,7 @@ int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
 	struct mfs_chunk_map *map;
 	struct extent_buffer *eb = cache_lookup(fs, bytenr);
 	int copies, m, ret = -EIO, good = 0;
+	u64 bad_csum = 0;	/* mirrors that failed verification (else I/O) */
 	u8 *buf;
 
 	if (eb) {
@@ -419,6 +420,8 @@ int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
 			good = m;
 			break;
 		}
+		if (err == -EUCLEAN && m <= 64)
+			bad_csum |= 1ULL << (m - 1);
 		/* remember the worst: corruption beats a plain I/O error */
 		if (ret != -EUCLEAN)
 			ret = err;
@@ -426,6 +429,19 @@ int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
 	if (!good) {
 		free(buf);
 		return ret;
+	}
+	/*
+	 * Self-heal, as for data: every copy read before the good one was bad;
+	 * count it against its device and write the good block over it. For
+	 * raid5/6 the later "mirrors" are rebuilds of the same data column,
+	 * so only that column (mirror 1) is a copy of its own.
+	 */
+	for (m = 1; m < good; m++) {
+		if (mfs_profile(map->type)->nparity && m > 1)
+			break;
+		mfs_dev_stat_inc(fs, bytenr, m, (bad_csum & (1ULL << (m - 1))) ?
+				 MFS_DEV_STAT_CORRUPTION_ERRS : MFS_DEV_STAT_READ_ERRS);
+		mfs_write_logical_mirror(fs, bytenr, buf, fs->nodesize, m);
 	}
 	eb = mfs_alloc_eb(fs, bytenr);
 	if (!eb) {
@@ -685,6 +701,7 @@ static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int
 	devid = le64_to_cpu(di->devid);
 	dev = mfs_find_device(fs, devid);
 	if (dev && memcmp(dev->uuid, di->uuid, MFS_UUID_SIZE) == 0) {
+		dev->in_tree = true;
 		dev->total_bytes = le64_to_cpu(di->total_bytes);
 		dev->bytes_used = le64_to_cpu(di->bytes_used);
 		dev->flags = le64_to_cpu(di->flags);
@@ -703,6 +720,7 @@ static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int
 	dev->bytes_used = le64_to_cpu(di->bytes_used);
 	dev->flags = le64_to_cpu(di->flags);
 	dev->missing = true;
+	dev->in_tree = true;
 	return mfs_add_device(fs, dev);
 }
 
@@ -767,6 +785,24 @@ static int read_chunk_tree(struct mfs_fs_info *fs)
 	mfs_release_path(&path);
 	if (ret < 0)
 		return ret;
+	/*
+	 * A device whose superblock names this filesystem but which has no
+	 * device item was removed (a crash before its superblock was wiped):
+	 * it is no member any more.
+	 */
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		if (dev->in_tree)
+			continue;
+		mfs_io_close(dev->io);
+		free(dev->path);
+		free(dev);
+		memmove(&fs->devices[i], &fs->devices[i + 1],
+			(fs->nr_devices - i - 1) * sizeof(*fs->devices));
+		fs->nr_devices--;
+		i--;
+	}
 	/* stripes may name devices the tree introduced after the map was read */
 	for (i = 0; i < fs->nr_chunks; i++) {
 		struct mfs_chunk_map *map = fs->chunks[i];
@@ -807,9 +843,10 @@ static int read_dev_extents(struct mfs_fs_info *fs)
 			struct mfs_device *dev = mfs_find_device(fs, key.offset);
 			int j;
 
+			/* add: errors found while reading the trees up to here count too */
 			if (dev && leaf_item_size(leaf, slot) == sizeof(*si))
 				for (j = 0; j < MFS_DEV_STAT_VALUES_MAX; j++)
-					dev->stats[j] = le64_to_cpu(si->values[j]);
+					dev->stats[j] += le64_to_cpu(si->values[j]);
 		}
 		if (key.type == MFS_DEV_EXTENT_KEY) {
 			struct mfs_dev_extent *de = leaf_item_data(leaf, slot);

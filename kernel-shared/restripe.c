@@ -143,13 +143,17 @@ static int persist(struct mfs_fs_info *fs, bool paused)
 	return mfs_commit_transaction(trans);
 }
 
+static int select_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
+			 u64 **out, int *nout, u64 *bytes);
+
 int mfs_restripe_load(struct mfs_fs_info *fs)
 {
 	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
 	struct mfs_restripe_status *st;
 	struct mfs_balance_item bi;
 	struct mfs_path path;
-	int ret, i;
+	u64 *list, bytes;
+	int ret, i, n;
 
 	if (!fs->tree_root)
 		return 0;
@@ -184,6 +188,12 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 	st->args.new_size = le64_to_cpu(bi.new_size);
 	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_RESIZE)
 		return -EUCLEAN;
+	/* what is left, for status before it is resumed */
+	if (!select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes)) {
+		st->expected = st->completed + n;
+		st->bytes_total = st->bytes_done + bytes;
+		free(list);
+	}
 	return 0;
 }
 
@@ -260,9 +270,15 @@ static bool chunk_selected(struct mfs_fs_info *fs, const struct mfs_restripe_arg
 	    !(f->profiles & mfs_profile_to_filter_bit(profile)))
 		return false;
 	if (f->flags & MFS_BALANCE_ARGS_USAGE) {
-		u64 pct = bg->length ? bg->used * 100 / bg->length : 0;
+		/*
+		 * As btrfs: min% <= used < max% of the chunk; usage=0 means
+		 * only empty chunks (nothing is below 0%).
+		 */
+		u64 lo = bg->length / 100 * f->usage_min + bg->length % 100 * f->usage_min / 100;
+		u64 hi = f->usage_max == 0 ? 1 :
+			 bg->length / 100 * f->usage_max + bg->length % 100 * f->usage_max / 100;
 
-		if (pct < f->usage_min || pct > f->usage_max)
+		if (bg->used < lo || bg->used >= hi)
 			return false;
 	}
 	if ((f->flags & MFS_BALANCE_ARGS_DEVID) && !has_devid(map, f->devid))
@@ -420,7 +436,8 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 		u64 prof = target_profile(a, map);
 		const struct mfs_raid_attr *t = mfs_profile(prof);
 		int nd = allocatable_devices(fs, a);
-		u64 raw;
+		struct mfs_block_group *bg;
+		u64 raw, net, kept = 0;
 
 		if (t->devs_max && nd > t->devs_max)
 			nd = t->devs_max;
@@ -429,8 +446,15 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 			nd = 1;
 		raw = map->length / mfs_nr_data_stripes(prof, nd * t->dev_stripes) *
 		      nd * t->dev_stripes;
-		largest = max_t(u64, largest, raw);
-		/* what the old layout frees on surviving devices comes back after each swap */
+		/* an empty chunk is just removed: it only frees space */
+		bg = mfs_lookup_block_group(fs, map->logical);
+		if (bg && bg->used == 0)
+			continue;
+		/*
+		 * After the swap the chunk takes raw bytes in its new layout, and
+		 * its old stripes on the devices that stay are free again; while
+		 * it is copied, both are held.
+		 */
 		for (j = 0; j < map->num_stripes; j++) {
 			bool gone = false;
 			int k;
@@ -438,17 +462,14 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 			for (k = 0; a->op == MFS_RESTRIPE_OP_DELETE && k < a->nr_devids; k++)
 				if (map->stripes[j].devid == a->devids[k])
 					gone = true;
-			if (gone)
-				est->raw_needed += mfs_map_stripe_size(map);
+			if (!gone)
+				kept += mfs_map_stripe_size(map);
 		}
-		if (a->op != MFS_RESTRIPE_OP_DELETE) {
-			u64 old = mfs_map_stripe_size(map) * map->num_stripes;
-
-			if (raw > old)
-				est->raw_needed += raw - old;
-		}
+		net = raw > kept ? raw - kept : 0;
+		est->raw_needed += net;
+		largest = max_t(u64, largest, raw - net);
 	}
-	/* one chunk's new layout must fit before its old one is released */
+	/* the chunk being copied holds its old and new layout at once */
 	est->raw_needed += n ? largest : 0;
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
@@ -644,14 +665,15 @@ static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_
 }
 
 /* After the swap is committed the old places may be reused. */
-static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *old)
+static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *old,
+				const struct mfs_chunk_map *new)
 {
 	int i;
 
 	for (i = 0; i < old->num_stripes; i++) {
 		struct mfs_device *dev = mfs_find_device(fs, old->stripes[i].devid);
 
-		if (dev)
+		if (dev && !mfs_stripe_kept(old, i, new))
 			mfs_device_remove_extent(dev, old->stripes[i].physical);
 	}
 }
@@ -687,7 +709,7 @@ static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg
 	mfs_remove_block_group(fs, bg);
 	ret = mfs_commit_transaction(trans);
 	if (!ret)
-		release_old_extents(fs, map);
+		release_old_extents(fs, map, NULL);
 	free(map);
 	return ret;
 }
@@ -848,11 +870,14 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	if (ret)
 		goto fail_locked;
 	if (bg->used == 0 && bg->reserved == 0) {
+		/* relocated by removing it: it counts, as in btrfs */
 		ret = remove_empty_chunk(fs, bg);
+		if (!ret)
+			st->completed++;
 		pthread_mutex_unlock(&fs->lock);
 		return ret;
 	}
-	ret = mfs_alloc_chunk_at(fs, logical, old->length, flags, excl, nexcl, &new);
+	ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, &new);
 	if (ret)
 		goto fail_locked;
 	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
@@ -875,16 +900,21 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		goto fail_new;
-	ret = replace_chunk_items(trans, old, new);
-	if (!ret && (old->type & MFS_BLOCK_GROUP_PROFILE_MASK) != (new->type & MFS_BLOCK_GROUP_PROFILE_MASK))
-		bg->dirty = true;	/* the block group item records the profile */
-	if (ret) {
-		mfs_end_transaction(trans);
-		goto fail_new;
-	}
+	/*
+	 * Swap in memory first: the tree changes below may allocate, and the
+	 * chunk (now in its new layout) can take them, so relocating the only
+	 * metadata chunk needs no second one. The commit makes it all durable
+	 * at once; a failed commit leaves the filesystem read-only.
+	 */
 	replace_map(fs, old, new);
 	bg->map = new;
 	ret = mfs_rebuild_bg_space(fs, bg);
+	if (!ret)
+		bg->ro = false;
+	if (!ret)
+		ret = replace_chunk_items(trans, old, new);
+	if (!ret && (old->type & MFS_BLOCK_GROUP_PROFILE_MASK) != (new->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+		bg->dirty = true;	/* the block group item records the profile */
 	st->cursor = logical + old->length;
 	st->completed++;
 	if (!ret)
@@ -895,14 +925,15 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	}
 	ret = mfs_commit_transaction(trans);
 	if (!ret) {
-		release_old_extents(fs, old);
+		release_old_extents(fs, old, new);
 		free(old);
 	}
 	bg->ro = false;
 	goto out_locked;
 fail_new:
 	for (i = 0; new && i < new->num_stripes; i++)
-		mfs_device_remove_extent(new->stripes[i].dev, new->stripes[i].physical);
+		if (!mfs_stripe_kept(new, i, old))
+			mfs_device_remove_extent(new->stripes[i].dev, new->stripes[i].physical);
 	free(new);
 fail_locked:
 	bg->ro = false;
@@ -1000,8 +1031,8 @@ static int finish(struct mfs_fs_info *fs)
 int mfs_restripe_run(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	u64 *list = NULL, bytes;
-	int n = 0, i, ret;
+	u64 *list = NULL, *all = NULL, *alen = NULL, bytes;
+	int n = 0, nall = 0, i, j, ret;
 
 	if (!st || st->state != MFS_RESTRIPE_RUNNING)
 		return -ENOENT;
@@ -1009,8 +1040,21 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 	st->bytes_at_start = st->bytes_done;
 	pthread_mutex_lock(&fs->lock);
 	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes);
+	/* every chunk from the cursor on is considered, as btrfs counts them */
+	if (!ret) {
+		all = calloc(fs->nr_chunks + 1, sizeof(*all));
+		alen = calloc(fs->nr_chunks + 1, sizeof(*alen));
+		if (!all || !alen)
+			ret = -ENOMEM;
+		for (i = 0; !ret && i < fs->nr_chunks; i++) {
+			if (fs->chunks[i]->logical < st->cursor)
+				continue;
+			all[nall] = fs->chunks[i]->logical;
+			alen[nall++] = fs->chunks[i]->length;
+		}
+	}
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; !ret && i < n; i++) {
+	for (i = 0, j = 0; !ret && i < nall; i++) {
 		if (st->cancel_req) {
 			ret = -ECANCELED;
 			break;
@@ -1020,9 +1064,21 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 			break;
 		}
 		st->considered++;
-		ret = relocate_chunk(fs, list[i]);
+		while (j < n && list[j] < all[i])
+			j++;
+		if (j < n && list[j] == all[i]) {
+			ret = relocate_chunk(fs, list[j++]);
+		} else {
+			/* passed over; persisted with the next progress save */
+			pthread_mutex_lock(&fs->lock);
+			if (st->cursor < all[i] + alen[i])
+				st->cursor = all[i] + alen[i];
+			pthread_mutex_unlock(&fs->lock);
+		}
 	}
 	free(list);
+	free(all);
+	free(alen);
 	pthread_mutex_lock(&fs->lock);
 	if (ret == 0) {
 		ret = finish(fs);

@@ -438,6 +438,21 @@ static void reserved_range(int i, u64 *start, u64 *len)
 	}
 }
 
+u64 mfs_device_reserved_bytes(u64 total_bytes)
+{
+	u64 sum = 0;
+	int i;
+
+	for (i = 0; i < MFS_SUPER_MIRROR_MAX; i++) {
+		u64 rs, rl;
+
+		reserved_range(i, &rs, &rl);
+		if (rs < total_bytes)
+			sum += min_t(u64, rl, total_bytes - rs);
+	}
+	return sum;
+}
+
 bool mfs_range_is_reserved(u64 start, u64 len)
 {
 	int i;
@@ -535,11 +550,42 @@ u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start)
 	return m.len;
 }
 
+struct best_fit_arg {
+	u64 need;
+	u64 start;
+	u64 len;
+};
+
+static int best_fit_cb(u64 start, u64 len, void *arg)
+{
+	struct best_fit_arg *b = arg;
+	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+
+	if (astart >= start + len || start + len - astart < b->need)
+		return 0;
+	len = start + len - astart;
+	if (!b->len || len < b->len) {
+		b->len = len;
+		b->start = astart;
+	}
+	return 0;
+}
+
+/* The smallest hole that takes need bytes, so big holes stay big. */
+static int device_best_fit(struct mfs_device *dev, u64 need, u64 *start)
+{
+	struct best_fit_arg b = { need, 0, 0 };
+
+	for_each_hole(dev, best_fit_cb, &b);
+	if (!b.len)
+		return -ENOSPC;
+	*start = b.start;
+	return 0;
+}
+
 bool mfs_device_allocatable(const struct mfs_device *dev)
 {
-	return !dev->missing && dev->io &&
-	       !(dev->flags & (MFS_DEV_STATE_DELETING | MFS_DEV_STATE_NOALLOC |
-			       MFS_DEV_STATE_REPLACE_TARGET));
+	return !dev->missing && dev->io && !(dev->flags & MFS_DEV_STATE_NO_ALLOC);
 }
 
 /* ---------------- chunk allocation ---------------- */
@@ -1095,63 +1141,65 @@ void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 	fs->dev_stats_dirty = 1;
 }
 
-/*
- * Logical bytes the unallocated space would still give chunks of this
- * type and profile, allocating the way mfs_alloc_chunk does.
- */
-u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags)
+static int cmp_u64_desc(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+u64 mfs_simulate_alloc_free(u64 *free_space, int n, u64 flags)
 {
 	const struct mfs_raid_attr *a = mfs_profile(flags);
-	u64 *free_space, total = 0;
-	int n = 0, i, j;
+	u64 total = 0;
+	int i;
+
+	/* holes are used in whole MiBs */
+	for (i = 0; i < n; i++)
+		free_space[i] = round_down(free_space[i], MFS_CHUNK_ALIGN);
+	for (;;) {
+		int ndevs = 0, ndata;
+		u64 stripe;
+
+		/* the most free devices first, as mfs_alloc_chunk orders holes */
+		qsort(free_space, n, sizeof(*free_space), cmp_u64_desc);
+		while (ndevs < n && free_space[ndevs] >= MFS_MIN_STRIPE_SIZE * a->dev_stripes)
+			ndevs++;
+		if (a->devs_max && ndevs > a->devs_max)
+			ndevs = a->devs_max;
+		ndevs -= ndevs % a->devs_increment;
+		if (ndevs == 0 || ndevs < a->devs_min)
+			break;
+		stripe = min_t(u64, free_space[ndevs - 1] / a->dev_stripes, SZ_1G);
+		stripe = round_down(stripe, MFS_CHUNK_ALIGN);
+		ndata = mfs_nr_data_stripes(flags, ndevs * a->dev_stripes);
+		total += stripe * ndata;
+		for (i = 0; i < ndevs; i++)
+			free_space[i] -= stripe * a->dev_stripes;
+	}
+	return total;
+}
+
+u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags)
+{
+	u64 *free_space, total;
+	int n = 0, i;
 
 	free_space = calloc(fs->nr_devices + 1, sizeof(*free_space));
 	if (!free_space)
 		return 0;
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
-		u64 used = 0;
+		u64 used = mfs_device_reserved_bytes(dev->total_bytes);
 		int e;
 
 		if (!mfs_device_allocatable(dev))
 			continue;
 		for (e = 0; e < dev->nr_extents; e++)
 			used += dev->extents[e].length;
-		/* the first MiB and the mirror reservations never hold chunks */
-		used += SZ_1M;
-		if (dev->total_bytes > mfs_sb_offset(1))
-			used += SZ_1M;
-		free_space[n++] = dev->total_bytes > used ? round_down(dev->total_bytes - used, SZ_1M) : 0;
+		free_space[n++] = dev->total_bytes > used ? dev->total_bytes - used : 0;
 	}
-	for (;;) {
-		int ndevs = 0, ndata;
-		u64 stripe;
-
-		/* most free first */
-		for (i = 0; i < n; i++)
-			for (j = i + 1; j < n; j++)
-				if (free_space[j] > free_space[i]) {
-					u64 t = free_space[i];
-
-					free_space[i] = free_space[j];
-					free_space[j] = t;
-				}
-		for (i = 0; i < n && free_space[i] >= MFS_MIN_STRIPE_SIZE * a->dev_stripes; i++)
-			ndevs++;
-		if (a->devs_max && ndevs > a->devs_max)
-			ndevs = a->devs_max;
-		ndevs -= ndevs % a->devs_increment;
-		if (ndevs < a->devs_min || ndevs == 0)
-			break;
-		stripe = min_t(u64, free_space[ndevs - 1] / a->dev_stripes, SZ_1G);
-		stripe = round_down(stripe, SZ_1M);
-		if (!stripe)
-			break;
-		ndata = mfs_nr_data_stripes(flags, ndevs * a->dev_stripes);
-		total += stripe * ndata;
-		for (i = 0; i < ndevs; i++)
-			free_space[i] -= stripe * a->dev_stripes;
-	}
+	total = mfs_simulate_alloc_free(free_space, n, flags);
 	free(free_space);
 	return total;
 }
@@ -1168,19 +1216,129 @@ static bool devid_excluded(u64 devid, const u64 *excl, int nexcl)
 	return false;
 }
 
+int mfs_layout_for_length(u64 flags, u64 length, const u64 *hole_len, int nholes,
+			  u64 *stripe)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	int n = a->devs_max ? min_t(int, nholes, a->devs_max) : nholes;
+
+	for (; n >= a->devs_min && n > 0; n--) {
+		int num_stripes, ndata;
+		u64 s;
+
+		if (n % a->devs_increment)
+			continue;
+		num_stripes = n * a->dev_stripes;
+		ndata = mfs_nr_data_stripes(flags, num_stripes);
+		if (length % ndata)
+			continue;
+		s = length / ndata;
+		if ((a->nparity || a->sub_stripes > 1 || (a->ncopies == 1 && num_stripes > 1)) &&
+		    s % MFS_STRIPE_LEN)
+			continue;
+		if (hole_len[n - 1] < s * a->dev_stripes)
+			continue;
+		*stripe = s;
+		return n;
+	}
+	return -ENOSPC;
+}
+
 /*
  * A new layout of type|profile for the logical range [logical, +length),
  * on devices not in excl. Its dev extents are recorded in memory; the map
  * is not added to the chunk table (the caller swaps it in).
  */
-int mfs_alloc_chunk_at(struct mfs_fs_info *fs, u64 logical, u64 length, u64 flags,
+static bool stripe_dev_in(const struct mfs_chunk_map *map, int upto, const struct mfs_device *dev)
+{
+	int i;
+
+	for (i = 0; i < upto; i++)
+		if (map->stripes[i].dev == dev)
+			return true;
+	return false;
+}
+
+/*
+ * Same profile, some devices leaving: stripes on the devices that stay
+ * stay where they are; only the others get new places. Much less moves,
+ * and it fits where a whole new layout would not.
+ */
+static int alloc_keeping_stripes(struct mfs_fs_info *fs, const struct mfs_chunk_map *old,
+				 const u64 *excl, int nexcl, struct mfs_chunk_map **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(old->type);
+	u64 stripe = old->length / mfs_nr_data_stripes(old->type, old->num_stripes);
+	struct mfs_chunk_map *map;
+	int i, d, added = 0, ret = 0;
+
+	map = mfs_alloc_chunk_map(old->num_stripes);
+	if (!map)
+		return -ENOMEM;
+	memcpy(map, old, sizeof(*old) + old->num_stripes * sizeof(old->stripes[0]));
+	for (i = 0; i < map->num_stripes && !ret; i++) {
+		struct mfs_map_stripe *st = &map->stripes[i];
+		struct mfs_device *best = NULL;
+		u64 best_hole = 0, start = 0;
+
+		if (st->dev && !devid_excluded(st->devid, excl, nexcl))
+			continue;
+		/* the device with the most room that the chunk does not use yet */
+		for (d = 0; d < fs->nr_devices; d++) {
+			struct mfs_device *dev = fs->devices[d];
+			u64 hole;
+
+			if (!mfs_device_allocatable(dev) || devid_excluded(dev->devid, excl, nexcl))
+				continue;
+			if (a->dev_stripes == 1 && stripe_dev_in(map, map->num_stripes, dev))
+				continue;
+			hole = mfs_device_max_hole(dev, NULL);
+			if (hole >= stripe && hole > best_hole) {
+				best = dev;
+				best_hole = hole;
+			}
+		}
+		if (!best || device_best_fit(best, stripe, &start)) {
+			ret = -ENOSPC;
+			break;
+		}
+		ret = mfs_device_add_extent(best, start, stripe, old->logical);
+		if (ret)
+			break;
+		st->dev = best;
+		st->devid = best->devid;
+		st->physical = start;
+		memcpy(st->dev_uuid, best->uuid, MFS_UUID_SIZE);
+		added |= 1 << i;
+	}
+	if (ret) {
+		for (i = 0; i < map->num_stripes; i++)
+			if (added & (1 << i))
+				mfs_device_remove_extent(map->stripes[i].dev, map->stripes[i].physical);
+		free(map);
+		return ret;
+	}
+	*out = map;
+	return 0;
+}
+
+/*
+ * A new layout of type|profile for the logical range [logical, +length),
+ * on devices not in excl. Its dev extents are recorded in memory; the map
+ * is not added to the chunk table (the caller swaps it in). With old given
+ * and the profile unchanged, stripes on staying devices are kept.
+ */
+int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
 		       const u64 *excl, int nexcl, struct mfs_chunk_map **out)
 {
 	const struct mfs_raid_attr *a = mfs_profile(flags);
+	u64 logical = old->logical, length = old->length;
 	struct dev_hole *holes;
 	struct mfs_chunk_map *map = NULL;
 	int ndevs = 0, n, i, j, ret = -ENOSPC;
 
+	if (nexcl && old->type == flags)
+		return alloc_keeping_stripes(fs, old, excl, nexcl, out);
 	holes = calloc(fs->nr_devices + 1, sizeof(*holes));
 	if (!holes)
 		return -ENOMEM;
@@ -1229,12 +1387,16 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, u64 logical, u64 length, u64 flag
 		map->num_stripes = num_stripes;
 		map->sub_stripes = a->sub_stripes;
 		for (i = 0; i < n; i++) {
+			u64 start = holes[i].start;
+
+			/* best fit on each chosen device */
+			device_best_fit(holes[i].dev, stripe * a->dev_stripes, &start);
 			for (j = 0; j < a->dev_stripes; j++) {
 				struct mfs_map_stripe *st = &map->stripes[i * a->dev_stripes + j];
 
 				st->dev = holes[i].dev;
 				st->devid = holes[i].dev->devid;
-				st->physical = holes[i].start + j * stripe;
+				st->physical = start + j * stripe;
 				memcpy(st->dev_uuid, holes[i].dev->uuid, MFS_UUID_SIZE);
 			}
 		}
@@ -1348,4 +1510,15 @@ int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 l
 u64 mfs_map_stripe_size(const struct mfs_chunk_map *map)
 {
 	return map->length / mfs_nr_data_stripes(map->type, map->num_stripes);
+}
+
+bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new)
+{
+	int j;
+
+	for (j = 0; new && j < new->num_stripes; j++)
+		if (new->stripes[j].devid == old->stripes[i].devid &&
+		    new->stripes[j].physical == old->stripes[i].physical)
+			return true;
+	return false;
 }

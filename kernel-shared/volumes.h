@@ -40,7 +40,12 @@ int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
 u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start);
 /* Is [start, start+len) clear of superblock copies and the first MiB? */
 bool mfs_range_is_reserved(u64 start, u64 len);
+/* Bytes of a device of this size that are never allocated (reserved ranges). */
+u64 mfs_device_reserved_bytes(u64 total_bytes);
 
+/* Device states that take no new chunks. */
+#define MFS_DEV_STATE_NO_ALLOC	(MFS_DEV_STATE_DELETING | MFS_DEV_STATE_NOALLOC | \
+				 MFS_DEV_STATE_REPLACE_TARGET)
 /* Where new chunks may go: devices not missing and not being removed. */
 bool mfs_device_allocatable(const struct mfs_device *dev);
 /*
@@ -65,10 +70,29 @@ int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *bu
 void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
 /* Logical bytes unallocated space could still give chunks of type|profile. */
 u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags);
+/*
+ * The same, pure: free_space[n] is each allocatable device's unallocated
+ * space (reserved ranges already taken out) and is used up in place.
+ * Chunks are allocated as mfs_alloc_chunk does: the devices with the most
+ * free space first, the profile's device counts and stripes per device,
+ * stripes of MFS_MIN_STRIPE_SIZE up to 1 GiB in whole MiBs; parity and
+ * copies take raw space but give no logical bytes.
+ */
+u64 mfs_simulate_alloc_free(u64 *free_space, int n, u64 flags);
 
+/*
+ * The widest layout of type|profile for a chunk of length logical bytes
+ * whose stripes fit the holes hole_len[] (one per device, largest first):
+ * returns how many of those devices it spans and the stripe size, or
+ * -ENOSPC. mfs_alloc_chunk_at places relocated chunks this way.
+ */
+int mfs_layout_for_length(u64 flags, u64 length, const u64 *hole_len, int nholes,
+			  u64 *stripe);
 /* Restripe: a second layout for an existing logical range (not yet live). */
-int mfs_alloc_chunk_at(struct mfs_fs_info *fs, u64 logical, u64 length, u64 flags,
+int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
 		       const u64 *excl, int nexcl, struct mfs_chunk_map **out);
+/* Does the new layout keep stripe i of the old one in place? */
+bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new);
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);
 int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len);
 u64 mfs_map_stripe_size(const struct mfs_chunk_map *map);
