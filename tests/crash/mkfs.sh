@@ -65,7 +65,7 @@ only_torn() {
 # "torn" or "bad".
 classify() {
 	local out err rc
-	out=$("$mfs" check "$@" 2>"$tmp/check.err")
+	out=$(timeout 60 "$mfs" check "$@" 2>"$tmp/check.err")
 	rc=$?
 	err=$(cat "$tmp/check.err")
 	if [ $rc -eq 0 ]; then
@@ -93,13 +93,13 @@ run_config() {
 		maps+=(--map "$tmp/d$i.img=$tmp/w$i.img")
 	done
 	if [ "$oldfs" = 1 ]; then
-		"$mkfs" -q -f -K "${devs[@]}" || { tap FAIL "$name: mkfs of the old filesystem failed"; return; }
+		timeout 60 "$mkfs" -q -f -K "${devs[@]}" || { tap FAIL "$name: mkfs of the old filesystem failed"; return; }
 		old=$(fsid_of "${devs[0]}")
 	fi
 	for i in $(seq 1 "$ndev"); do
 		cp --sparse=always "$tmp/d$i.img" "$tmp/b$i.img"
 	done
-	if ! MFS_WRITE_LOG=$tmp/log "$mkfs" -q -f -K "$@" "${devs[@]}"; then
+	if ! MFS_WRITE_LOG=$tmp/log timeout 60 "$mkfs" -q -f -K "$@" "${devs[@]}"; then
 		tap FAIL "$name: mkfs.mfs failed"
 		return
 	fi
