@@ -282,6 +282,11 @@ int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int 
 			explain_open_error(paths[0], ret, 0);
 		return ret;
 	}
+	if (le64_to_cpu(sb.flags) & MFS_SUPER_FLAG_CHANGING) {
+		error("the filesystem on %s was never finished: mkfs.mfs failed or was interrupted while filling it; run mkfs.mfs again",
+		      paths[0]);
+		return -EUCLEAN;
+	}
 	ret = mfs_scan_all(paths, npaths, &scan);
 	if (ret) {
 		error("scanning devices: %s", strerror(-ret));

@@ -5,9 +5,11 @@
  * and superblock mirror offsets. A change here is a format change.
  */
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "kernel-shared/format.h"
 #include "kernel-shared/csum.h"
+#include "kernel-shared/inode-internal.h"
 #include "unit.h"
 
 #define FIELD_SIZE(type, field) sizeof(((type *)0)->field)
@@ -185,6 +187,115 @@ static void test_dev_stats_item(void)
 	CHECK_EQ(MFS_DEV_STAT_VALUES_MAX, 5);
 }
 
+/* ---- fs tree (section 7.5) ---- */
+
+static void test_timespec(void)
+{
+	CHECK_EQ(sizeof(struct mfs_timespec), 12);
+	PIN(struct mfs_timespec, sec, 0, 8);
+	PIN(struct mfs_timespec, nsec, 8, 4);
+}
+
+static void test_inode_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_inode_item), 160);
+	PIN(struct mfs_inode_item, generation, 0, 8);
+	PIN(struct mfs_inode_item, transid, 8, 8);
+	PIN(struct mfs_inode_item, size, 16, 8);
+	PIN(struct mfs_inode_item, nbytes, 24, 8);
+	PIN(struct mfs_inode_item, nlink, 32, 4);
+	PIN(struct mfs_inode_item, uid, 36, 4);
+	PIN(struct mfs_inode_item, gid, 40, 4);
+	PIN(struct mfs_inode_item, mode, 44, 4);
+	PIN(struct mfs_inode_item, rdev, 48, 8);
+	PIN(struct mfs_inode_item, flags, 56, 8);
+	PIN(struct mfs_inode_item, dir_index_next, 64, 8);
+	PIN(struct mfs_inode_item, atime, 72, 12);
+	PIN(struct mfs_inode_item, ctime, 84, 12);
+	PIN(struct mfs_inode_item, mtime, 96, 12);
+	PIN(struct mfs_inode_item, otime, 108, 12);
+	PIN(struct mfs_inode_item, reserved, 120, 40);
+	CHECK_EQ(offsetof(struct mfs_inode_item, mtime.nsec), 104);
+	/* mode holds the Linux st_mode type values of the document's table */
+	CHECK_EQ(S_IFMT, 0170000);
+	CHECK_EQ(S_IFREG, 0100000);
+	CHECK_EQ(S_IFDIR, 0040000);
+	CHECK_EQ(S_IFLNK, 0120000);
+	CHECK_EQ(S_IFCHR, 0020000);
+	CHECK_EQ(S_IFBLK, 0060000);
+	CHECK_EQ(S_IFIFO, 0010000);
+	CHECK_EQ(S_IFSOCK, 0140000);
+}
+
+static void test_dir_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_dir_item), 27);
+	PIN(struct mfs_dir_item, child, 0, 8);
+	PIN(struct mfs_dir_item, index, 8, 8);
+	PIN(struct mfs_dir_item, transid, 16, 8);
+	PIN(struct mfs_dir_item, name_len, 24, 2);
+	PIN(struct mfs_dir_item, type, 26, 1);
+	CHECK_EQ(MFS_FT_UNKNOWN, 0);
+	CHECK_EQ(MFS_FT_REG_FILE, 1);
+	CHECK_EQ(MFS_FT_DIR, 2);
+	CHECK_EQ(MFS_FT_CHRDEV, 3);
+	CHECK_EQ(MFS_FT_BLKDEV, 4);
+	CHECK_EQ(MFS_FT_FIFO, 5);
+	CHECK_EQ(MFS_FT_SOCK, 6);
+	CHECK_EQ(MFS_FT_SYMLINK, 7);
+	CHECK_EQ(MFS_NAME_LEN, 255);
+}
+
+static void test_xattr_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_xattr_item), 4);
+	PIN(struct mfs_xattr_item, name_len, 0, 2);
+	PIN(struct mfs_xattr_item, value_len, 2, 2);
+}
+
+static void test_file_extent_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_file_extent_item), 50);
+	PIN(struct mfs_file_extent_item, generation, 0, 8);
+	PIN(struct mfs_file_extent_item, type, 8, 1);
+	PIN(struct mfs_file_extent_item, compression, 9, 1);
+	PIN(struct mfs_file_extent_item, disk_bytenr, 10, 8);
+	PIN(struct mfs_file_extent_item, disk_num_bytes, 18, 8);
+	PIN(struct mfs_file_extent_item, offset, 26, 8);
+	PIN(struct mfs_file_extent_item, num_bytes, 34, 8);
+	PIN(struct mfs_file_extent_item, ram_bytes, 42, 8);
+	/* inline data follows generation, type and compression */
+	CHECK_EQ(MFS_FILE_EXTENT_INLINE_DATA_START, 10);
+	CHECK_EQ(offsetof(struct mfs_file_extent_item, disk_bytenr),
+		 MFS_FILE_EXTENT_INLINE_DATA_START);
+	CHECK_EQ(MFS_FILE_EXTENT_INLINE, 0);
+	CHECK_EQ(MFS_FILE_EXTENT_REG, 1);
+	CHECK_EQ(MFS_FILE_EXTENT_PREALLOC, 2);
+	CHECK_EQ(MFS_COMPRESS_NONE, 0);
+	CHECK_EQ(MFS_COMPRESS_ZLIB, 1);
+}
+
+/* DIR_ITEM and XATTR_ITEM key offsets: the known answers of 7.5.3. */
+static void test_name_hash(void)
+{
+	static const struct {
+		const char *name;
+		u64 hash;
+	} known[] = {
+		{ "a", 0x9e396c9d },
+		{ "hello", 0x18ed5d2a },
+		{ "user.foo", 0x616ec9b6 },
+		{ "lost+found", 0x4125a43b },
+		{ "123456789", 0x5322d397 },
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(known); i++)
+		CHECK(mfs_name_hash(known[i].name, strlen(known[i].name)) == known[i].hash);
+	/* the standard CRC-32C from initial value 1 instead of 0xFFFFFFFF */
+	CHECK(mfs_name_hash("123456789", 9) == mfs_crc32c(~1U, "123456789", 9));
+}
+
 /* The on-disk integer types are little-endian whatever the host. */
 static void test_endianness(void)
 {
@@ -267,6 +378,7 @@ static void test_objectids(void)
 	CHECK_EQ(MFS_ROOT_DIR_OBJECTID, 256);
 	CHECK_EQ(MFS_DEV_STATS_OBJECTID, 0);
 	CHECK(MFS_BALANCE_OBJECTID == 0xfffffffffffffffcULL);
+	CHECK(MFS_ORPHAN_OBJECTID == 0xfffffffffffffffbULL);
 	CHECK(MFS_EXTENT_CSUM_OBJECTID == 0xfffffffffffffff6ULL);
 }
 
@@ -329,6 +441,12 @@ int main(void)
 	RUN(test_extent_item);
 	RUN(test_root_item);
 	RUN(test_dev_stats_item);
+	RUN(test_timespec);
+	RUN(test_inode_item);
+	RUN(test_dir_item);
+	RUN(test_xattr_item);
+	RUN(test_file_extent_item);
+	RUN(test_name_hash);
 	RUN(test_endianness);
 	RUN(test_magic);
 	RUN(test_constants);

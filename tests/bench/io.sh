@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# Benchmark (not part of the test suite, not run by CI): file I/O on mfs
+# against kernel btrfs, on the same two loop devices, in one run. For each
+# data profile (raid0, raid1; metadata raid1) and each filesystem:
+#
+#   seq-write   write BENCH_SIZE of one file (dd bs=1M, conv=fsync) + sync
+#   seq-read    read it back, cold (remount + drop_caches)
+#   rand-read   BENCH_RANDREADS random 4 KiB preads of it, cold, POSIX_FADV_RANDOM
+#   create      BENCH_FILES files of BENCH_FILE_SIZE bytes (1000 per dir) + sync
+#   ls-lR       ls -lR of those files, cold
+#
+# and prints the wall times, the ratio mfs/btrfs, and the CPU time the mfs
+# daemon spent in each phase (user/sys from /proc/PID/stat), which tells
+# daemon work apart from waiting (I/O, FUSE round trips).
+#
+# Needs root, the btrfs kernel module, btrfs-progs and python3 (all in
+# scripts/install-deps.sh; no fio: random reads are a python3 loop).
+#
+#   BENCH_SIZE=512M BENCH_FILES=10000 tests/bench/io.sh      # a quick run
+#
+# Environment (defaults in brackets):
+#   BENCH_SIZE [2G]        size of the sequential file
+#   BENCH_FILES [100000]   number of small files
+#   BENCH_FILE_SIZE [1024] bytes per small file
+#   BENCH_RANDREADS [20000] number of 4 KiB random reads
+#   BENCH_IMG_SIZE [8G]    size of each of the two sparse images
+#   BENCH_PROFILES ["raid0 raid1"]  data profiles
+#   BENCH_TMPDIR [$TMPDIR or /tmp]  where the images live
+#   MFS_BUILD [build/]     where the mfs binaries are
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${MFS_BUILD:-$top/build}
+mfs=$build/mfs
+size=${BENCH_SIZE:-2G}
+nfiles=${BENCH_FILES:-100000}
+file_size=${BENCH_FILE_SIZE:-1024}
+nrand=${BENCH_RANDREADS:-20000}
+img_size=${BENCH_IMG_SIZE:-8G}
+profiles=${BENCH_PROFILES:-raid0 raid1}
+
+die() { echo "ERROR: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (loop devices, mount, drop_caches)"
+[ -x "$mfs" ] || die "$mfs not built (run scripts/build.sh)"
+command -v mkfs.btrfs >/dev/null || die "mkfs.btrfs not found (btrfs-progs, scripts/install-deps.sh)"
+command -v python3 >/dev/null || die "python3 not found"
+grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null ||
+	die "the kernel has no btrfs"
+
+to_bytes() {
+	python3 -c '
+import sys
+s = sys.argv[1].strip().upper().rstrip("B").rstrip("I")
+m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+print(int(float(s[:-1]) * m[s[-1]]) if s[-1] in m else int(s))' "$1"
+}
+size_mb=$(( $(to_bytes "$size") / 1048576 ))
+[ "$size_mb" -ge 1 ] || die "BENCH_SIZE must be at least 1M"
+
+tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/mfs-bench-io.XXXXXX")
+mnt=$tmp/mnt
+mkdir -p "$mnt"
+loops=()
+mounted=""	# "mfs" or "btrfs" while $mnt is mounted
+cleanup() {
+	local l
+	unmount
+	for l in "${loops[@]}"; do
+		losetup -d "$l" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# keep the bench's devices out of the host's mfs device registry
+export MFS_REGISTRY=$tmp/registry
+
+for i in 1 2; do
+	truncate -s "$img_size" "$tmp/d$i.img"
+	l=$(losetup -f --show "$tmp/d$i.img") || die "losetup failed"
+	loops+=("$l")
+done
+
+# ---- mounting ----
+
+mount_fs() {	# mount_fs mfs|btrfs
+	if [ "$1" = mfs ]; then
+		"$mfs" mount -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
+			die "mfs mount failed"
+	else
+		mount -t btrfs -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
+			die "btrfs mount failed"
+	fi
+	mounted=$1
+}
+
+unmount() {
+	case "$mounted" in
+	mfs) "$mfs" umount "$mnt" ;;
+	btrfs) umount "$mnt" ;;
+	esac
+	mounted=""
+}
+
+mkfs_fs() {	# mkfs_fs mfs|btrfs PROFILE
+	local out=$tmp/mkfs.out
+
+	if [ "$1" = mfs ]; then
+		"$build/mkfs.mfs" -f -q -d "$2" -m raid1 "${loops[@]}" >"$out" 2>&1
+	else
+		mkfs.btrfs -f -q -d "$2" -m raid1 "${loops[@]}" >"$out" 2>&1
+	fi || { cat "$out" >&2; die "mkfs of $1 failed"; }
+}
+
+# Cold caches: remount (mfs keeps its own tree-block cache in the daemon)
+# and drop the kernel's page, dentry and inode caches (also those of the
+# image files under the loop devices).
+cold() {
+	local fs=$mounted
+
+	unmount
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	mount_fs "$fs"
+}
+
+# ---- measuring ----
+
+# The pid of the mfs daemon serving $mnt, from its FS_INFO ioctl.
+daemon_pid() {
+	python3 - "$mnt" <<'EOF'
+import fcntl, os, struct, sys
+size = 8 + 16 + 8 + 8 + 4 + 4 + 4096          # struct mfs_ioctl_fs_info
+req = (2 << 30) | (size << 16) | (0xE5 << 8) | 1  # _IOR(0xE5, 1, ...)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+buf = bytearray(size)
+fcntl.ioctl(fd, req, buf)
+print(struct.unpack_from("<Q", buf)[0])
+EOF
+}
+
+# user and system CPU seconds of a process so far
+cpu_of() {
+	awk -v hz="$(getconf CLK_TCK)" '{
+		sub(/^.*\) /, "")	# the comm field may hold spaces
+		printf "%.2f %.2f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
+}
+
+now_ns() { date +%s%N; }
+
+# run_phase FS: runs "$@" after FS, sets $wall (seconds) and, for mfs,
+# $dusr/$dsys (daemon CPU seconds during the phase)
+run_phase() {
+	local fs=$1 t0 t1 pid u0 s0 u1 s1
+	shift
+	dusr=- dsys=-
+	if [ "$fs" = mfs ]; then
+		pid=$(daemon_pid) || die "cannot find the mfs daemon"
+		read -r u0 s0 < <(cpu_of "$pid")
+	fi
+	t0=$(now_ns)
+	"$@" || die "phase failed: $*"
+	t1=$(now_ns)
+	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+	if [ "$fs" = mfs ]; then
+		read -r u1 s1 < <(cpu_of "$pid")
+		dusr=$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%.2f", b - a }')
+		dsys=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", b - a }')
+	fi
+}
+
+# ---- the phases ----
+
+seq_write() {
+	dd if=/dev/zero of="$mnt/seq" bs=1M count="$size_mb" conv=fsync status=none &&
+		sync -f "$mnt"
+}
+
+seq_read() {
+	dd if="$mnt/seq" of=/dev/null bs=1M status=none
+}
+
+rand_read() {
+	python3 - "$mnt/seq" "$nrand" <<'EOF'
+import os, random, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+blocks = os.fstat(fd).st_size // 4096
+rnd = random.Random(42)
+for _ in range(int(sys.argv[2])):
+    if len(os.pread(fd, 4096, rnd.randrange(blocks) * 4096)) != 4096:
+        sys.exit("short read")
+EOF
+}
+
+create_files() {
+	python3 - "$mnt/files" "$nfiles" "$file_size" <<'EOF' && sync -f "$mnt"
+import os, sys
+top, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+data = bytes((i * 7 + 1) & 0xff for i in range(size))
+os.mkdir(top)
+for i in range(n):
+    if i % 1000 == 0:
+        d = os.path.join(top, "d%04d" % (i // 1000))
+        os.mkdir(d)
+    fd = os.open(os.path.join(d, "f%06d" % i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, data)
+    os.close(fd)
+EOF
+}
+
+list_files() {
+	ls -lR "$mnt/files" >/dev/null
+}
+
+# ---- the run ----
+
+declare -A WALL DUSR DSYS
+phases="seq-write seq-read rand-read create ls-lR"
+
+bench_fs() {	# bench_fs mfs|btrfs PROFILE
+	local fs=$1 prof=$2
+
+	mkfs_fs "$fs" "$prof"
+	mount_fs "$fs"
+	run_phase "$fs" seq_write
+	WALL[$fs,$prof,seq-write]=$wall DUSR[$fs,$prof,seq-write]=$dusr DSYS[$fs,$prof,seq-write]=$dsys
+	cold
+	run_phase "$fs" seq_read
+	WALL[$fs,$prof,seq-read]=$wall DUSR[$fs,$prof,seq-read]=$dusr DSYS[$fs,$prof,seq-read]=$dsys
+	cold
+	run_phase "$fs" rand_read
+	WALL[$fs,$prof,rand-read]=$wall DUSR[$fs,$prof,rand-read]=$dusr DSYS[$fs,$prof,rand-read]=$dsys
+	run_phase "$fs" create_files
+	WALL[$fs,$prof,create]=$wall DUSR[$fs,$prof,create]=$dusr DSYS[$fs,$prof,create]=$dsys
+	cold
+	run_phase "$fs" list_files
+	WALL[$fs,$prof,ls-lR]=$wall DUSR[$fs,$prof,ls-lR]=$dusr DSYS[$fs,$prof,ls-lR]=$dsys
+	unmount
+}
+
+rate() {	# rate PHASE SECONDS: what the phase moved per second
+	case "$1" in
+	seq-write | seq-read) awk -v m="$size_mb" -v s="$2" 'BEGIN { printf "%.0f MiB/s", m / s }' ;;
+	rand-read) awk -v n="$nrand" -v s="$2" 'BEGIN { printf "%.0f IOPS", n / s }' ;;
+	create | ls-lR) awk -v n="$nfiles" -v s="$2" 'BEGIN { printf "%.0f files/s", n / s }' ;;
+	esac
+}
+
+echo "# mfs ($("$mfs" --version 2>/dev/null | head -1)) vs btrfs (kernel $(uname -r), $(mkfs.btrfs --version | head -1))"
+echo "# 2 loop devices over ${img_size} sparse images in $tmp; metadata raid1; noatime"
+echo "# seq file ${size_mb} MiB; ${nrand} random 4 KiB reads; ${nfiles} files of ${file_size} bytes"
+for prof in $profiles; do
+	bench_fs btrfs "$prof"
+	bench_fs mfs "$prof"
+	echo
+	printf '%-7s %-10s %9s %9s %9s %16s %16s %14s\n' data phase "btrfs s" "mfs s" mfs/btrfs \
+		"btrfs rate" "mfs rate" "mfs daemon u/s"
+	for ph in $phases; do
+		b=${WALL[btrfs,$prof,$ph]} m=${WALL[mfs,$prof,$ph]}
+		printf '%-7s %-10s %9s %9s %9s %16s %16s %14s\n' "$prof" "$ph" "$b" "$m" \
+			"$(awk -v a="$m" -v b="$b" 'BEGIN { printf "%.2f", a / b }')" \
+			"$(rate "$ph" "$b")" "$(rate "$ph" "$m")" \
+			"${DUSR[mfs,$prof,$ph]}/${DSYS[mfs,$prof,$ph]}"
+	done
+done
