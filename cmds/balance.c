@@ -187,6 +187,42 @@ static const char *op_name(int op)
 	return "Balance";
 }
 
+/*
+ * Refuse to start `what` while another exclusive operation runs (a paused
+ * one is refused too unless allow_paused, as btrfs lets device add through).
+ * Returns 0 when free, 1 after printing why not.
+ */
+int mfs_check_exclusive(struct mfs_target *t, const char *what, bool allow_paused)
+{
+	struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
+	int ret;
+
+	if (!st)
+		return 1;
+	ret = mfs_target_restripe_status(t, st);
+	if (ret) {
+		error("%s failed on '%s': %s", what, t->mnt, strerror(-ret));
+		free(st);
+		return 1;
+	}
+	if (st->state == MFS_RESTRIPE_RUNNING ||
+	    (st->state == MFS_RESTRIPE_PAUSED && !allow_paused)) {
+		char name[64];
+
+		/* btrfs's names: 'balance', 'balance paused', 'device delete', ... */
+		snprintf(name, sizeof(name), "%s%s", op_name(st->args.op),
+			 st->state == MFS_RESTRIPE_PAUSED ? " paused" : "");
+		if (name[0] >= 'A' && name[0] <= 'Z')
+			name[0] += 'a' - 'A';
+		error("unable to start %s, another exclusive operation '%s' in progress",
+		      what, name);
+		free(st);
+		return 1;
+	}
+	free(st);
+	return 0;
+}
+
 /* Start, then follow in the foreground: shared by balance, device delete, resize. */
 int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bool background,
 		     bool quiet, const char *what)
@@ -196,16 +232,9 @@ int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bo
 
 	if (ret) {
 		st = calloc(1, sizeof(*st));
-		if (ret == -EINPROGRESS && st && !mfs_target_restripe_status(t, st)) {
-			char name[64];
-			int i;
-
-			snprintf(name, sizeof(name), "%s%s", op_name(st->args.op),
-				 st->state == MFS_RESTRIPE_PAUSED ? " paused" : "");
-			for (i = 0; name[i]; i++)
-				name[i] = i == 0 ? name[i] + ('a' - 'A') * (name[i] >= 'A' && name[i] <= 'Z') : name[i];
-			error("unable to start %s, another exclusive operation '%s' in progress",
-			      what, name);
+		if (ret == -EINPROGRESS && st && !mfs_target_restripe_status(t, st) &&
+		    st->state != MFS_RESTRIPE_NONE) {
+			mfs_check_exclusive(t, what, false);
 		} else if (a->msg[0])
 			error("%s: %s", what, a->msg);
 		else
@@ -227,6 +256,10 @@ int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bo
 		ret = 0;
 	} else if (ret) {
 		error("error during %s on '%s': %s", what, t->mnt, strerror(-ret));
+		if (st && st->state == MFS_RESTRIPE_PAUSED)
+			fprintf(stderr,
+				"The %s is paused where it stopped: 'mfs balance resume %s' retries, 'mfs balance cancel %s' ends it.\n",
+				what, t->mnt, t->mnt);
 		ret = 1;
 	} else if (a->op == MFS_RESTRIPE_OP_BALANCE && st) {
 		printf("Done, had to relocate %llu out of %llu chunks\n",

@@ -20,6 +20,7 @@ static const char * const cmd_check_usage[] = {
 	OPTLINE("--readonly", "run in read-only mode (default)"),
 	OPTLINE("-s|--super N", "use superblock copy N (0, 1 or 2)"),
 	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent)"),
+	OPTLINE("--check-data-csum", "also verify every copy of every data sector"),
 	OPTLINE("-q|--quiet", "print only errors and the summary"),
 	NULL
 };
@@ -30,24 +31,31 @@ static void report_problem(void *arg, const char *msg)
 	error("%s", msg);
 }
 
+static void report_warning(void *arg, const char *msg)
+{
+	(void)arg;
+	warning("%s", msg);
+}
+
 enum { EXIT_CLEAN = 0, EXIT_ERRORS, EXIT_CANNOT_RUN };
 
 struct check_opts {
 	int super_mirror;
 	bool force;
 	bool quiet;
+	bool data_csum;
 };
 
 static void phase(const struct check_opts *o, int n, const char *what)
 {
 	if (!o->quiet)
-		fprintf(stderr, "[%d/4] %s\n", n, what);
+		fprintf(stderr, "[%d/%d] %s\n", n, o->data_csum ? 6 : 5, what);
 }
 
 /* Runs the phases; returns EXIT_CLEAN, EXIT_ERRORS or EXIT_CANNOT_RUN. */
 static int run_check(const struct check_opts *o, char **devs, int ndevs)
 {
-	struct mfs_check_ctl ctl = { .report = report_problem };
+	struct mfs_check_ctl ctl = { .report = report_problem, .warn = report_warning };
 	struct mfs_fs_info *fs;
 	unsigned int flags = MFS_OPEN_PARTIAL;
 	char uuid[37];
@@ -84,6 +92,14 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs)
 		phase(o, 4, "checking extents and block groups");
 		ret = mfs_check_extents(fs, &ctl);
 	}
+	if (!ret) {
+		phase(o, 5, "checking fs tree");
+		ret = mfs_check_fs_tree(fs, &ctl);
+	}
+	if (!ret && o->data_csum) {
+		phase(o, 6, "checking data checksums");
+		ret = mfs_check_data_csums(fs, &ctl);
+	}
 	if (ret) {
 		error("check aborted: %s", strerror(-ret));
 		mfs_check_free(&ctl);
@@ -93,6 +109,7 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs)
 	printf("found %llu bytes used, %s\n",
 	       (unsigned long long)le64_to_cpu(fs->super.bytes_used),
 	       ctl.errors ? "error(s) found" : "no error found");
+	printf("total csum bytes: %llu\n", (unsigned long long)ctl.csum_bytes);
 	printf("total tree bytes: %llu\n", (unsigned long long)ctl.tree_bytes);
 	printf("total data bytes: %llu\n", (unsigned long long)ctl.data_bytes);
 	if (ctl.errors)
@@ -119,7 +136,7 @@ static int parse_mirror(const char *arg, int *out)
 	return 0;
 }
 
-enum { OPT_READONLY = 256, OPT_FORCE };
+enum { OPT_READONLY = 256, OPT_FORCE, OPT_CHECK_DATA_CSUM };
 
 static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 {
@@ -127,6 +144,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "readonly", no_argument, NULL, OPT_READONLY },
 		{ "super", required_argument, NULL, 's' },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "check-data-csum", no_argument, NULL, OPT_CHECK_DATA_CSUM },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -143,6 +161,9 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 			break;
 		case OPT_FORCE:
 			o.force = true;
+			break;
+		case OPT_CHECK_DATA_CSUM:
+			o.data_csum = true;
 			break;
 		case 'q':
 			o.quiet = true;

@@ -19,5 +19,7 @@ int cmd_mkfs_main(int argc, char **argv);
 int cmd_fsck_main(int argc, char **argv);
 /* mount.mfs as run by mount(8) */
 int cmd_mount_helper_main(int argc, char **argv);
+/* The mount point of the mounted mfs the device at path is a member of (cmds/stats.c). */
+bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
 
 #endif

@@ -221,11 +221,26 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 	} else {
 		memcpy(fsid, t.fs->fsid, MFS_FSID_SIZE);
 	}
+	/* refused before any device is looked at, let alone discarded */
+	if (mfs_check_exclusive(&t, "device add", true)) {
+		mfs_target_close(&t);
+		return 1;
+	}
 	for (i = 0; i < ndev; i++) {
 		const char *dev = argv[optind + i];
+		struct mfs_super_block sb;
 		u64 size, devid;
 		int err;
 
+		/*
+		 * A member is held open by the filesystem: say what it is
+		 * rather than that it is busy.
+		 */
+		if (mfs_probe_super(dev, &sb) == 0 && !memcmp(sb.fsid, fsid, MFS_FSID_SIZE)) {
+			error("%s is already a member of this filesystem", dev);
+			ret = 1;
+			continue;
+		}
 		/* the same checks as mkfs, and never a member of this filesystem */
 		if (mfs_check_new_device(dev, force, 0, fsid, &size)) {
 			ret = 1;
@@ -240,10 +255,15 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 			}
 		}
 		err = mfs_target_device_add(&t, dev, &devid);
+		if (err == -EINPROGRESS) {
+			/* one started meanwhile */
+			if (!mfs_check_exclusive(&t, "device add", true))
+				error("error adding device '%s': %s", dev, strerror(-err));
+			ret = 1;
+			continue;
+		}
 		if (err) {
-			error("error adding device '%s': %s", dev,
-			      err == -EINPROGRESS ? "another exclusive operation is running" :
-			      strerror(-err));
+			error("error adding device '%s': %s", dev, strerror(-err));
 			ret = 1;
 			continue;
 		}
@@ -412,6 +432,11 @@ out:
 DEFINE_SIMPLE_COMMAND(device_delete, "delete");
 DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL, 0);
 
+/* cmds/stats.c */
+extern const struct cmd_struct cmd_struct_device_stats;
+/* cmds/usage.c */
+extern const struct cmd_struct cmd_struct_device_usage;
+
 static const char * const device_cmd_group_usage[] = {
 	"mfs device <command> [<args>]",
 	NULL
@@ -424,6 +449,8 @@ static const struct cmd_group device_cmd_group = {
 		&cmd_struct_device_remove,
 		&cmd_struct_device_scan,
 		&cmd_struct_device_ready,
+		&cmd_struct_device_stats,
+		&cmd_struct_device_usage,
 		NULL
 	}
 };

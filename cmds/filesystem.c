@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <uuid/uuid.h>
 #include <json-c/json.h>
@@ -13,6 +16,7 @@
 #include "common/units.h"
 #include "common/open.h"
 #include "common/format-output.h"
+#include "common/target.h"
 #include "kernel-shared/disk-io.h"
 #include "kernel-shared/transaction.h"
 #include "kernel-shared/volumes.h"
@@ -54,7 +58,17 @@ struct show_fs {
 	int ndevs;
 	int nmissing;
 	int total;
+	bool mounted;		/* from the running daemon; paths are owned */
 };
+
+static void show_fs_free(struct show_fs *f)
+{
+	int i;
+
+	for (i = 0; f->mounted && i < f->ndevs; i++)
+		free((char *)f->devs[i].path);
+	free(f->devs);
+}
 
 static int cmp_show_dev(const void *a, const void *b)
 {
@@ -74,6 +88,8 @@ static int collect_fs(struct mfs_scan *scan, const u8 *fsid, struct show_fs *out
 
 	memset(out, 0, sizeof(*out));
 	memcpy(out->fsid, fsid, MFS_FSID_SIZE);
+	if (scan->nr <= 0)
+		return -ENOENT;
 	paths = calloc(scan->nr, sizeof(*paths));
 	out->devs = calloc(scan->nr + 64, sizeof(*out->devs));
 	if (!paths || !out->devs) {
@@ -138,13 +154,86 @@ static int collect_fs(struct mfs_scan *scan, const u8 *fsid, struct show_fs *out
 	return 0;
 }
 
+/*
+ * A mounted filesystem: what the daemon knows now (the superblocks on the
+ * devices lag behind until the next commit). Returns -errno.
+ */
+static int collect_fs_mounted(const char *mnt, struct show_fs *out)
+{
+	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
+	struct mfs_super_block sb;
+	struct mfs_target t;
+	struct mfs_space sp;
+	int fd, i, ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!info)
+		return -ENOMEM;
+	/* not an mfs mount point: say nothing, the caller reports it */
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = fd >= 0 && ioctl(fd, MFS_IOC_FS_INFO, info) == 0 ? 0 : -ENOTTY;
+	if (fd >= 0)
+		close(fd);
+	if (!ret)
+		ret = mfs_target_open(&mnt, 1, false, &t);
+	if (!ret) {
+		ret = mfs_target_space(&t, &sp);
+		mfs_target_close(&t);
+	}
+	if (ret)
+		goto out;
+	memcpy(out->fsid, info->fsid, MFS_FSID_SIZE);
+	info->first_device[sizeof(info->first_device) - 1] = 0;
+	if (mfs_probe_super(info->first_device, &sb) == 0)
+		memcpy(out->label, sb.label, MFS_LABEL_SIZE);
+	out->label[MFS_LABEL_SIZE - 1] = 0;
+	out->mounted = true;
+	out->devs = calloc(sp.nr_devs + 1, sizeof(*out->devs));
+	if (!out->devs) {
+		mfs_space_free(&sp);
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < sp.nr_devs; i++) {
+		const struct mfs_ioctl_space_dev *d = &sp.devs[i];
+		struct show_dev *sd = &out->devs[out->ndevs++];
+
+		sd->devid = d->devid;
+		sd->size = d->total_bytes;
+		sd->used = d->bytes_used;
+		sd->path = d->missing || !d->path[0] ? NULL : strdup(d->path);
+		if (!sd->path)
+			out->nmissing++;
+	}
+	for (i = 0; i < sp.nr_chunks; i++)
+		out->bytes_used += sp.chunks[i].used;
+	out->total = out->ndevs;
+	qsort(out->devs, out->ndevs, sizeof(*out->devs), cmp_show_dev);
+	mfs_space_free(&sp);
+out:
+	free(info);
+	return ret;
+}
+
+/* The mount point of a filesystem one of whose members is the source of a mount. */
+static bool fs_mount_point(struct mfs_scan *scan, const u8 *fsid, char *mnt, size_t len)
+{
+	int i;
+
+	for (i = 0; i < scan->nr; i++)
+		if (!memcmp(scan->devs[i].sb.fsid, fsid, MFS_FSID_SIZE) &&
+		    mfs_find_mount_of_device(scan->devs[i].path, mnt, len))
+			return true;
+	return false;
+}
+
 static void print_fs_text(const struct show_fs *f, unsigned int units)
 {
 	char uuid[37];
 	int i;
 
 	uuid_unparse(f->fsid, uuid);
-	for (i = 0; i < f->ndevs; i++)
+	for (i = 0; !f->mounted && i < f->ndevs; i++)
 		if (!f->devs[i].path)
 			fprintf(stderr, "warning, device %llu is missing\n",
 				(unsigned long long)f->devs[i].devid);
@@ -155,14 +244,19 @@ static void print_fs_text(const struct show_fs *f, unsigned int units)
 	printf("\tTotal devices %d FS bytes used %s\n", f->total,
 	       pretty_size_mode(f->bytes_used, units));
 	for (i = 0; i < f->ndevs; i++) {
-		if (!f->devs[i].path)
+		if (!f->devs[i].path) {
+			/* as btrfs lists a missing member of a mounted filesystem */
+			if (f->mounted)
+				printf("\tdevid %4llu size 0 used 0 path <missing disk> MISSING\n",
+				       (unsigned long long)f->devs[i].devid);
 			continue;
+		}
 		printf("\tdevid %4llu size %s used %s path %s\n",
 		       (unsigned long long)f->devs[i].devid,
 		       pretty_size_mode(f->devs[i].size, units),
 		       pretty_size_mode(f->devs[i].used, units), f->devs[i].path);
 	}
-	if (f->nmissing)
+	if (f->nmissing && !f->mounted)
 		printf("\t*** Some devices missing\n");
 	printf("\n");
 }
@@ -232,7 +326,8 @@ static int cmd_filesystem_show(const struct cmd_struct *cmd, int argc, char **ar
 	struct json_object *root = NULL, *array = NULL;
 	const char *arg = NULL;
 	struct mfs_scan scan;
-	int c, i, j, shown = 0;
+	struct stat st;
+	int c, i, j, pass, shown = 0;
 
 	while ((c = getopt_long(argc, argv, "d", longopts, NULL)) != -1) {
 		switch (c) {
@@ -246,31 +341,57 @@ static int cmd_filesystem_show(const struct cmd_struct *cmd, int argc, char **ar
 		return 1;
 	if (optind < argc)
 		arg = argv[optind];
-	if (mfs_scan_all(arg ? &arg : NULL, arg ? 1 : 0, &scan)) {
-		error("cannot scan devices");
-		return 1;
-	}
 	if (mfs_output_format == MFS_OUTPUT_JSON)
 		root = mfs_json_start("filesystems", &array);
-	for (i = 0; i < scan.nr; i++) {
+	/* a mount point: the filesystem the daemon behind it serves */
+	if (arg && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
 		struct show_fs f;
-		bool dup = false;
 
-		for (j = 0; j < i; j++)
-			if (!memcmp(scan.devs[j].sb.fsid, scan.devs[i].sb.fsid, MFS_FSID_SIZE))
-				dup = true;
-		if (dup || !fs_matches(&scan, scan.devs[i].sb.fsid, arg))
-			continue;
-		if (collect_fs(&scan, scan.devs[i].sb.fsid, &f))
-			continue;
+		if (collect_fs_mounted(arg, &f) == 0) {
+			if (root)
+				add_fs_json(array, &f);
+			else
+				print_fs_text(&f, units);
+			show_fs_free(&f);
+			shown++;
+		}
+		goto out;
+	}
+	if (mfs_scan_all(arg ? &arg : NULL, arg ? 1 : 0, &scan)) {
+		error("cannot scan devices");
 		if (root)
-			add_fs_json(array, &f);
-		else
-			print_fs_text(&f, units);
-		free(f.devs);
-		shown++;
+			json_object_put(root);
+		return 1;
+	}
+	/* mounted filesystems first, as they are now; then the others */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < scan.nr; i++) {
+			const u8 *fsid = scan.devs[i].sb.fsid;
+			char mnt[PATH_MAX];
+			struct show_fs f;
+			bool dup = false, mounted;
+
+			for (j = 0; j < i; j++)
+				if (!memcmp(scan.devs[j].sb.fsid, fsid, MFS_FSID_SIZE))
+					dup = true;
+			if (dup || !fs_matches(&scan, fsid, arg))
+				continue;
+			mounted = fs_mount_point(&scan, fsid, mnt, sizeof(mnt));
+			if (mounted != (pass == 0))
+				continue;
+			if (!(mounted && collect_fs_mounted(mnt, &f) == 0) &&
+			    collect_fs(&scan, fsid, &f))
+				continue;
+			if (root)
+				add_fs_json(array, &f);
+			else
+				print_fs_text(&f, units);
+			show_fs_free(&f);
+			shown++;
+		}
 	}
 	mfs_scan_free(&scan);
+out:
 	if (root)
 		mfs_json_print_free(root);
 	if (arg && !shown) {
@@ -350,6 +471,11 @@ static int cmd_filesystem_label(const struct cmd_struct *cmd, int argc, char **a
 }
 DEFINE_SIMPLE_COMMAND(filesystem_label, "label");
 
+/* cmds/usage.c */
+extern const struct cmd_struct cmd_struct_filesystem_df;
+extern const struct cmd_struct cmd_struct_filesystem_usage;
+extern const struct cmd_struct cmd_struct_filesystem_resize;
+
 static const char * const filesystem_cmd_group_usage[] = {
 	"mfs filesystem <command> [<args>]",
 	NULL
@@ -358,6 +484,9 @@ static const char * const filesystem_cmd_group_usage[] = {
 static const struct cmd_group filesystem_cmd_group = {
 	filesystem_cmd_group_usage, NULL, {
 		&cmd_struct_filesystem_show,
+		&cmd_struct_filesystem_df,
+		&cmd_struct_filesystem_usage,
+		&cmd_struct_filesystem_resize,
 		&cmd_struct_filesystem_label,
 		NULL
 	}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <uuid/uuid.h>
 #include "cmds/commands.h"
 #include "common/help.h"
@@ -318,6 +319,8 @@ static void print_objectid(u64 objectid, u8 type)
 		n = tree_upper_name(objectid);
 	else if (objectid == MFS_EXTENT_CSUM_OBJECTID)
 		n = "EXTENT_CSUM";
+	else if (objectid == MFS_ORPHAN_OBJECTID)
+		n = "ORPHAN";
 	if (n)
 		printf("%s", n);
 	else
@@ -336,12 +339,180 @@ static void print_key(const struct mfs_key *k)
 		printf(" UNKNOWN.%u %llu)", k->type, (unsigned long long)k->offset);
 }
 
-static void print_item(struct extent_buffer *eb, int slot, const struct mfs_key *k)
+/* ---- fs and csum tree items, laid out as btrfs inspect-internal prints them ---- */
+
+static void print_timespec(const char *name, const struct mfs_timespec *ts)
+{
+	time_t sec = le64_to_cpu(ts->sec);
+	char buf[64] = "";
+	struct tm tm;
+
+	if (localtime_r(&sec, &tm))
+		strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("\t\t%s %llu.%u (%s)\n", name, (unsigned long long)le64_to_cpu(ts->sec),
+	       le32_to_cpu(ts->nsec), buf);
+}
+
+static void print_inode_item(const struct mfs_inode_item *ii)
+{
+	printf("\t\tgeneration %llu transid %llu size %llu nbytes %llu\n",
+	       (unsigned long long)le64_to_cpu(ii->generation),
+	       (unsigned long long)le64_to_cpu(ii->transid),
+	       (unsigned long long)le64_to_cpu(ii->size),
+	       (unsigned long long)le64_to_cpu(ii->nbytes));
+	printf("\t\tmode %o links %u uid %u gid %u rdev %llu\n", le32_to_cpu(ii->mode),
+	       le32_to_cpu(ii->nlink), le32_to_cpu(ii->uid), le32_to_cpu(ii->gid),
+	       (unsigned long long)le64_to_cpu(ii->rdev));
+	printf("\t\tflags 0x%llx dir_index_next %llu\n",
+	       (unsigned long long)le64_to_cpu(ii->flags),
+	       (unsigned long long)le64_to_cpu(ii->dir_index_next));
+	print_timespec("atime", &ii->atime);
+	print_timespec("ctime", &ii->ctime);
+	print_timespec("mtime", &ii->mtime);
+	print_timespec("otime", &ii->otime);
+}
+
+static const char *dir_type_name(u8 type)
+{
+	static const char * const names[] = {
+		[MFS_FT_UNKNOWN] = "UNKNOWN", [MFS_FT_REG_FILE] = "FILE", [MFS_FT_DIR] = "DIR",
+		[MFS_FT_CHRDEV] = "CHRDEV", [MFS_FT_BLKDEV] = "BLKDEV", [MFS_FT_FIFO] = "FIFO",
+		[MFS_FT_SOCK] = "SOCK", [MFS_FT_SYMLINK] = "SYMLINK",
+	};
+
+	return type < ARRAY_SIZE(names) ? names[type] : "UNKNOWN";
+}
+
+/* Names are bytes: unprintable ones are shown escaped. */
+static void print_name(const u8 *name, u32 len)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++) {
+		if (name[i] >= 0x20 && name[i] < 0x7f && name[i] != '\\')
+			putchar(name[i]);
+		else
+			printf("\\x%02x", name[i]);
+	}
+}
+
+static void print_dir_item(const u8 *p, u32 size)
+{
+	u32 off = 0;
+
+	while (off + sizeof(struct mfs_dir_item) <= size) {
+		const struct mfs_dir_item *di = (const void *)(p + off);
+		u16 len = le16_to_cpu(di->name_len);
+
+		if (off + sizeof(*di) + len > size) {
+			printf("\t\t(truncated entry)\n");
+			return;
+		}
+		printf("\t\tlocation key (%llu INODE_ITEM 0) type %s\n",
+		       (unsigned long long)le64_to_cpu(di->child), dir_type_name(di->type));
+		printf("\t\tindex %llu transid %llu name_len %u\n",
+		       (unsigned long long)le64_to_cpu(di->index),
+		       (unsigned long long)le64_to_cpu(di->transid), len);
+		printf("\t\tname: ");
+		print_name((const u8 *)(di + 1), len);
+		printf("\n");
+		off += sizeof(*di) + len;
+	}
+}
+
+static void print_xattr_item(const u8 *p, u32 size)
+{
+	u32 off = 0;
+
+	while (off + sizeof(struct mfs_xattr_item) <= size) {
+		const struct mfs_xattr_item *xi = (const void *)(p + off);
+		u16 nlen = le16_to_cpu(xi->name_len), vlen = le16_to_cpu(xi->value_len);
+
+		if (off + sizeof(*xi) + nlen + vlen > size) {
+			printf("\t\t(truncated entry)\n");
+			return;
+		}
+		printf("\t\tdata_len %u name_len %u\n", vlen, nlen);
+		printf("\t\tname: ");
+		print_name((const u8 *)(xi + 1), nlen);
+		printf("\n\t\tdata ");
+		print_name((const u8 *)(xi + 1) + nlen, vlen);
+		printf("\n");
+		off += sizeof(*xi) + nlen + vlen;
+	}
+}
+
+static void print_file_extent(const struct mfs_file_extent_item *fi, u32 size)
+{
+	static const char * const types[] = { "inline", "regular", "prealloc" };
+	const char *type = fi->type < ARRAY_SIZE(types) ? types[fi->type] : "unknown";
+	const char *comp = fi->compression == MFS_COMPRESS_NONE ? "none" :
+			   fi->compression == MFS_COMPRESS_ZLIB ? "zlib" : "unknown";
+
+	printf("\t\tgeneration %llu type %u (%s)\n",
+	       (unsigned long long)le64_to_cpu(fi->generation), fi->type, type);
+	if (fi->type == MFS_FILE_EXTENT_INLINE) {
+		printf("\t\tinline extent data size %u compression %u (%s)\n",
+		       size - MFS_FILE_EXTENT_INLINE_DATA_START, fi->compression, comp);
+		return;
+	}
+	if (size != sizeof(*fi))
+		return;
+	printf("\t\textent data disk byte %llu nr %llu\n",
+	       (unsigned long long)le64_to_cpu(fi->disk_bytenr),
+	       (unsigned long long)le64_to_cpu(fi->disk_num_bytes));
+	printf("\t\textent data offset %llu nr %llu ram %llu\n",
+	       (unsigned long long)le64_to_cpu(fi->offset),
+	       (unsigned long long)le64_to_cpu(fi->num_bytes),
+	       (unsigned long long)le64_to_cpu(fi->ram_bytes));
+	printf("\t\textent compression %u (%s)\n", fi->compression, comp);
+}
+
+/* One checksum per 4 KiB of the data extent starting at the key offset. */
+static void print_csum_item(struct mfs_fs_info *fs, const struct mfs_key *k, const u8 *p,
+			    u32 size)
+{
+	u32 n = fs->csum_size ? size / fs->csum_size : 0, i;
+	int b;
+
+	printf("\t\trange start %llu end %llu length %llu\n", (unsigned long long)k->offset,
+	       (unsigned long long)(k->offset + (u64)n * 4096), (unsigned long long)n * 4096);
+	for (i = 0; i < n; i++) {
+		printf("\t\t[%llu] 0x", (unsigned long long)(k->offset + (u64)i * 4096));
+		for (b = 0; b < fs->csum_size; b++)
+			printf("%02x", p[i * fs->csum_size + b]);
+		printf("\n");
+	}
+}
+
+static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slot,
+		       const struct mfs_key *k)
 {
 	const void *p = leaf_item_data(eb, slot);
 	u32 size = leaf_item_size(eb, slot);
 
 	switch (k->type) {
+	case MFS_INODE_ITEM_KEY:
+		if (size == sizeof(struct mfs_inode_item))
+			print_inode_item(p);
+		break;
+	case MFS_DIR_ITEM_KEY:
+	case MFS_DIR_INDEX_KEY:
+		print_dir_item(p, size);
+		break;
+	case MFS_XATTR_ITEM_KEY:
+		print_xattr_item(p, size);
+		break;
+	case MFS_EXTENT_DATA_KEY:
+		if (size >= MFS_FILE_EXTENT_INLINE_DATA_START)
+			print_file_extent(p, size);
+		break;
+	case MFS_EXTENT_CSUM_KEY:
+		print_csum_item(fs, k, p, size);
+		break;
+	case MFS_ORPHAN_ITEM_KEY:
+		printf("\t\torphan item\n");
+		break;
 	case MFS_DEV_ITEM_KEY:
 		if (size == sizeof(struct mfs_dev_item)) {
 			const struct mfs_dev_item *d = p;
@@ -443,7 +614,7 @@ static void dump_block(struct mfs_fs_info *fs, struct extent_buffer *eb)
 			print_key(&k);
 			printf(" itemoff %u itemsize %u\n", le32_to_cpu(leaf_item(eb, i)->offset),
 			       leaf_item_size(eb, i));
-			print_item(eb, i, &k);
+			print_item(fs, eb, i, &k);
 		} else {
 			node_key(eb, i, &k);
 			printf("\t");

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -137,6 +138,28 @@ static int parse_options(struct mount_args *m, char *list)
 	return 0;
 }
 
+/*
+ * One mounted instance per device: the engine locks image files shared
+ * when opened read-only, so a read-only mount takes them exclusively, as a
+ * writable one does (block devices are O_EXCL either way).
+ */
+static int lock_members_exclusive(struct mfs_fs_info *fs)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		if (!dev->io || dev->io->is_blockdev)
+			continue;
+		if (flock(dev->io->fd, LOCK_EX | LOCK_NB) < 0) {
+			error("%s is mounted or in use by another program", dev->path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Open, then serve; the daemon keeps the device locks until it exits. */
 static int do_mount(struct mount_args *m)
 {
@@ -144,6 +167,7 @@ static int do_mount(struct mount_args *m)
 	struct stat st;
 	unsigned int flags = 0;
 	char real[PATH_MAX];
+	int i;
 
 	if (!m->ndevices) {
 		error("no device given");
@@ -153,16 +177,27 @@ static int do_mount(struct mount_args *m)
 		error("mount point %s is not a directory", m->opts.mountpoint);
 		return 1;
 	}
+	for (i = 0; i < m->ndevices; i++) {
+		char mnt[PATH_MAX];
+
+		if (mfs_find_mount_of_member(m->devices[i], mnt, sizeof(mnt))) {
+			error("%s is already mounted on %s (a filesystem can be mounted once)",
+			      m->devices[i], mnt);
+			return 1;
+		}
+	}
 	if (!m->opts.ro)
 		flags |= MFS_OPEN_WRITABLE;
 	if (m->degraded)
 		flags |= MFS_OPEN_DEGRADED;
 	if (mfs_open_for_cmd(m->devices, m->ndevices, flags, &fs))
 		return 1;
+	if (m->opts.ro && lock_members_exclusive(fs)) {
+		mfs_free_fs_info(fs);
+		return 1;
+	}
 	if (m->degraded && !m->opts.ro) {
 		/* writing with a member missing arrives with degraded support */
-		int i;
-
 		for (i = 0; i < fs->nr_devices; i++) {
 			if (fs->devices[i]->missing) {
 				error("device %llu is missing: a writable degraded mount is not supported yet, use -o ro,degraded",
@@ -299,7 +334,7 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
 	const char *mnt;
-	int ret;
+	int ret, i;
 
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_exact(argc - optind, 1) || !info) {
@@ -313,7 +348,13 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 		free(info);
 		return 1;
 	}
-	if (umount2(mnt, 0)) {
+	/*
+	 * Busy can be fleeting: admin commands open the mount points of
+	 * every mfs to find theirs. Give those a moment before giving up.
+	 */
+	for (i = 0; (ret = umount2(mnt, 0)) && errno == EBUSY && i < 100; i++)
+		usleep(50000);
+	if (ret) {
 		error("cannot unmount %s: %m", mnt);
 		free(info);
 		return 1;

@@ -247,14 +247,26 @@ static void print_progress(const struct mfs_ioctl_restripe_status *st, bool tty)
 	double pct = st->bytes_total ? 100.0 * st->bytes_done / st->bytes_total : 100.0;
 	char eta[32] = "--:--:--";
 
-	if (rate > 0) {
+	if (!left)
+		snprintf(eta, sizeof(eta), "0:00:00");
+	else if (rate > 0) {
 		u64 e = left / rate;
 
 		snprintf(eta, sizeof(eta), "%llu:%02llu:%02llu", (unsigned long long)e / 3600,
 			 (unsigned long long)e / 60 % 60, (unsigned long long)e % 60);
 	}
-	printf("%s%llu/%llu chunks, %s of %s (%.0f%%), %s/s, ETA %s%s",
-	       tty ? "\r" : "", (unsigned long long)st->completed,
+	if (tty) {
+		/* a bar on a terminal, redrawn in place */
+		char bar[21];
+		int i, fill = pct >= 100 ? 20 : (int)(pct / 5);
+
+		for (i = 0; i < 20; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[20] = 0;
+		printf("\r[%s] ", bar);
+	}
+	printf("%llu/%llu chunks, %s of %s (%.0f%%), %s/s, ETA %s%s",
+	       (unsigned long long)st->completed,
 	       (unsigned long long)st->expected, pretty_size(st->bytes_done),
 	       pretty_size(st->bytes_total), pct, pretty_size((u64)rate), eta,
 	       tty ? "    " : "\n");
@@ -283,6 +295,7 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 	struct sigaction sa, old;
 	pthread_t th;
 	bool tty = isatty(STDOUT_FILENO), printed = false;
+	u64 last_elapsed = 0;
 	int ticks = 0, ret = 0;
 
 	if (!st)
@@ -315,10 +328,13 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 				break;
 		}
 		ticks++;
-		if (!quiet && (tty || ticks % 25 == 0)) {
+		/* a terminal: a live line; otherwise after 1s, then every 5s */
+		if (!quiet && (tty || ticks == 5 || ticks % 25 == 0)) {
 			print_progress(st, tty);
 			printed = true;
 		}
+		if (st->elapsed_ns)
+			last_elapsed = st->elapsed_ns;
 	}
 	if (!t->online) {
 		pthread_join(th, NULL);
@@ -326,6 +342,9 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 		mfs_target_restripe_status(t, st);
 	}
 	if (!quiet && printed) {
+		/* the rate over the whole run, not of a finished operation */
+		if (!st->elapsed_ns)
+			st->elapsed_ns = last_elapsed;
 		print_progress(st, tty);
 		if (tty)
 			printf("\n");

@@ -896,6 +896,13 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	/*
+	 * With the writeback cache the kernel may hold written pages we have
+	 * not seen, and the kernel does not write them back before asking.
+	 * Have it write back (and drop) everything from off on first, or the
+	 * answer could skip data or put EOF before the file's end.
+	 */
+	fuse_lowlevel_notify_inval_inode(srv(req)->se, ino, off, 0);
 	ret = mfs_lseek(srv(req)->fs, to_mfs(ino), off, whence, &result);
 	if (ret)
 		fuse_reply_err(req, -ret);
@@ -960,6 +967,67 @@ static bool caller_is_admin(fuse_req_t req)
 	return admin;
 }
 
+/* MFS_IOC_DEV_STATS: every device's error counters; optionally reset them. */
+static void ioctl_dev_stats(fuse_req_t req, struct server *s, const void *in_buf,
+			    size_t in_bufsz, size_t out_bufsz)
+{
+	struct mfs_ioctl_dev_stats *ds;
+	struct mfs_fs_info *fs = s->fs;
+	bool reset;
+	int i, j;
+
+	if (!caller_is_admin(req)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (in_bufsz < sizeof(*ds) || out_bufsz < sizeof(*ds)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ds = calloc(1, sizeof(*ds));
+	if (!ds) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	reset = ((const struct mfs_ioctl_dev_stats *)in_buf)->flags & MFS_DEV_STATS_RESET;
+	if (reset && s->opts->ro) {
+		free(ds);
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->nr_devices && i < MFS_DEV_STATS_MAX_DEVS; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		struct mfs_ioctl_dev_stats_dev *d = &ds->devs[i];
+
+		d->devid = dev->devid;
+		d->missing = dev->missing || !dev->path;
+		snprintf(d->path, sizeof(d->path), "%s", dev->path ? dev->path : "");
+		for (j = 0; j < MFS_DEV_STATS_NR_VALUES; j++) {
+			d->values[j] = dev->stats[j];
+			if (reset && dev->stats[j]) {
+				dev->stats[j] = 0;
+				dev->stats_dirty = true;
+				fs->dev_stats_dirty = 1;
+			}
+		}
+	}
+	ds->nr_devices = i;
+	pthread_mutex_unlock(&fs->lock);
+	/* a reset is on disk when the command returns */
+	if (reset) {
+		int ret = mfs_sync_fs(fs);
+
+		if (ret) {
+			free(ds);
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	fuse_reply_ioctl(req, 0, ds, sizeof(*ds));
+	free(ds);
+}
+
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned int flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
@@ -972,6 +1040,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	(void)in_bufsz;
 	if (ino != FUSE_ROOT_ID || !(flags & FUSE_IOCTL_DIR)) {
 		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (cmd == MFS_IOC_DEV_STATS) {
+		ioctl_dev_stats(req, s, in_buf, in_bufsz, out_bufsz);
 		return;
 	}
 	switch (cmd) {
@@ -1179,11 +1251,11 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		fs->eb_cache_limit = opts->cache_size;
 
 	snprintf(optstr, sizeof(optstr),
-		 "subtype=mfs,fsname=%s,default_permissions,allow_other%s%s%s%s",
+		 "subtype=mfs,fsname=%s,default_permissions,allow_other%s%s%s%s%s",
 		 opts->fsname, opts->ro ? ",ro" : "",
 		 /* libfuse defaults to nodev,nosuid; a root mount is like any other */
 		 opts->nodev ? ",nodev" : ",dev", opts->nosuid ? ",nosuid" : ",suid",
-		 opts->noexec ? ",noexec" : "");
+		 opts->noexec ? ",noexec" : "", opts->noatime ? ",noatime" : "");
 	fuse_opt_add_arg(&args, "mfs");
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, optstr);

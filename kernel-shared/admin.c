@@ -192,8 +192,10 @@ void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
 		c->used = bg ? bg->used : 0;
 		c->num_stripes = m->num_stripes;
 		c->stripe_size = mfs_map_stripe_size(m);
-		for (s = 0; s < m->num_stripes && s < 16; s++)
+		for (s = 0; s < m->num_stripes && s < 16; s++) {
 			c->devids[s] = m->stripes[s].devid;
+			c->physical[s] = m->stripes[s].physical;
+		}
 	}
 	sp->nr_chunks = i;
 	sp->cursor = first + i < (u64)fs->nr_chunks ? first + i : (u64)-1;

@@ -36,7 +36,11 @@ struct ino_rec {
 	bool has_item;		/* else only an orphan item names it */
 	bool bad;		/* item unusable, already reported: no more checks */
 	bool orphan;
+	u8 reach;		/* dirs: REACH_* */
 };
+
+/* Whether a directory's chain of parents ends at the root. */
+enum { REACH_UNKNOWN, REACH_WALKING, REACH_ROOT, REACH_NOT };
 
 /*
  * Records in ino order of creation (the fs tree walk creates them in key
@@ -302,7 +306,7 @@ struct dir_entry_rec {
 struct cur_inode {
 	u64 ino;
 	struct ino_rec *rec;	/* NULL: no usable inode item */
-	bool reported;		/* its items were reported as orphaned once */
+	bool reported;		/* "has directory entries" said once already */
 	/* directories */
 	struct dir_entry_rec *entries;
 	u64 nr_entries, max_entries;
@@ -389,6 +393,8 @@ static struct dir_entry_rec *find_entry_by_index(struct cur_inode *cur, u64 inde
 {
 	struct dir_entry_rec k = { .index = index };
 
+	if (!cur->nr_entries)
+		return NULL;
 	if (!cur->entries_sorted) {
 		qsort(cur->entries, cur->nr_entries, sizeof(*cur->entries), cmp_entry_index);
 		cur->entries_sorted = true;
@@ -830,6 +836,38 @@ static void check_inode(struct fs_check *c, const struct ino_rec *r)
 	check_links(c, r);
 }
 
+/*
+ * Each directory has one parent (more is reported as such), so following
+ * parents from any named directory must end at the root; a chain that
+ * comes back on itself is a loop of directories cut off from the tree.
+ */
+static void check_dir_loops(struct fs_check *c)
+{
+	u64 i;
+
+	for (i = 0; i < c->inodes.nr; i++) {
+		struct ino_rec *r = &c->inodes.recs[i], *p = r;
+		u8 result;
+
+		if (!r->has_item || r->bad || !S_ISDIR(r->mode) || !r->links || r->reach)
+			continue;
+		while (p && p->reach == REACH_UNKNOWN && p->ino != MFS_ROOT_DIR_OBJECTID &&
+		       p->links) {
+			p->reach = REACH_WALKING;
+			p = ino_find(&c->inodes, p->parent);
+		}
+		if (p && (p->ino == MFS_ROOT_DIR_OBJECTID || p->reach == REACH_ROOT))
+			result = REACH_ROOT;
+		else
+			result = REACH_NOT;
+		if (p && p->reach == REACH_WALKING)
+			problem(c->ctl, "directory %llu is in a loop of directories not reachable from the root",
+				(unsigned long long)p->ino);
+		for (p = r; p && p->reach == REACH_WALKING; p = ino_find(&c->inodes, p->parent))
+			p->reach = result;
+	}
+}
+
 static void check_inodes(struct fs_check *c)
 {
 	struct ino_rec *root;
@@ -842,8 +880,10 @@ static void check_inodes(struct fs_check *c)
 	else if (!root->bad && !S_ISDIR(root->mode))
 		problem(c->ctl, "root directory %llu is a %s",
 			(unsigned long long)MFS_ROOT_DIR_OBJECTID, mode_kind(root->mode));
+	check_dir_loops(c);
 	/* orphan items (created last) break the creation order; the hash goes stale */
-	qsort(c->inodes.recs, c->inodes.nr, sizeof(*c->inodes.recs), cmp_ino_rec);
+	if (c->inodes.nr)
+		qsort(c->inodes.recs, c->inodes.nr, sizeof(*c->inodes.recs), cmp_ino_rec);
 	free(c->inodes.hash);
 	c->inodes.hash = NULL;
 	c->inodes.hash_size = 0;
@@ -893,7 +933,7 @@ static void match_refs(struct fs_check *c, struct data_extent *de, u64 refs,
 		problem(c->ctl, "data extent %llu length %llu is not referenced by any file extent",
 			(unsigned long long)de->bytenr, (unsigned long long)de->len);
 	else if (refs != n)
-		problem(c->ctl, "data extent %llu length %llu has %llu references, %llu file extent items point at it",
+		problem(c->ctl, "data extent %llu length %llu has refs %llu, but %llu file extent item(s) point at it",
 			(unsigned long long)de->bytenr, (unsigned long long)de->len,
 			(unsigned long long)refs, (unsigned long long)n);
 	if (n)
@@ -905,10 +945,12 @@ static int check_data_extents(struct fs_check *c)
 {
 	struct mfs_key key = { 0, 0, 0 };
 	struct mfs_path path;
-	const struct data_ref *r = c->refs, *end = c->refs + c->nr_refs;
+	/* no references: refs may be NULL, and NULL + 0 is not C */
+	const struct data_ref *r = c->refs, *end = c->nr_refs ? c->refs + c->nr_refs : r;
 	int ret;
 
-	qsort(c->refs, c->nr_refs, sizeof(*c->refs), cmp_ref);
+	if (c->nr_refs)
+		qsort(c->refs, c->nr_refs, sizeof(*c->refs), cmp_ref);
 	mfs_init_path(&path);
 	ret = mfs_search_forward(c->fs->extent_root, &key, &path);
 	while (ret == 0) {
@@ -977,7 +1019,9 @@ static void check_csum_item(struct fs_check *c, const struct mfs_key *key, u32 s
 		return;
 	}
 	c->ctl->csum_bytes += size / csize * DATA_SECTOR;
-	de = bsearch(&k, c->extents, c->nr_extents, sizeof(k), cmp_extent);
+	de = NULL;
+	if (c->nr_extents)
+		de = bsearch(&k, c->extents, c->nr_extents, sizeof(k), cmp_extent);
 	if (!de) {
 		problem(c->ctl, "csum item for extent %llu (%llu bytes of data) has no data extent item",
 			bytenr, (unsigned long long)(size / csize * DATA_SECTOR));
@@ -1063,7 +1107,8 @@ int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 		goto out;
 	}
 	if (!ret && fs->csum_root) {
-		qsort(c.extents, c.nr_extents, sizeof(*c.extents), cmp_extent);
+		if (c.nr_extents)
+			qsort(c.extents, c.nr_extents, sizeof(*c.extents), cmp_extent);
 		ret = check_csums(&c);
 		if (ret && ret != -ENOMEM) {
 			walk_failed(ctl, "csum", ret);

@@ -75,7 +75,22 @@ int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 					m, (unsigned long long)dev->devid);
 				continue;
 			}
-			if (le64_to_cpu(sb.generation) != fs->generation)
+			/*
+			 * A crash between the superblock writes of one commit
+			 * leaves copies one generation behind: the filesystem is
+			 * consistent and the next commit rewrites them.
+			 */
+			if (le64_to_cpu(sb.generation) + 1 == fs->generation) {
+				char msg[256];
+
+				snprintf(msg, sizeof(msg),
+					 "superblock copy %d on device %llu (%s) is one generation behind (%llu); the next commit rewrites it",
+					 m, (unsigned long long)dev->devid, dev->path,
+					 (unsigned long long)le64_to_cpu(sb.generation));
+				ctl->warnings++;
+				if (ctl->warn)
+					ctl->warn(ctl->arg, msg);
+			} else if (le64_to_cpu(sb.generation) != fs->generation)
 				problem(ctl, "superblock copy %d on device %llu (%s) has generation %llu, expected %llu",
 					m, (unsigned long long)dev->devid, dev->path,
 					(unsigned long long)le64_to_cpu(sb.generation),

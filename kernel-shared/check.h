@@ -17,6 +17,9 @@ struct mfs_check_block {
 
 struct mfs_check_ctl {
 	void (*report)(void *arg, const char *msg);
+	/* not an error: e.g. a superblock copy the last commit did not reach */
+	void (*warn)(void *arg, const char *msg);
+	u64 warnings;
 	void *arg;
 	u64 errors;
 	/* statistics for the summary */

@@ -379,7 +379,8 @@ static int dir_is_empty(struct mfs_fs_info *fs, u64 dir)
 static int add_orphan(struct mfs_trans_handle *trans, u64 ino)
 {
 	struct mfs_key key = { MFS_ORPHAN_OBJECTID, MFS_ORPHAN_ITEM_KEY, ino };
-	int ret = mfs_insert_item(trans, trans->fs_info->fs_root, &key, NULL, 0);
+	/* an empty item; memcpy from NULL is undefined even for 0 bytes */
+	int ret = mfs_insert_item(trans, trans->fs_info->fs_root, &key, "", 0);
 
 	return ret == -EEXIST ? 0 : ret;
 }

@@ -260,6 +260,16 @@ int mfs_io_flush(struct mfs_io_dev *dev)
 	return 0;
 }
 
+void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len)
+{
+	posix_fadvise(dev->fd, off, len, POSIX_FADV_WILLNEED);
+}
+
+void mfs_io_start_writeback(struct mfs_io_dev *dev)
+{
+	sync_file_range(dev->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len)
 {
 	if (dev->is_blockdev) {

@@ -32,6 +32,13 @@ void mfs_io_close(struct mfs_io_dev *dev);
 int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
 int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
 int mfs_io_flush(struct mfs_io_dev *dev);
+/*
+ * Hints, neither counted nor logged (they change no data): start reading
+ * [off, +len) into the page cache; start writing back what is dirty (no
+ * wait, no flush: durability still comes from mfs_io_flush).
+ */
+void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len);
+void mfs_io_start_writeback(struct mfs_io_dev *dev);
 /* Discard (punch holes in images); best effort, -EOPNOTSUPP when unsupported. */
 int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len);
 

@@ -83,7 +83,7 @@ struct mfs_ioctl_dev_add {
 
 /* ---- space: devices and chunks, a page at a time ---- */
 #define MFS_SPACE_MAX_DEVS	32
-#define MFS_SPACE_MAX_CHUNKS	40
+#define MFS_SPACE_MAX_CHUNKS	32
 struct mfs_ioctl_space_dev {
 	uint64_t devid;
 	uint64_t total_bytes;
@@ -101,6 +101,7 @@ struct mfs_ioctl_space_chunk {
 	uint64_t num_stripes;
 	uint64_t stripe_size;
 	uint64_t devids[16];
+	uint64_t physical[16];		/* where each stripe starts on its device */
 };
 struct mfs_ioctl_space {
 	uint64_t cursor;		/* in: first chunk index; out: next, or ~0 at the end */

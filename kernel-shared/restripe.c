@@ -781,9 +781,73 @@ static int extent_csums(struct mfs_fs_info *fs, const struct mfs_range *r, u8 **
 }
 
 /*
+ * The copy streams: the used ranges of the next RESTRIPE_READAHEAD bytes
+ * are asked of the devices ahead of the reads, and the writes are pushed
+ * to the devices every RESTRIPE_WRITEBACK bytes, so reading, writing and
+ * the flush at the commit overlap instead of taking turns.
+ */
+#define RESTRIPE_READAHEAD	SZ_32M
+#define RESTRIPE_WRITEBACK	SZ_8M
+
+/* Start reading what mirror 1 of map reads for logical [start, end). */
+static void readahead_span(struct mfs_chunk_map *map, u64 start, u64 end)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	u64 row = (u64)mfs_nr_data_stripes(map->type, map->num_stripes) * map->stripe_len;
+	u64 lo = (start - map->logical) / row * map->stripe_len;
+	u64 hi = (end - map->logical + row - 1) / row * map->stripe_len;
+	int i, step = 1, nread = map->num_stripes;
+
+	/*
+	 * Every stripe holds the same part of each row; the whole span is
+	 * asked of each device read from, parity included, so that each
+	 * device is read sequentially.
+	 */
+	if (a->sub_stripes > 1)
+		step = a->sub_stripes;		/* raid10: the first of each pair */
+	else if (!a->nparity && mfs_nr_data_stripes(map->type, map->num_stripes) == 1)
+		nread = 1;			/* dup, raid1*, single: the first copy */
+	for (i = 0; i < nread; i += step) {
+		struct mfs_map_stripe *s = &map->stripes[i];
+
+		if (s->dev && s->dev->io)
+			mfs_io_readahead(s->dev->io, s->physical + lo, hi - lo);
+	}
+}
+
+/* Read ahead the ranges from *next on that start below limit, near neighbours merged. */
+static void readahead_ranges(struct mfs_chunk_map *map, const struct mfs_range *r, int n,
+			     int *next, u64 limit)
+{
+	int i = *next;
+
+	while (i < n && r[i].start < limit) {
+		u64 start = r[i].start, end = r[i].start + r[i].len;
+
+		for (i++; i < n && r[i].start < limit && r[i].start <= end + SZ_1M; i++)
+			end = max_t(u64, end, r[i].start + r[i].len);
+		readahead_span(map, start, end);
+	}
+	*next = i;
+}
+
+static void start_writeback(struct mfs_chunk_map *map)
+{
+	int i, j;
+
+	for (i = 0; i < map->num_stripes; i++) {
+		for (j = 0; j < i && map->stripes[j].dev != map->stripes[i].dev; j++)
+			;
+		if (j == i && map->stripes[i].dev && map->stripes[i].dev->io)
+			mfs_io_start_writeback(map->stripes[i].dev->io);
+	}
+}
+
+/*
  * Copy every used range of the chunk into the new layout. raid5/6 targets
  * are written a whole row at a time, never touching a row twice.
  */
+static u64 T_read, T_write, T_copy, T_commit;	/* TIMING */
 static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new,
 		      struct mfs_range *r, u8 **csums, int n)
 {
@@ -791,8 +855,8 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 	const struct mfs_raid_attr *t = mfs_profile(new->type);
 	u64 row_len = t->nparity ? (u64)(new->num_stripes - t->nparity) * new->stripe_len : 0;
 	u8 *buf = NULL, *row = NULL;
-	u64 cur_row = (u64)-1;
-	int i, ret = 0;
+	u64 cur_row = (u64)-1, ra_limit = 0, unflushed = 0;
+	int i, ra_next = 0, ret = 0;
 
 	if (row_len) {
 		row = calloc(1, row_len);
@@ -802,16 +866,21 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 	for (i = 0; i < n && !ret; i++) {
 		u64 off;
 
+		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
+			ra_limit = r[i].start + RESTRIPE_READAHEAD;
+			readahead_ranges(old, r, n, &ra_next, ra_limit);
+		}
 		buf = malloc(r[i].len);
 		if (!buf) {
 			ret = -ENOMEM;
 			break;
 		}
-		ret = read_good(fs, old, &r[i], csums[i], buf);
+		{ u64 t0 = now_ns(); ret = read_good(fs, old, &r[i], csums[i], buf); T_read += now_ns() - t0; }	/* TIMING */
 		if (ret) {
 			free(buf);
 			break;
 		}
+		u64 tw0 = now_ns();	/* TIMING */
 		if (!row_len) {
 			ret = mfs_write_map(new, r[i].start, buf, r[i].len);
 		} else {
@@ -832,8 +901,14 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 				off += cnt;
 			}
 		}
+		T_write += now_ns() - tw0;	/* TIMING */
 		free(buf);
 		__atomic_add_fetch(&st->bytes_done, r[i].len, __ATOMIC_RELAXED);
+		unflushed += r[i].len;
+		if (unflushed >= RESTRIPE_WRITEBACK) {
+			start_writeback(new);
+			unflushed = 0;
+		}
 	}
 	if (!ret && row_len && cur_row != (u64)-1)
 		ret = mfs_write_map(new, new->logical + cur_row * row_len, row, row_len);
@@ -891,8 +966,11 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	pthread_mutex_unlock(&fs->lock);
 
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
+	u64 tc0 = now_ns();
 	if (!ret)
 		ret = copy_chunk(fs, old, new, ranges, csums, n);
+	T_copy += now_ns() - tc0;
+	tc0 = now_ns();
 
 	pthread_mutex_lock(&fs->lock);
 	if (ret)
@@ -924,6 +1002,8 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 		goto out_locked;
 	}
 	ret = mfs_commit_transaction(trans);
+	T_commit += now_ns() - tc0;
+	fprintf(stderr, "TIMING chunk %llu n=%d read %.3f write %.3f copy %.3f commit %.3f\n", (unsigned long long)logical, n, T_read/1e9, T_write/1e9, T_copy/1e9, T_commit/1e9);
 	if (!ret) {
 		release_old_extents(fs, old, new);
 		free(old);
@@ -1054,6 +1134,18 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
+	/* empty chunks first: removing them is free and makes room for the rest */
+	for (j = 0; !ret && j < n && !st->cancel_req && !st->pause_req; j++) {
+		struct mfs_block_group *bg;
+		bool empty;
+
+		pthread_mutex_lock(&fs->lock);
+		bg = mfs_lookup_block_group(fs, list[j]);
+		empty = bg && bg->start == list[j] && bg->used == 0 && bg->reserved == 0;
+		pthread_mutex_unlock(&fs->lock);
+		if (empty)
+			ret = relocate_chunk(fs, list[j]);
+	}
 	for (i = 0, j = 0; !ret && i < nall; i++) {
 		if (st->cancel_req) {
 			ret = -ECANCELED;

@@ -571,8 +571,7 @@ static int best_fit_cb(u64 start, u64 len, void *arg)
 	return 0;
 }
 
-/* The smallest hole that takes need bytes, so big holes stay big. */
-static int device_best_fit(struct mfs_device *dev, u64 need, u64 *start)
+int mfs_device_best_fit(struct mfs_device *dev, u64 need, u64 *start)
 {
 	struct best_fit_arg b = { need, 0, 0 };
 
@@ -1298,7 +1297,7 @@ static int alloc_keeping_stripes(struct mfs_fs_info *fs, const struct mfs_chunk_
 				best_hole = hole;
 			}
 		}
-		if (!best || device_best_fit(best, stripe, &start)) {
+		if (!best || mfs_device_best_fit(best, stripe, &start)) {
 			ret = -ENOSPC;
 			break;
 		}
@@ -1334,11 +1333,16 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, 
 	const struct mfs_raid_attr *a = mfs_profile(flags);
 	u64 logical = old->logical, length = old->length;
 	struct dev_hole *holes;
-	struct mfs_chunk_map *map = NULL;
-	int ndevs = 0, n, i, j, ret = -ENOSPC;
+	struct mfs_chunk_map *map;
+	u64 *lens, stripe = 0;
+	int ndevs = 0, n, i, j, ret;
 
-	if (nexcl && old->type == flags)
-		return alloc_keeping_stripes(fs, old, excl, nexcl, out);
+	if (nexcl && old->type == flags) {
+		ret = alloc_keeping_stripes(fs, old, excl, nexcl, out);
+		/* no room beside the kept stripes (raid5 on 3 devices losing one): a new layout */
+		if (ret != -ENOSPC)
+			return ret;
+	}
 	holes = calloc(fs->nr_devices + 1, sizeof(*holes));
 	if (!holes)
 		return -ENOMEM;
@@ -1357,70 +1361,63 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, 
 		ndevs++;
 	}
 	qsort(holes, ndevs, sizeof(*holes), cmp_hole_desc);
-	n = a->devs_max ? min_t(int, ndevs, a->devs_max) : ndevs;
-	/* widest layout whose stripes divide the range and fit the holes */
-	for (; n >= a->devs_min; n--) {
-		int num_stripes, ndata;
-		u64 stripe;
-
-		if (n % a->devs_increment)
-			continue;
-		num_stripes = n * a->dev_stripes;
-		ndata = mfs_nr_data_stripes(flags, num_stripes);
-		if (length % ndata)
-			continue;
-		stripe = length / ndata;
-		if ((a->nparity || a->sub_stripes > 1 || (a->ncopies == 1 && num_stripes > 1)) &&
-		    stripe % MFS_STRIPE_LEN)
-			continue;
-		if (holes[n - 1].len < stripe * a->dev_stripes)
-			continue;
-		map = mfs_alloc_chunk_map(num_stripes);
-		if (!map) {
-			ret = -ENOMEM;
-			break;
-		}
-		map->logical = logical;
-		map->length = length;
-		map->type = flags;
-		map->stripe_len = MFS_STRIPE_LEN;
-		map->num_stripes = num_stripes;
-		map->sub_stripes = a->sub_stripes;
-		for (i = 0; i < n; i++) {
-			u64 start = holes[i].start;
-
-			/* best fit on each chosen device */
-			device_best_fit(holes[i].dev, stripe * a->dev_stripes, &start);
-			for (j = 0; j < a->dev_stripes; j++) {
-				struct mfs_map_stripe *st = &map->stripes[i * a->dev_stripes + j];
-
-				st->dev = holes[i].dev;
-				st->devid = holes[i].dev->devid;
-				st->physical = start + j * stripe;
-				memcpy(st->dev_uuid, holes[i].dev->uuid, MFS_UUID_SIZE);
-			}
-		}
-		for (i = 0; i < num_stripes; i++) {
-			ret = mfs_device_add_extent(map->stripes[i].dev, map->stripes[i].physical,
-						    stripe, logical);
-			if (ret) {
-				while (--i >= 0)
-					mfs_device_remove_extent(map->stripes[i].dev,
-								 map->stripes[i].physical);
-				free(map);
-				map = NULL;
-				break;
-			}
-		}
-		break;
+	lens = calloc(ndevs + 1, sizeof(*lens));
+	if (!lens) {
+		free(holes);
+		return -ENOMEM;
 	}
-	free(holes);
-	if (!map)
-		return ret;
+	for (i = 0; i < ndevs; i++)
+		lens[i] = holes[i].len;
+	/* widest layout whose stripes divide the range and fit the holes */
+	n = mfs_layout_for_length(flags, length, lens, ndevs, &stripe);
+	free(lens);
+	if (n < 0) {
+		ret = n;
+		goto out;
+	}
+	map = mfs_alloc_chunk_map(n * a->dev_stripes);
+	if (!map) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	map->logical = logical;
+	map->length = length;
+	map->type = flags;
+	map->stripe_len = MFS_STRIPE_LEN;
+	map->num_stripes = n * a->dev_stripes;
+	map->sub_stripes = a->sub_stripes;
+	for (i = 0; i < n; i++) {
+		u64 start = holes[i].start;
+
+		/* best fit on each chosen device */
+		mfs_device_best_fit(holes[i].dev, stripe * a->dev_stripes, &start);
+		for (j = 0; j < a->dev_stripes; j++) {
+			struct mfs_map_stripe *st = &map->stripes[i * a->dev_stripes + j];
+
+			st->dev = holes[i].dev;
+			st->devid = holes[i].dev->devid;
+			st->physical = start + j * stripe;
+			memcpy(st->dev_uuid, holes[i].dev->uuid, MFS_UUID_SIZE);
+		}
+	}
+	for (i = 0; i < map->num_stripes; i++) {
+		ret = mfs_device_add_extent(map->stripes[i].dev, map->stripes[i].physical,
+					    stripe, logical);
+		if (ret) {
+			while (--i >= 0)
+				mfs_device_remove_extent(map->stripes[i].dev,
+							 map->stripes[i].physical);
+			free(map);
+			goto out;
+		}
+	}
 	if (a->incompat)
 		fs->incompat_flags |= a->incompat;
 	*out = map;
-	return 0;
+	ret = 0;
+out:
+	free(holes);
+	return ret;
 }
 
 /* Read through a given map (no open rows: the range takes no writes). */

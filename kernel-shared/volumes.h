@@ -38,6 +38,8 @@ int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 
 int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
 /* Largest unallocated hole on dev, skipping reserved ranges. */
 u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start);
+/* The smallest hole that takes need bytes, so big holes stay big (-ENOSPC if none). */
+int mfs_device_best_fit(struct mfs_device *dev, u64 need, u64 *start);
 /* Is [start, start+len) clear of superblock copies and the first MiB? */
 bool mfs_range_is_reserved(u64 start, u64 len);
 /* Bytes of a device of this size that are never allocated (reserved ranges). */

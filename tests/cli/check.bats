@@ -15,12 +15,14 @@ load helpers
 	assert_line "found $(super_field "$T/img1" bytes_used) bytes used, no error found"
 	assert_line "total tree bytes: $((6 * 16384))"
 	assert_line "total data bytes: 0"
+	assert_line "total csum bytes: 0"
 	refute_line --partial "error(s) found"
 	assert_stderr_line "Opening filesystem to check..."
-	assert_stderr_line "[1/4] checking superblocks"
-	assert_stderr_line "[2/4] checking chunks and device extents"
-	assert_stderr_line "[3/4] checking tree blocks"
-	assert_stderr_line "[4/4] checking extents and block groups"
+	assert_stderr_line "[1/5] checking superblocks"
+	assert_stderr_line "[2/5] checking chunks and device extents"
+	assert_stderr_line "[3/5] checking tree blocks"
+	assert_stderr_line "[4/5] checking extents and block groups"
+	assert_stderr_line "[5/5] checking fs tree"
 	refute grep -q ERROR <<<"$stderr"
 	# --readonly is the default and accepted
 	run mfs check --readonly "$T/img3"
@@ -93,7 +95,7 @@ load helpers
 	[ "$status" -eq 0 ]
 	run --separate-stderr fsck.mfs -v "$T/img1"
 	[ "$status" -eq 0 ]
-	assert_stderr_line "[1/4] checking superblocks"
+	assert_stderr_line "[1/5] checking superblocks"
 
 	# 16: usage
 	run --separate-stderr fsck.mfs

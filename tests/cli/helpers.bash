@@ -253,3 +253,111 @@ assert_stderr_empty() {
 count_lines() {
 	grep -cE -- "$1" <<<"$output" || true
 }
+
+# ---------------- mounted filesystems (mount.bats, selfheal.bats) ----------------
+#
+# A test that mounts calls mfs_cleanup_mounts from its teardown (before the
+# common teardown): mounts made with mfs_mount are unmounted with
+# `mfs umount`, which waits until the server has written everything and
+# exited; the mount of a dead server is detached.
+
+MFS_PY=${MFS_PY:-$(command -v /usr/bin/python3 || command -v python3)}
+
+# is_mounted DIR: DIR is a mount point in the mount table (works for dead FUSE servers too)
+is_mounted() {
+	awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/self/mounts
+}
+
+# mfs_mount [mfs mount options] DEV... MNT: mount and remember MNT.
+mfs_mount() {
+	local mnt=${!#}
+
+	mkdir -p "$mnt"
+	echo "$mnt" >>"$T/.mfs_mounts"
+	mfs mount "$@" 3>&-
+}
+
+# mfs_daemon_pid MNT: pid of the server of the mfs mounted on MNT (MFS_IOC_FS_INFO).
+mfs_daemon_pid() {
+	"$MFS_PY" - "$1" <<'PY'
+import fcntl, os, struct, sys
+size = 8 + 16 + 8 + 8 + 4 + 4 + 4096	# struct mfs_ioctl_fs_info
+req = (2 << 30) | (size << 16) | (0xE5 << 8) | 1	# _IOR(0xE5, 1, ...)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+buf = bytearray(size)
+fcntl.ioctl(fd, req, buf, True)
+print(struct.unpack_from("<Q", buf)[0])
+PY
+}
+
+# xattr_dump DIR: every xattr of everything under DIR (symlinks not followed), sorted.
+xattr_dump() {
+	"$MFS_PY" - "$1" <<'PY'
+import os, sys
+os.chdir(sys.argv[1])
+for root, dirs, files in sorted(os.walk(".")):
+    for n in sorted(dirs + files):
+        p = os.path.join(root, n)
+        for a in sorted(os.listxattr(p, follow_symlinks=False)):
+            print(p, a, os.getxattr(p, a, follow_symlinks=False))
+PY
+}
+
+# tree_state DIR: path, type, mode, owner, and for non-directories size, link
+# count and target, of everything under DIR; then contents and xattrs.
+# (Directory sizes and link counts are left out: btrfs and mfs count differently.)
+tree_state() {
+	(cd "$1" && find . -mindepth 1 \( -type d -printf '%p d %m %U %G\n' \) -o \
+		-printf '%p %y %m %U %G %s %n %l\n' | sort) && tree_sums "$1" && xattr_dump "$1"
+}
+
+# wait_pid_exit PID [SECONDS]: until PID is gone (or a zombie).
+wait_pid_exit() {
+	local i state
+
+	for ((i = 0; i < ${2:-60} * 20; i++)); do
+		state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 0
+		[ -z "$state" ] || [ "$state" = Z ] && return 0
+		sleep 0.05
+	done
+	echo "process $1 did not exit" >&2
+	return 1
+}
+
+# mfs_kill9 MNT: kill the server of MNT with SIGKILL (a crash) and detach the mount.
+mfs_kill9() {
+	local pid
+
+	pid=$(mfs_daemon_pid "$1") || return 1
+	kill -9 "$pid" || return 1
+	wait_pid_exit "$pid" || return 1
+	umount -l "$1"
+}
+
+mfs_cleanup_mounts() {
+	local m
+
+	[ -n "${T:-}" ] && [ -f "$T/.mfs_mounts" ] || return 0
+	tac "$T/.mfs_mounts" | while read -r m; do
+		[ -n "$m" ] && is_mounted "$m" || continue
+		timeout 120 mfs umount "$m" >/dev/null 2>&1 || umount -l "$m" 2>/dev/null
+	done
+	return 0
+}
+
+# tree_sums DIR: "sha256  path" of every regular file under DIR, sorted.
+tree_sums() {
+	(cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+}
+
+# dev_stat IMG DEVID NAME: one counter of `mfs device stats --offline`.
+dev_stat() {
+	mfs device stats --offline "$1" |
+		awk -v d="$(path_of_devid "$2")" -v n="$3" '$1 == "[" d "]." n { print $2 }'
+}
+
+# corrupt_copies [--zero] [--what data|metadata|all] DEV DEVID[,DEVID]: damage the
+# copies the devices hold of every live tree block and data extent (tests/cli/corrupt-copies.py).
+corrupt_copies() {
+	"$MFS_PY" "$BATS_TEST_DIRNAME/corrupt-copies.py" "$@"
+}

@@ -3,6 +3,14 @@
 
 load helpers
 
+# the common teardown, run after ours (one test mounts)
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
 @test "dump-super: header and fields of the primary copy" {
 	make_images 3
 	mkfs.mfs -q -L lbl -d raid5 -m raid1 $(imgs 3)
@@ -175,6 +183,47 @@ label_offset() {
 	[ "$(count_lines $'^\t\trefs 1 gen [0-9]+ flags TREE_BLOCK$')" -eq 6 ]
 	cr=$(super_field "$T/img1" chunk_root)
 	assert_line --regexp $'^\titem [0-9]+ key \\('"$cr"' EXTENT_ITEM 16384\) '
+}
+
+@test "dump-tree -t fs and -t csum: inodes, entries, xattrs, file extents, checksums" {
+	make_images 1 512M
+	mkfs.mfs -q "$T/img1"
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c 8192 /dev/urandom >"$T/mnt/file"
+	ln -s file "$T/mnt/link"
+	"$MFS_PY" -c 'import os, sys; os.setxattr(sys.argv[1], b"user.color", b"blue")' "$T/mnt/file"
+	ino=$(stat -c %i "$T/mnt/file")
+	lnk=$(stat -c %i "$T/mnt/link")
+	mfs umount "$T/mnt"
+
+	run --separate-stderr mfs inspect-internal dump-tree -t fs "$T/img1"
+	assert_success
+	assert_line "fs tree"
+	assert_line --regexp $'^\titem [0-9]+ key \\(256 INODE_ITEM 0\\) itemoff [0-9]+ itemsize 160$'
+	assert_line --regexp $'^\t\tgeneration [0-9]+ transid [0-9]+ size 8 nbytes 0$'
+	assert_line $'\t\tmode 40755 links 2 uid 0 gid 0 rdev 0'
+	assert_line --regexp $'^\t\tmtime [0-9]+\\.[0-9]+ \\([0-9-]+ [0-9:]+\\)$'
+	assert_line $'\t\tlocation key ('"$ino"' INODE_ITEM 0) type FILE'
+	assert_line $'\t\tlocation key ('"$lnk"' INODE_ITEM 0) type SYMLINK'
+	assert_line --regexp $'^\t\tindex 2 transid [0-9]+ name_len 4$'
+	[ "$(count_lines $'^\t\tname: file$')" -eq 2 ]
+	assert_line --regexp $'^\titem [0-9]+ key \\(256 DIR_INDEX 3\\) '
+	assert_line $'\t\tdata_len 4 name_len 10'
+	assert_line $'\t\tname: user.color'
+	assert_line $'\t\tdata blue'
+	assert_line --regexp $'^\t\tgeneration [0-9]+ type 1 \\(regular\\)$'
+	assert_line --regexp $'^\t\textent data disk byte [0-9]+ nr 8192$'
+	assert_line $'\t\textent data offset 0 nr 8192 ram 8192'
+	assert_line $'\t\textent compression 0 (none)'
+	assert_line --regexp $'^\t\tgeneration [0-9]+ type 0 \\(inline\\)$'
+	assert_line $'\t\tinline extent data size 4 compression 0 (none)'
+	bytenr=$(awk '$1 == "extent" && $3 == "disk" { print $5 }' <<<"$output")
+
+	run --separate-stderr mfs inspect-internal dump-tree -t csum "$T/img1"
+	assert_success
+	assert_line --regexp $'^\titem 0 key \\(EXTENT_CSUM EXTENT_CSUM '"$bytenr"$'\\) itemoff [0-9]+ itemsize 8$'
+	assert_line $'\t\trange start '"$bytenr"' end '"$((bytenr + 8192))"' length 8192'
+	assert_line --regexp $'^\t\t\\['"$((bytenr + 4096))"$'\\] 0x[0-9a-f]{8}$'
 }
 
 @test "dump-tree: every tree without -t; -b dumps one block" {

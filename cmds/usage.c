@@ -1,0 +1,1175 @@
+/*
+ * Space reports and resizing: mfs filesystem df / usage / resize and
+ * mfs device usage, for mounted (ioctl) and unmounted filesystems alike.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <json-c/json.h>
+#include "cmds/commands.h"
+#include "cmds/restripe-cli.h"
+#include "common/help.h"
+#include "common/messages.h"
+#include "common/units.h"
+#include "common/open.h"
+#include "common/target.h"
+#include "common/format-output.h"
+#include "kernel-shared/profiles.h"
+#include "kernel-shared/volumes.h"
+#include "kernel-shared/restripe.h"
+
+#define UNIT_OPTLINES \
+	OPTLINE("-b|--raw", "show raw numbers in bytes"), \
+	OPTLINE("-h|--human-readable", "show human friendly numbers, base 1024 (default)"), \
+	OPTLINE("-H", "show human friendly numbers, base 1000"), \
+	OPTLINE("--iec", "use 1024 as a base (KiB, MiB, GiB, TiB)"), \
+	OPTLINE("--si", "use 1000 as a base (kB, MB, GB, TB)"), \
+	OPTLINE("-k|--kbytes", "show sizes in KiB, or kB with --si"), \
+	OPTLINE("-m|--mbytes", "show sizes in MiB, or MB with --si"), \
+	OPTLINE("-g|--gbytes", "show sizes in GiB, or GB with --si"), \
+	OPTLINE("-t|--tbytes", "show sizes in TiB, or TB with --si")
+
+/* ---------------- the space picture ---------------- */
+
+/* One type|profile present in the chunks: a df line, a usage section. */
+struct bg_group {
+	u64 flags;		/* type and profile bits */
+	u64 total, used;	/* logical */
+	u64 raw_total, raw_used;
+};
+
+#define MAX_GROUPS	(3 * MFS_NR_RAID_TYPES)
+
+struct usage {
+	struct mfs_space sp;
+	int *order;		/* device indexes by devid */
+	u64 *alloc;		/* raw bytes of chunks on each device */
+	struct bg_group groups[MAX_GROUPS];
+	int ngroups;
+};
+
+static u64 group_flags(u64 type)
+{
+	return type & (MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK);
+}
+
+/* The space ioctl names the devices of the first stripes only. */
+#define SPACE_MAX_STRIPES	((int)ARRAY_SIZE(((struct mfs_ioctl_space_chunk *)0)->devids))
+
+static int chunk_nr_stripes(const struct mfs_ioctl_space_chunk *c)
+{
+	return c->num_stripes < (u64)SPACE_MAX_STRIPES ? (int)c->num_stripes : SPACE_MAX_STRIPES;
+}
+
+/* Raw bytes of a chunk: every stripe, copies and parity included. */
+static u64 chunk_raw(const struct mfs_ioctl_space_chunk *c)
+{
+	return c->stripe_size * c->num_stripes;
+}
+
+static u64 chunk_raw_used(const struct mfs_ioctl_space_chunk *c)
+{
+	int ndata = mfs_nr_data_stripes(c->type, c->num_stripes);
+
+	return ndata ? c->used * c->num_stripes / ndata : 0;
+}
+
+/* Raw bytes of group flags chunks exactly `width` stripes wide (0: any) on devid. */
+static u64 dev_width_alloc(const struct mfs_space *sp, u64 devid, u64 flags, u64 width)
+{
+	u64 sum = 0;
+	int i, s;
+
+	for (i = 0; i < sp->nr_chunks; i++) {
+		const struct mfs_ioctl_space_chunk *c = &sp->chunks[i];
+
+		if (group_flags(c->type) != flags || (width && c->num_stripes != width))
+			continue;
+		for (s = 0; s < chunk_nr_stripes(c); s++)
+			if (c->devids[s] == devid)
+				sum += c->stripe_size;
+	}
+	return sum;
+}
+
+/* Order of the types in usage (Data, Metadata, System) and in df (Data, System, Metadata). */
+static int type_rank(u64 flags, bool df)
+{
+	if (flags & MFS_BLOCK_GROUP_DATA)
+		return 0;
+	if (flags & MFS_BLOCK_GROUP_SYSTEM)
+		return df ? 1 : 2;
+	return df ? 2 : 1;
+}
+
+static int cmp_group(const void *a, const void *b, void *df)
+{
+	const struct bg_group *x = a, *y = b;
+	int rx = type_rank(x->flags, *(bool *)df), ry = type_rank(y->flags, *(bool *)df);
+
+	if (rx != ry)
+		return rx - ry;
+	return (int)mfs_bg_flags_to_raid_index(x->flags) - (int)mfs_bg_flags_to_raid_index(y->flags);
+}
+
+static int cmp_devid(const void *a, const void *b, void *arg)
+{
+	const struct mfs_space *sp = arg;
+	u64 x = sp->devs[*(const int *)a].devid, y = sp->devs[*(const int *)b].devid;
+
+	return x < y ? -1 : x > y;
+}
+
+static void usage_free(struct usage *u)
+{
+	mfs_space_free(&u->sp);
+	free(u->order);
+	free(u->alloc);
+	memset(u, 0, sizeof(*u));
+}
+
+static int usage_load(struct mfs_target *t, struct usage *u, bool df)
+{
+	int i, j, s, ret;
+
+	memset(u, 0, sizeof(*u));
+	ret = mfs_target_space(t, &u->sp);
+	if (ret) {
+		error("cannot read the space information of '%s': %s", t->mnt, strerror(-ret));
+		return ret;
+	}
+	u->order = calloc(u->sp.nr_devs + 1, sizeof(*u->order));
+	u->alloc = calloc(u->sp.nr_devs + 1, sizeof(*u->alloc));
+	if (!u->order || !u->alloc) {
+		usage_free(u);
+		error("out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < u->sp.nr_devs; i++)
+		u->order[i] = i;
+	qsort_r(u->order, u->sp.nr_devs, sizeof(*u->order), cmp_devid, &u->sp);
+	for (i = 0; i < u->sp.nr_chunks; i++) {
+		const struct mfs_ioctl_space_chunk *c = &u->sp.chunks[i];
+		u64 flags = group_flags(c->type);
+		struct bg_group *g = NULL;
+
+		for (j = 0; j < u->ngroups; j++)
+			if (u->groups[j].flags == flags)
+				g = &u->groups[j];
+		if (!g) {
+			if (u->ngroups == MAX_GROUPS)
+				continue;
+			g = &u->groups[u->ngroups++];
+			g->flags = flags;
+		}
+		g->total += c->length;
+		g->used += c->used;
+		g->raw_total += chunk_raw(c);
+		g->raw_used += chunk_raw_used(c);
+		for (s = 0; s < chunk_nr_stripes(c); s++)
+			for (j = 0; j < u->sp.nr_devs; j++)
+				if (u->sp.devs[j].devid == c->devids[s])
+					u->alloc[j] += c->stripe_size;
+	}
+	qsort_r(u->groups, u->ngroups, sizeof(*u->groups), cmp_group, &df);
+	return 0;
+}
+
+static bool dev_missing(const struct mfs_ioctl_space_dev *d)
+{
+	return d->missing || !d->path[0];
+}
+
+static const char *dev_path(const struct mfs_ioctl_space_dev *d)
+{
+	return dev_missing(d) ? "missing" : d->path;
+}
+
+static u64 dev_slack(const struct mfs_ioctl_space_dev *d)
+{
+	return d->device_size > d->total_bytes ? d->device_size - d->total_bytes : 0;
+}
+
+/* What chunks could still get: size minus chunks minus reserved ranges (may be negative while shrinking). */
+static s64 dev_unallocated(const struct usage *u, int i)
+{
+	const struct mfs_ioctl_space_dev *d = &u->sp.devs[i];
+
+	return (s64)d->total_bytes - (s64)u->alloc[i] -
+	       (s64)mfs_device_reserved_bytes(d->total_bytes);
+}
+
+static bool dev_allocatable(const struct mfs_ioctl_space_dev *d)
+{
+	return !dev_missing(d) && !(d->flags & MFS_DEV_STATE_NO_ALLOC);
+}
+
+/* Logical bytes new chunks of type|profile could still get from the unallocated space. */
+static u64 simulate(const struct usage *u, u64 flags)
+{
+	u64 *free_space = calloc(u->sp.nr_devs + 1, sizeof(*free_space)), ret;
+	int i, n = 0;
+
+	if (!free_space)
+		return 0;
+	for (i = 0; i < u->sp.nr_devs; i++) {
+		s64 un = dev_unallocated(u, i);
+
+		if (dev_allocatable(&u->sp.devs[i]))
+			free_space[n++] = un > 0 ? (u64)un : 0;
+	}
+	ret = mfs_simulate_alloc_free(free_space, n, flags);
+	free(free_space);
+	return ret;
+}
+
+static int nr_allocatable(const struct usage *u)
+{
+	int i, n = 0;
+
+	for (i = 0; i < u->sp.nr_devs; i++)
+		n += dev_allocatable(&u->sp.devs[i]);
+	return n;
+}
+
+/* Raw/logical of a type: from its chunks, else what a new chunk of the target profile would have. */
+static double type_ratio(const struct usage *u, u64 type, u64 profile)
+{
+	const struct mfs_raid_attr *a = mfs_profile(profile);
+	u64 raw = 0, logical = 0, num, den;
+	int i, n;
+
+	for (i = 0; i < u->ngroups; i++) {
+		if (u->groups[i].flags & type) {
+			raw += u->groups[i].raw_total;
+			logical += u->groups[i].total;
+		}
+	}
+	if (logical)
+		return (double)raw / logical;
+	n = nr_allocatable(u);
+	if (a->devs_max && n > a->devs_max)
+		n = a->devs_max;
+	n -= n % a->devs_increment;
+	if (n < a->devs_min)
+		n = a->devs_min;
+	mfs_profile_ratio(profile, n * a->dev_stripes, &num, &den);
+	return den ? (double)num / den : 1.0;
+}
+
+/* Signed sizes: unallocated goes negative while a shrink is under way. */
+static const char *pretty_signed(s64 v, unsigned int units)
+{
+	static __thread char bufs[8][40];
+	static __thread unsigned int next;
+	char *buf = bufs[next++ % 8];
+
+	if (v >= 0)
+		return pretty_size_mode((u64)v, units);
+	snprintf(buf, sizeof(bufs[0]), "-%s", pretty_size_mode((u64)-v, units));
+	return buf;
+}
+
+/* ---------------- targets ---------------- */
+
+/*
+ * The arguments name filesystems: a mount point each, or devices and
+ * images, grouped by the filesystem their superblock names.
+ */
+typedef int (*target_fn)(struct mfs_target *t, void *ctx, bool first);
+
+static int for_each_target(char **args, int nargs, bool writable, target_fn fn, void *ctx)
+{
+	const char **group = calloc(nargs + 1, sizeof(*group));
+	bool *done = calloc(nargs + 1, sizeof(*done));
+	int i, j, ret = 0, ngroups = 0;
+
+	if (!group || !done) {
+		free(group);
+		free(done);
+		error("out of memory");
+		return 1;
+	}
+	for (i = 0; i < nargs; i++) {
+		struct mfs_super_block sb, other;
+		struct mfs_target t;
+		struct stat st;
+		char mnt[PATH_MAX];
+		int n = 0;
+
+		if (done[i])
+			continue;
+		group[n++] = args[i];
+		done[i] = true;
+		/* members of one unmounted filesystem open together */
+		if (!(stat(args[i], &st) == 0 && S_ISDIR(st.st_mode)) &&
+		    !mfs_find_mount_of_device(args[i], mnt, sizeof(mnt)) &&
+		    mfs_probe_super(args[i], &sb) == 0) {
+			for (j = i + 1; j < nargs; j++) {
+				if (!done[j] && mfs_probe_super(args[j], &other) == 0 &&
+				    !memcmp(sb.fsid, other.fsid, MFS_FSID_SIZE)) {
+					group[n++] = args[j];
+					done[j] = true;
+				}
+			}
+		}
+		if (mfs_target_open(group, n, writable, &t)) {
+			ret = 1;
+			continue;
+		}
+		if (fn(&t, ctx, ngroups++ == 0))
+			ret = 1;
+		if (mfs_target_close(&t))
+			ret = 1;
+	}
+	free(group);
+	free(done);
+	return ret;
+}
+
+/* ---------------- filesystem df ---------------- */
+
+static const char * const cmd_filesystem_df_usage[] = {
+	"mfs filesystem df [options] <path>|<device> [<device>...]",
+	"",
+	"Show space allocated to chunks and used in them, per type and profile.",
+	"total is the logical size of the chunks of that type and profile,",
+	"used what is stored in them.",
+	"",
+	UNIT_OPTLINES,
+	NULL
+};
+
+struct df_ctx {
+	unsigned int units;
+	struct json_object *array;
+};
+
+static int df_one(struct mfs_target *t, void *arg, bool first)
+{
+	struct df_ctx *ctx = arg;
+	struct usage u;
+	int i;
+
+	if (usage_load(t, &u, true))
+		return 1;
+	if (!first && !ctx->array)
+		printf("\n");
+	for (i = 0; i < u.ngroups; i++) {
+		const struct bg_group *g = &u.groups[i];
+
+		if (ctx->array) {
+			struct json_object *o = mfs_json_array_add_object(ctx->array);
+
+			mfs_json_add_string(o, "bg-type", mfs_bg_type_name(g->flags));
+			mfs_json_add_string(o, "bg-profile", mfs_profile_ui_name(g->flags));
+			mfs_json_add_u64(o, "total", g->total);
+			mfs_json_add_u64(o, "used", g->used);
+		} else {
+			printf("%s, %s: total=%s, used=%s\n", mfs_bg_type_name(g->flags),
+			       mfs_profile_ui_name(g->flags), pretty_size_mode(g->total, ctx->units),
+			       pretty_size_mode(g->used, ctx->units));
+		}
+	}
+	usage_free(&u);
+	return 0;
+}
+
+static int cmd_filesystem_df(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct df_ctx ctx = { 0 };
+	struct json_object *root = NULL;
+	int ret;
+
+	ctx.units = get_unit_mode_from_arg(&argc, argv, 1);
+	clean_args_no_options(cmd, argc, argv);
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	if (mfs_output_format == MFS_OUTPUT_JSON) {
+		root = mfs_json_start("filesystem-df", &ctx.array);
+		if (!root) {
+			error("out of memory");
+			return 1;
+		}
+	}
+	ret = for_each_target(argv + optind, argc - optind, false, df_one, &ctx);
+	if (root) {
+		if (ret)
+			json_object_put(root);
+		else
+			mfs_json_print_free(root);
+	}
+	return ret;
+}
+DEFINE_COMMAND(filesystem_df, "df", cmd_filesystem_df, cmd_filesystem_df_usage, NULL,
+	       CMD_FORMAT_JSON);
+
+/* ---------------- filesystem usage ---------------- */
+
+static const char * const cmd_filesystem_usage_usage[] = {
+	"mfs filesystem usage [options] <path>|<device> [<path>|<device>...]",
+	"",
+	"Show in detail how much space is allocated and used, overall and per device.",
+	"Free (estimated) is the room left in data chunks plus what new data",
+	"chunks of the data profile would get from each device's unallocated",
+	"space, allocated the way the filesystem allocates them.",
+	"",
+	UNIT_OPTLINES,
+	OPTLINE("-T", "show data in tabular format"),
+	NULL
+};
+
+struct usage_ctx {
+	unsigned int units;
+	bool tabular;
+};
+
+static void print_overall(const struct usage *u, unsigned int units)
+{
+	const struct mfs_space *sp = &u->sp;
+	int width = (units & UNITS_UNIT_MASK) == UNITS_HUMAN ? 10 : 18;
+	u64 size = 0, allocated = 0, missing = 0, slack = 0, used = 0, data_free = 0;
+	u64 free_est, free_min;
+	s64 unallocated = 0;
+	double data_ratio, meta_ratio;
+	char multiple[64] = "";
+	int i, j, counts[3] = { 0, 0, 0 };
+	static const char * const type_words[3] = { "data", "metadata", "system" };
+
+	for (i = 0; i < sp->nr_devs; i++) {
+		const struct mfs_ioctl_space_dev *d = &sp->devs[i];
+
+		size += d->total_bytes;
+		slack += dev_slack(d);
+		if (dev_missing(d))
+			missing += d->total_bytes;
+		unallocated += dev_unallocated(u, i);
+	}
+	for (i = 0; i < u->ngroups; i++) {
+		const struct bg_group *g = &u->groups[i];
+
+		allocated += g->raw_total;
+		used += g->raw_used;
+		if (g->flags & MFS_BLOCK_GROUP_DATA)
+			data_free += g->total - min_t(u64, g->used, g->total);
+		counts[type_rank(g->flags, false)]++;
+	}
+	data_ratio = type_ratio(u, MFS_BLOCK_GROUP_DATA, sp->data_profile);
+	meta_ratio = type_ratio(u, MFS_BLOCK_GROUP_METADATA, sp->metadata_profile);
+	free_est = data_free + simulate(u, MFS_BLOCK_GROUP_DATA | sp->data_profile);
+	free_min = free_est;
+	if (meta_ratio > data_ratio)
+		free_min = data_free + simulate(u, MFS_BLOCK_GROUP_METADATA | sp->metadata_profile);
+	for (j = 0; j < 3; j++) {
+		if (counts[j] < 2)
+			continue;
+		if (multiple[0])
+			strcat(multiple, ", ");
+		strcat(multiple, type_words[j]);
+	}
+
+	printf("Overall:\n");
+	printf("    Device size:\t\t%*s\n", width, pretty_size_mode(size, units));
+	printf("    Device allocated:\t\t%*s\n", width, pretty_size_mode(allocated, units));
+	printf("    Device unallocated:\t\t%*s\n", width, pretty_signed(unallocated, units));
+	printf("    Device missing:\t\t%*s\n", width, pretty_size_mode(missing, units));
+	printf("    Device slack:\t\t%*s\n", width, pretty_size_mode(slack, units));
+	printf("    Used:\t\t\t%*s\n", width, pretty_size_mode(used, units));
+	printf("    Free (estimated):\t\t%*s\t(min: %s)\n", width, pretty_size_mode(free_est, units),
+	       pretty_size_mode(free_min, units));
+	printf("    Free (statfs, df):\t\t%*s\n", width, pretty_size_mode(sp->statfs_bfree, units));
+	printf("    Data ratio:\t\t\t%*.2f\n", width, data_ratio);
+	printf("    Metadata ratio:\t\t%*.2f\n", width, meta_ratio);
+	if (multiple[0])
+		printf("    Multiple profiles:\t\t%*s\t(%s)\n", width, "yes", multiple);
+	else
+		printf("    Multiple profiles:\t\t%*s\n", width, "no");
+}
+
+static void print_linear(const struct usage *u, unsigned int units)
+{
+	const struct mfs_space *sp = &u->sp;
+	int i, k;
+
+	for (i = 0; i < u->ngroups; i++) {
+		const struct bg_group *g = &u->groups[i];
+
+		printf("%s,%s: Size:%s, Used:%s (%.2f%%)\n", mfs_bg_type_name(g->flags),
+		       mfs_profile_ui_name(g->flags), pretty_size_mode(g->total, units),
+		       pretty_size_mode(g->used, units),
+		       g->total ? 100.0 * g->used / g->total : 0.0);
+		for (k = 0; k < sp->nr_devs; k++) {
+			const struct mfs_ioctl_space_dev *d = &sp->devs[u->order[k]];
+			u64 a = dev_width_alloc(sp, d->devid, g->flags, 0);
+
+			if (a)
+				printf("   %s\t%10s\n", dev_path(d), pretty_size_mode(a, units));
+		}
+		printf("\n");
+	}
+	printf("Unallocated:\n");
+	for (k = 0; k < sp->nr_devs; k++)
+		printf("   %s\t%10s\n", dev_path(&sp->devs[u->order[k]]),
+		       pretty_signed(dev_unallocated(u, u->order[k]), units));
+}
+
+/*
+ * A text table: cells are left ('<') or right ('>') aligned, or filled
+ * with dashes ('-'); columns are as wide as their widest cell, one space
+ * apart.
+ */
+struct table {
+	int ncols, nrows;
+	char (*cells)[160];
+};
+
+static int table_init(struct table *tb, int ncols, int nrows)
+{
+	tb->ncols = ncols;
+	tb->nrows = nrows;
+	tb->cells = calloc((size_t)ncols * nrows, sizeof(*tb->cells));
+	return tb->cells ? 0 : -ENOMEM;
+}
+
+static void table_set(struct table *tb, int col, int row, char align, const char *text)
+{
+	snprintf(tb->cells[row * tb->ncols + col], sizeof(tb->cells[0]), "%c%s", align, text);
+}
+
+static void table_print(struct table *tb)
+{
+	int *w = calloc(tb->ncols, sizeof(*w));
+	char line[4096];
+	int r, c;
+
+	if (!w)
+		return;
+	for (c = 0; c < tb->ncols; c++)
+		for (r = 0; r < tb->nrows; r++) {
+			const char *cell = tb->cells[r * tb->ncols + c];
+			int len = cell[0] ? (int)strlen(cell + 1) : 0;
+
+			if (cell[0] != '-' && len > w[c])
+				w[c] = len;
+		}
+	for (r = 0; r < tb->nrows; r++) {
+		int pos = 0;
+
+		for (c = 0; c < tb->ncols && pos < (int)sizeof(line) - 64; c++) {
+			const char *cell = tb->cells[r * tb->ncols + c];
+
+			if (cell[0] == '-') {
+				memset(line + pos, '-', w[c]);
+				pos += w[c];
+			} else {
+				pos += snprintf(line + pos, sizeof(line) - pos, "%*s",
+						cell[0] == '<' ? -w[c] : w[c], cell[0] ? cell + 1 : "");
+			}
+			if (c != tb->ncols - 1)
+				line[pos++] = ' ';
+		}
+		while (pos > 0 && line[pos - 1] == ' ')
+			pos--;
+		line[pos] = 0;
+		printf("%s\n", line);
+	}
+	free(w);
+}
+
+static void print_tabular(const struct usage *u, unsigned int units)
+{
+	const struct mfs_space *sp = &u->sp;
+	int ncols = 2 + u->ngroups + 3, ndev = sp->nr_devs;
+	int unalloc_col = 2 + u->ngroups, total_col = unalloc_col + 1, slack_col = unalloc_col + 2;
+	int foot = 3 + ndev;
+	s64 total_unalloc = 0;
+	u64 total_size = 0, total_slack = 0;
+	struct table tb;
+	char num[32];
+	int i, k;
+
+	if (table_init(&tb, ncols, foot + 3)) {
+		error("out of memory");
+		return;
+	}
+	for (i = 0; i < u->ngroups; i++) {
+		table_set(&tb, 2 + i, 0, '<', mfs_bg_type_name(u->groups[i].flags));
+		table_set(&tb, 2 + i, 1, '<', mfs_profile_ui_name(u->groups[i].flags));
+	}
+	table_set(&tb, 0, 1, '<', "Id");
+	table_set(&tb, 1, 1, '<', "Path");
+	table_set(&tb, unalloc_col, 1, '<', "Unallocated");
+	table_set(&tb, total_col, 1, '<', "Total");
+	table_set(&tb, slack_col, 1, '<', "Slack");
+	for (i = 0; i < ncols; i++) {
+		table_set(&tb, i, 2, '-', "");
+		table_set(&tb, i, foot, '-', "");
+	}
+	for (k = 0; k < ndev; k++) {
+		const struct mfs_ioctl_space_dev *d = &sp->devs[u->order[k]];
+		s64 un = dev_unallocated(u, u->order[k]);
+		u64 slack = dev_slack(d);
+
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)d->devid);
+		table_set(&tb, 0, 3 + k, '>', num);
+		table_set(&tb, 1, 3 + k, '<', dev_path(d));
+		for (i = 0; i < u->ngroups; i++) {
+			u64 a = dev_width_alloc(sp, d->devid, u->groups[i].flags, 0);
+
+			table_set(&tb, 2 + i, 3 + k, '>', a ? pretty_size_mode(a, units) : "-");
+		}
+		table_set(&tb, unalloc_col, 3 + k, '>', pretty_signed(un, units));
+		table_set(&tb, total_col, 3 + k, '>', pretty_size_mode(d->total_bytes, units));
+		table_set(&tb, slack_col, 3 + k, '>', slack ? pretty_size_mode(slack, units) : "-");
+		total_unalloc += un;
+		total_size += d->total_bytes;
+		total_slack += slack;
+	}
+	table_set(&tb, 1, foot + 1, '<', "Total");
+	table_set(&tb, 1, foot + 2, '<', "Used");
+	for (i = 0; i < u->ngroups; i++) {
+		table_set(&tb, 2 + i, foot + 1, '>', pretty_size_mode(u->groups[i].total, units));
+		table_set(&tb, 2 + i, foot + 2, '>', pretty_size_mode(u->groups[i].used, units));
+	}
+	table_set(&tb, unalloc_col, foot + 1, '>', pretty_signed(total_unalloc, units));
+	table_set(&tb, total_col, foot + 1, '>', pretty_size_mode(total_size, units));
+	table_set(&tb, slack_col, foot + 1, '>', pretty_size_mode(total_slack, units));
+	table_print(&tb);
+	free(tb.cells);
+}
+
+static int usage_one(struct mfs_target *t, void *arg, bool first)
+{
+	struct usage_ctx *ctx = arg;
+	struct usage u;
+
+	if (usage_load(t, &u, false))
+		return 1;
+	if (!first)
+		printf("\n");
+	print_overall(&u, ctx->units);
+	printf("\n");
+	if (ctx->tabular)
+		print_tabular(&u, ctx->units);
+	else
+		print_linear(&u, ctx->units);
+	usage_free(&u);
+	return 0;
+}
+
+static int cmd_filesystem_usage(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct usage_ctx ctx = { 0 };
+	int c;
+
+	ctx.units = get_unit_mode_from_arg(&argc, argv, 1);
+	while ((c = getopt_long(argc, argv, "T", NULL, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			ctx.tabular = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	return for_each_target(argv + optind, argc - optind, false, usage_one, &ctx);
+}
+DEFINE_SIMPLE_COMMAND(filesystem_usage, "usage");
+
+/* ---------------- device usage ---------------- */
+
+static const char * const cmd_device_usage_usage[] = {
+	"mfs device usage [options] <path>|<device> [<path>|<device>...]",
+	"",
+	"Show, per device, the space allocated to each type and profile.",
+	"Striped profiles show the number of stripes, e.g. Data,RAID0/3.",
+	"",
+	UNIT_OPTLINES,
+	NULL
+};
+
+static bool profile_is_striped(u64 flags)
+{
+	return flags & (MFS_BLOCK_GROUP_RAID0 | MFS_BLOCK_GROUP_RAID10 |
+			MFS_BLOCK_GROUP_RAID5 | MFS_BLOCK_GROUP_RAID6);
+}
+
+/* "   <label>:" padded so that the %10s values line up. */
+static void print_dev_line(const char *label, const char *value)
+{
+	int pad = 20 - (int)strlen(label) + 1;
+
+	printf("   %s:%*s%10s\n", label, pad > 1 ? pad : 1, "", value);
+}
+
+/* The next chunk width of a group above prev, or 0 when there is none. */
+static u64 next_width(const struct mfs_space *sp, u64 flags, u64 prev)
+{
+	u64 best = 0;
+	int i;
+
+	for (i = 0; i < sp->nr_chunks; i++) {
+		u64 w = sp->chunks[i].num_stripes;
+
+		if (group_flags(sp->chunks[i].type) == flags && w > prev && (!best || w < best))
+			best = w;
+	}
+	return best;
+}
+
+static void print_device_block(const struct usage *u, int idx, unsigned int units)
+{
+	const struct mfs_space *sp = &u->sp;
+	const struct mfs_ioctl_space_dev *d = &sp->devs[idx];
+	char label[64];
+	int g;
+
+	printf("%s, ID: %llu\n", dev_path(d), (unsigned long long)d->devid);
+	print_dev_line("Device size", pretty_size_mode(d->device_size, units));
+	print_dev_line("Device slack", pretty_size_mode(dev_slack(d), units));
+	for (g = 0; g < u->ngroups; g++) {
+		u64 flags = u->groups[g].flags, w, sum;
+		const char *type = mfs_bg_type_name(flags), *prof = mfs_profile_ui_name(flags);
+
+		if (!profile_is_striped(flags)) {
+			sum = dev_width_alloc(sp, d->devid, flags, 0);
+			snprintf(label, sizeof(label), "%s,%s", type, prof);
+			if (sum)
+				print_dev_line(label, pretty_size_mode(sum, units));
+			continue;
+		}
+		/* striped profiles: a line per chunk width, narrowest first */
+		for (w = next_width(sp, flags, 0); w; w = next_width(sp, flags, w)) {
+			sum = dev_width_alloc(sp, d->devid, flags, w);
+			snprintf(label, sizeof(label), "%s,%s/%llu", type, prof, (unsigned long long)w);
+			if (sum)
+				print_dev_line(label, pretty_size_mode(sum, units));
+		}
+	}
+	print_dev_line("Unallocated", pretty_signed(dev_unallocated(u, idx), units));
+}
+
+static int device_usage_one(struct mfs_target *t, void *arg, bool first)
+{
+	unsigned int units = *(unsigned int *)arg;
+	struct usage u;
+	int k;
+
+	if (usage_load(t, &u, false))
+		return 1;
+	for (k = 0; k < u.sp.nr_devs; k++) {
+		if (!first || k)
+			printf("\n");
+		print_device_block(&u, u.order[k], units);
+	}
+	usage_free(&u);
+	return 0;
+}
+
+static int cmd_device_usage(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	unsigned int units = get_unit_mode_from_arg(&argc, argv, 1);
+
+	clean_args_no_options(cmd, argc, argv);
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	return for_each_target(argv + optind, argc - optind, false, device_usage_one, &units);
+}
+DEFINE_SIMPLE_COMMAND(device_usage, "usage");
+
+/* ---------------- filesystem resize ---------------- */
+
+static const char * const cmd_filesystem_resize_usage[] = {
+	"mfs filesystem resize [options] [<devid>:][+/-]<size>[kKmMgGtTpPeE]|[<devid>:]max <path>|<device>",
+	"mfs filesystem resize cancel <path>|<device>",
+	"",
+	"Resize one device of a filesystem, mounted or not.",
+	"The devid defaults to 1. max is the whole underlying device. Growing is",
+	"immediate; shrinking first moves every chunk that lies past the new end",
+	"(through the restriper, with progress), and is refused before anything",
+	"moves when those chunks cannot fit elsewhere.",
+	"",
+	OPTLINE("--offline", "accepted for compatibility (not needed)"),
+	OPTLINE("-q|--quiet", "no progress output while chunks move"),
+	NULL
+};
+
+enum resize_kind { RESIZE_ABS, RESIZE_GROW_BY, RESIZE_SHRINK_BY, RESIZE_MAX };
+
+struct resize_req {
+	bool has_devid;
+	u64 devid;
+	enum resize_kind kind;
+	u64 amount;
+};
+
+static int parse_resize(const char *arg, struct resize_req *r)
+{
+	const char *colon = strchr(arg, ':'), *s = arg;
+
+	memset(r, 0, sizeof(*r));
+	if (colon) {
+		char *end;
+
+		if (colon == arg || arg[0] < '0' || arg[0] > '9')
+			return -EINVAL;
+		r->devid = strtoull(arg, &end, 10);
+		if (end != colon)
+			return -EINVAL;
+		r->has_devid = true;
+		s = colon + 1;
+	}
+	if (!strcmp(s, "max")) {
+		r->kind = RESIZE_MAX;
+		return 0;
+	}
+	if (*s == '+' || *s == '-') {
+		r->kind = *s == '+' ? RESIZE_GROW_BY : RESIZE_SHRINK_BY;
+		s++;
+	}
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	return parse_size(s, &r->amount);
+}
+
+struct moved_hole {
+	struct mfs_device *dev;
+	u64 start, len;
+};
+
+static int cmp_moved_hole(const void *a, const void *b)
+{
+	const struct moved_hole *x = a, *y = b;
+
+	if (x->len != y->len)
+		return x->len < y->len ? 1 : -1;
+	return x->dev->devid < y->dev->devid ? -1 : 1;
+}
+
+static int cmp_chunk_logical(const void *a, const void *b)
+{
+	const struct mfs_ioctl_space_chunk *x = *(const struct mfs_ioctl_space_chunk * const *)a;
+	const struct mfs_ioctl_space_chunk *y = *(const struct mfs_ioctl_space_chunk * const *)b;
+
+	return x->logical < y->logical ? -1 : x->logical > y->logical;
+}
+
+static bool chunk_past(const struct mfs_ioctl_space_chunk *c, u64 devid, u64 new_size)
+{
+	int s;
+
+	for (s = 0; s < chunk_nr_stripes(c); s++)
+		if (c->devids[s] == devid && c->physical[s] + c->stripe_size > new_size)
+			return true;
+	return false;
+}
+
+static void drop_chunk_extents(struct mfs_device *devs, int ndevs,
+			       const struct mfs_ioctl_space_chunk *c)
+{
+	int s, j;
+
+	for (s = 0; s < chunk_nr_stripes(c); s++)
+		for (j = 0; j < ndevs; j++)
+			if (devs[j].devid == c->devids[s])
+				mfs_device_remove_extent(&devs[j], c->physical[s]);
+}
+
+/*
+ * A new place for chunk c, as mfs_alloc_chunk_at gives it: the devices
+ * with the largest holes, the widest layout that fits, best fit on each.
+ * Its old place stays taken (the caller frees it after).
+ */
+static int place_chunk(const struct mfs_space *sp, struct mfs_device *devs,
+		       struct moved_hole *holes, u64 *lens, const struct mfs_ioctl_space_chunk *c)
+{
+	const struct mfs_raid_attr *a = mfs_profile(c->type);
+	int nh = 0, n, j, k;
+	u64 stripe;
+
+	for (j = 0; j < sp->nr_devs; j++) {
+		u64 start, len;
+
+		if (!dev_allocatable(&sp->devs[j]))
+			continue;
+		len = mfs_device_max_hole(&devs[j], &start);
+		if (!len)
+			continue;
+		holes[nh].dev = &devs[j];
+		holes[nh].start = start;
+		holes[nh].len = len;
+		nh++;
+	}
+	qsort(holes, nh, sizeof(*holes), cmp_moved_hole);
+	for (j = 0; j < nh; j++)
+		lens[j] = holes[j].len;
+	n = mfs_layout_for_length(c->type, c->length, lens, nh, &stripe);
+	if (n < 0)
+		return n;
+	for (j = 0; j < n; j++) {
+		u64 start = holes[j].start;
+
+		mfs_device_best_fit(holes[j].dev, stripe * a->dev_stripes, &start);
+		for (k = 0; k < a->dev_stripes; k++)
+			mfs_device_add_extent(holes[j].dev, start + k * stripe, stripe, c->logical);
+	}
+	return 0;
+}
+
+/*
+ * Replay the shrink on a copy of the device extents before anything
+ * moves, the way the restriper will do it: the empty chunks past the new
+ * end are dropped first, then each other one, in logical order, gets a
+ * new place while its old one is still taken, and frees the old one
+ * after. Returns 0 when all fit, or -ENOSPC and the chunk that does not.
+ */
+static int shrink_fits(const struct mfs_space *sp, u64 devid, u64 new_size,
+		       const struct mfs_ioctl_space_chunk **stuck, u64 *nmove, u64 *bytes)
+{
+	struct mfs_device *devs = calloc(sp->nr_devs + 1, sizeof(*devs));
+	struct moved_hole *holes = calloc(sp->nr_devs + 1, sizeof(*holes));
+	const struct mfs_ioctl_space_chunk **list = calloc(sp->nr_chunks + 1, sizeof(*list));
+	u64 *lens = calloc(sp->nr_devs + 1, sizeof(*lens));
+	int i, j, s, n = 0, ret = 0;
+
+	*stuck = NULL;
+	*nmove = *bytes = 0;
+	if (!devs || !holes || !list || !lens) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < sp->nr_devs; i++) {
+		devs[i].devid = sp->devs[i].devid;
+		devs[i].total_bytes = sp->devs[i].devid == devid ? new_size : sp->devs[i].total_bytes;
+	}
+	for (i = 0; i < sp->nr_chunks; i++) {
+		const struct mfs_ioctl_space_chunk *c = &sp->chunks[i];
+
+		for (s = 0; s < chunk_nr_stripes(c); s++)
+			for (j = 0; j < sp->nr_devs; j++)
+				if (devs[j].devid == c->devids[s])
+					mfs_device_add_extent(&devs[j], c->physical[s], c->stripe_size,
+							      c->logical);
+		if (!chunk_past(c, devid, new_size))
+			continue;
+		(*nmove)++;
+		*bytes += c->used;
+		if (c->used)
+			list[n++] = c;
+	}
+	/* an empty chunk is dropped, not copied */
+	for (i = 0; i < sp->nr_chunks; i++)
+		if (!sp->chunks[i].used && chunk_past(&sp->chunks[i], devid, new_size))
+			drop_chunk_extents(devs, sp->nr_devs, &sp->chunks[i]);
+	qsort(list, n, sizeof(*list), cmp_chunk_logical);
+	for (i = 0; i < n; i++) {
+		if (place_chunk(sp, devs, holes, lens, list[i])) {
+			*stuck = list[i];
+			ret = -ENOSPC;
+			break;
+		}
+		drop_chunk_extents(devs, sp->nr_devs, list[i]);
+	}
+out:
+	for (i = 0; devs && i < sp->nr_devs; i++)
+		free(devs[i].extents);
+	free(devs);
+	free(holes);
+	free(list);
+	free(lens);
+	return ret;
+}
+
+static int resize_cancel(struct mfs_target *t)
+{
+	struct mfs_ioctl_restripe_status st;
+	int ret;
+
+	ret = mfs_target_restripe_status(t, &st);
+	if (ret || st.state == MFS_RESTRIPE_NONE || st.args.op != MFS_RESTRIPE_OP_RESIZE) {
+		error("unable to cancel resize on '%s': no resize in progress", t->mnt);
+		return 1;
+	}
+	ret = mfs_target_restripe_ctl(t, MFS_RESTRIPE_CTL_CANCEL);
+	if (ret) {
+		error("unable to cancel resize on '%s': %s", t->mnt, strerror(-ret));
+		return 1;
+	}
+	printf("Request to cancel resize\n");
+	return 0;
+}
+
+static int do_resize(struct mfs_target *t, const char *arg, const struct resize_req *r, bool quiet)
+{
+	const struct mfs_ioctl_space_dev *d = NULL;
+	struct mfs_space sp;
+	u64 devid = r->has_devid ? r->devid : 1, old, new_size;
+	int i, ret = 1;
+
+	if (mfs_target_space(t, &sp)) {
+		error("cannot read the devices of '%s'", t->mnt);
+		return 1;
+	}
+	for (i = 0; i < sp.nr_devs; i++)
+		if (sp.devs[i].devid == devid)
+			d = &sp.devs[i];
+	if (!d && !r->has_devid && sp.nr_devs) {
+		d = &sp.devs[0];
+		for (i = 1; i < sp.nr_devs; i++)
+			if (sp.devs[i].devid < d->devid)
+				d = &sp.devs[i];
+		warning("no devid specified means devid 1 which does not exist, using lowest devid %llu as a fallback",
+			(unsigned long long)d->devid);
+		devid = d->devid;
+	}
+	if (!d) {
+		error("cannot find devid: %llu", (unsigned long long)devid);
+		goto out;
+	}
+	if (dev_missing(d)) {
+		error("unable to resize '%s': device %llu is missing", t->mnt,
+		      (unsigned long long)devid);
+		goto out;
+	}
+	old = d->total_bytes;
+	switch (r->kind) {
+	case RESIZE_MAX:
+		new_size = d->device_size;
+		break;
+	case RESIZE_GROW_BY:
+		if (r->amount > (u64)-1 - old) {
+			error("unable to resize '%s': %s is too large", t->mnt, arg);
+			goto out;
+		}
+		new_size = old + r->amount;
+		break;
+	case RESIZE_SHRINK_BY:
+		if (r->amount > old) {
+			error("current size is %s which is smaller than %s", pretty_size(old),
+			      pretty_size(r->amount));
+			goto out;
+		}
+		new_size = old - r->amount;
+		break;
+	default:
+		new_size = r->amount;
+	}
+	new_size = round_down(new_size, SZ_4K);
+	printf("Resize device id %llu (%s) from %s to %s\n", (unsigned long long)devid,
+	       dev_path(d), pretty_size(old), r->kind == RESIZE_MAX ? "max" : pretty_size(new_size));
+	fflush(stdout);
+	if (new_size == old) {
+		ret = 0;
+		goto out;
+	}
+	if (new_size > old) {
+		int err;
+
+		if (new_size > d->device_size) {
+			error("unable to resize '%s': no enough free space (device %llu is %s, %s requested)",
+			      t->mnt, (unsigned long long)devid, pretty_size(d->device_size),
+			      pretty_size(new_size));
+			goto out;
+		}
+		err = mfs_target_grow(t, devid, new_size);
+		if (err)
+			error("unable to resize '%s': %s", t->mnt,
+			      err == -EFBIG ? "no enough free space" : strerror(-err));
+		else
+			ret = 0;
+		goto out;
+	}
+	if (new_size < MFS_MIN_DEVICE_SIZE) {
+		error("unable to resize '%s': the new size %s is below the minimum device size %s",
+		      t->mnt, pretty_size(new_size), pretty_size(MFS_MIN_DEVICE_SIZE));
+		goto out;
+	}
+	{
+		const struct mfs_ioctl_space_chunk *stuck;
+		struct mfs_ioctl_restripe_args *a;
+		u64 nmove, bytes;
+		int err = shrink_fits(&sp, devid, new_size, &stuck, &nmove, &bytes);
+
+		if (err == -ENOSPC) {
+			error("unable to resize '%s': no enough free space to move what lies past %s on device %llu: the %s,%s chunk at %llu (%s) fits nowhere else",
+			      t->mnt, pretty_size(new_size), (unsigned long long)devid,
+			      mfs_bg_type_name(stuck->type), mfs_profile_ui_name(stuck->type),
+			      (unsigned long long)stuck->logical, pretty_size(stuck->length));
+			goto out;
+		}
+		if (err) {
+			error("unable to resize '%s': %s", t->mnt, strerror(-err));
+			goto out;
+		}
+		if (nmove && !quiet)
+			printf("Relocating %llu chunk%s (%s used) past the new end\n",
+			       (unsigned long long)nmove, nmove == 1 ? "" : "s", pretty_size(bytes));
+		a = calloc(1, sizeof(*a));
+		if (!a) {
+			error("out of memory");
+			goto out;
+		}
+		a->op = MFS_RESTRIPE_OP_RESIZE;
+		a->devids[0] = devid;
+		a->nr_devids = 1;
+		a->new_size = new_size;
+		ret = mfs_run_restripe(t, a, false, quiet, "resize");
+		free(a);
+	}
+out:
+	mfs_space_free(&sp);
+	return ret;
+}
+
+static int cmd_filesystem_resize(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	enum { OPT_OFFLINE = 256 };
+	static const struct option longopts[] = {
+		{ "offline", no_argument, NULL, OPT_OFFLINE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct resize_req req;
+	struct mfs_target t;
+	const char *arg;
+	bool quiet = false, cancel;
+	int c, ret, nopts;
+
+	/* "-1g" is a size, not an option: options end before it */
+	for (nopts = 1; nopts < argc; nopts++)
+		if (argv[nopts][0] == '-' && argv[nopts][1] >= '0' && argv[nopts][1] <= '9')
+			break;
+	while ((c = getopt_long(nopts, argv, "+q", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_OFFLINE:
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
+	if (check_argc_min(argc - optind, 2))
+		return 1;
+	arg = argv[optind];
+	cancel = !strcmp(arg, "cancel");
+	if (!cancel && parse_resize(arg, &req)) {
+		error("invalid resize argument: '%s'", arg);
+		return 1;
+	}
+	if (mfs_target_open((const char * const *)argv + optind + 1, argc - optind - 1, true, &t))
+		return 1;
+	ret = cancel ? resize_cancel(&t) : do_resize(&t, arg, &req, quiet);
+	if (mfs_target_close(&t))
+		ret = 1;
+	return ret;
+}
+DEFINE_SIMPLE_COMMAND(filesystem_resize, "resize");

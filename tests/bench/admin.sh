@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# Benchmark (not part of the test suite, not run by CI): the admin operations
+# of /work/shared/bench/btrfs-baseline.sh on mfs and on kernel btrfs, on the
+# same five loop devices (sparse images), in one run:
+#
+#   write        BENCH_DATA_MIB of random data in 256 MiB files on 2 devices
+#                (data raid0, metadata dup) + sync
+#   device-add   add a third device
+#   balance      full balance (data and metadata)
+#   convert      data to raid5, metadata to raid1
+#   scrub        btrfs only (not implemented in mfs yet)
+#   replace      btrfs only (not implemented in mfs yet): device 2 -> device 4
+#   delete       delete a device: btrfs deletes device 4 (holding what device
+#                2 held before the replace), mfs deletes device 2 itself
+#
+# and, on the same loop devices, the raw-device copy limit: for each restripe
+# operation (balance, convert, delete), the time dd takes to copy the bytes
+# the operation moves (the used bytes of the chunks it relocates, from the
+# mfs daemon before it starts) from one loop device to another with
+# conv=fdatasync. Printed: the wall times, mfs/btrfs, and for the restripe
+# operations the bytes moved, the raw copy time and mfs/raw. The goals: each
+# restripe operation at most 0.5x btrfs's time and at most 1.3x raw.
+#
+# Every timed operation starts with cold caches (sync + drop_caches; mfs keeps
+# its tree-block cache) unless BENCH_DROP_CACHES=0. The mfs daemon's user and
+# system CPU seconds per operation come from /proc/PID/stat.
+#
+# Needs root, the btrfs kernel module, btrfs-progs and python3.
+#
+#   BENCH_DATA_MIB=512 tests/bench/admin.sh      # a quick run
+#
+# Environment (defaults in brackets):
+#   BENCH_DATA_MIB [2048]      data written before the operations
+#   BENCH_IMG_SIZE [4G]        size of each of the five sparse images
+#   BENCH_FS ["btrfs mfs"]     which filesystems to run, in this order
+#   BENCH_DROP_CACHES [1]      drop the page cache before each timed step
+#   BENCH_TMPDIR [$TMPDIR or /tmp]  where the images live
+#   MFS_BUILD [build/]         where the mfs binaries are
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${MFS_BUILD:-$top/build}
+mfs=$build/mfs
+data_mib=${BENCH_DATA_MIB:-2048}
+img_size=${BENCH_IMG_SIZE:-4G}
+fss=${BENCH_FS:-btrfs mfs}
+drop=${BENCH_DROP_CACHES:-1}
+
+die() { echo "ERROR: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (loop devices, mount, drop_caches)"
+[ -x "$mfs" ] || die "$mfs not built (run scripts/build.sh)"
+command -v mkfs.btrfs >/dev/null || die "mkfs.btrfs not found (btrfs-progs, scripts/install-deps.sh)"
+command -v python3 >/dev/null || die "python3 not found"
+grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || die "the kernel has no btrfs"
+[ "$data_mib" -ge 1 ] 2>/dev/null || die "BENCH_DATA_MIB must be a positive number of MiB"
+
+tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/mfs-bench-admin.XXXXXX")
+mnt=$tmp/mnt
+mkdir -p "$mnt"
+loops=()
+mounted=""	# "mfs" or "btrfs" while $mnt is mounted
+cleanup() {
+	local l
+	case "$mounted" in
+	mfs) "$mfs" umount "$mnt" ;;
+	btrfs) umount "$mnt" ;;
+	esac
+	for l in "${loops[@]}"; do
+		losetup -d "$l" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# keep the bench's devices out of the host's mfs device registry
+export MFS_REGISTRY=$tmp/registry
+
+for i in 1 2 3 4 5; do
+	truncate -s "$img_size" "$tmp/d$i.img"
+	l=$(losetup -f --show "$tmp/d$i.img") || die "losetup failed"
+	loops+=("$l")
+done
+L1=${loops[0]} L2=${loops[1]} L3=${loops[2]} L4=${loops[3]} L5=${loops[4]}
+
+# the data: files of up to 256 MiB of random bytes, BENCH_DATA_MIB in all
+file_mib=$((data_mib < 256 ? data_mib : 256))
+nfiles=$((data_mib / file_mib))
+head -c "${file_mib}M" /dev/urandom > "$tmp/rand.bin"
+
+# ---- measuring ----
+
+cold() {
+	sync
+	[ "$drop" = 1 ] && echo 3 >/proc/sys/vm/drop_caches
+	return 0
+}
+
+# The pid of the mfs daemon serving $mnt, from its FS_INFO ioctl.
+daemon_pid() {
+	python3 - "$mnt" <<'EOF'
+import fcntl, os, struct, sys
+size = 8 + 16 + 8 + 8 + 4 + 4 + 4096          # struct mfs_ioctl_fs_info
+req = (2 << 30) | (size << 16) | (0xE5 << 8) | 1  # _IOR(0xE5, 1, ...)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+buf = bytearray(size)
+fcntl.ioctl(fd, req, buf)
+print(struct.unpack_from("<Q", buf)[0])
+EOF
+}
+
+# moved_bytes [DEVID]: the used bytes of the chunks a full balance (or, with
+# DEVID, a delete of that device) relocates, and the number of those chunks,
+# from the daemon's chunk list (MFS_IOC_SPACE)
+moved_bytes() {
+	python3 - "$mnt" "${1:-0}" <<'EOF'
+import fcntl, os, struct, sys
+NDEV, NCHUNK = 32, 32
+DEV = 6 * 8 + 128
+CHUNK = 6 * 8 + 16 * 8 + 16 * 8
+HDR = 9 * 8
+size = HDR + NDEV * DEV + NCHUNK * CHUNK
+req = (3 << 30) | (size << 16) | (0xE5 << 8) | 14  # _IOWR(0xE5, 14, ...)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+devid = int(sys.argv[2])
+cursor, used, chunks = 0, 0, 0
+while cursor != (1 << 64) - 1:
+    buf = bytearray(size)
+    struct.pack_into("<Q", buf, 0, cursor)
+    fcntl.ioctl(fd, req, buf)
+    cursor, ndev, nchunk = struct.unpack_from("<QQQ", buf, 0)
+    if nchunk == 0:
+        break
+    for i in range(nchunk):
+        off = HDR + NDEV * DEV + i * CHUNK
+        logical, length, typ, u, nstripes, ssize = struct.unpack_from("<6Q", buf, off)
+        devids = struct.unpack_from("<16Q", buf, off + 48)[:nstripes]
+        if u and (devid == 0 or devid in devids):
+            used += u
+            chunks += 1
+print(used, chunks)
+EOF
+}
+
+cpu_of() {	# user and system CPU seconds of a process so far
+	awk -v hz="$(getconf CLK_TCK)" '{
+		sub(/^.*\) /, "")	# the comm field may hold spaces
+		printf "%.2f %.2f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
+}
+
+now_ns() { date +%s%N; }
+
+declare -A WALL CPU MOVED RAW
+
+# step FS NAME CMD...: cold caches, run CMD then syncfs, record the wall time
+# (and the mfs daemon's CPU time)
+step() {
+	local fs=$1 name=$2 t0 t1 pid="" u0 s0 u1 s1 out=$tmp/step.out
+	shift 2
+	cold
+	if [ "$fs" = mfs ]; then
+		pid=$(daemon_pid) || die "cannot find the mfs daemon"
+		read -r u0 s0 < <(cpu_of "$pid")
+	fi
+	t0=$(now_ns)
+	"$@" >"$out" 2>&1 || { cat "$out" >&2; die "$fs $name failed: $*"; }
+	sync -f "$mnt"
+	t1=$(now_ns)
+	WALL[$fs,$name]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+	CPU[$fs,$name]=-
+	if [ -n "$pid" ] && [ -e "/proc/$pid/stat" ]; then
+		read -r u1 s1 < <(cpu_of "$pid")
+		CPU[$fs,$name]=$(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" \
+			'BEGIN { printf "%.1f/%.1f", b - a, d - c }')
+	fi
+	echo "# $fs $name: ${WALL[$fs,$name]} s" >&2
+}
+
+write_files() {
+	local i
+	for i in $(seq 1 "$nfiles"); do
+		cp "$tmp/rand.bin" "$mnt/f$i" || return 1
+	done
+}
+
+devid_of() {	# devid_of DEV: its devid in the mounted mfs
+	"$mfs" filesystem show "$mnt" | awk -v d="$1" '$NF == d { print $2; exit }'
+}
+
+# ---- the two filesystems ----
+
+run_btrfs() {
+	mkfs.btrfs -q -f -d raid0 -m dup "$L1" "$L2" >/dev/null 2>&1 || die "mkfs.btrfs failed"
+	mount -t btrfs -o device="$L2" "$L1" "$mnt" || die "btrfs mount failed"
+	mounted=btrfs
+	step btrfs write write_files
+	step btrfs device-add btrfs device add -f "$L3" "$mnt"
+	step btrfs balance btrfs balance start --full-balance -d -m "$mnt"
+	step btrfs convert btrfs balance start -dconvert=raid5 -mconvert=raid1 "$mnt"
+	step btrfs scrub btrfs scrub start -B "$mnt"
+	step btrfs replace btrfs replace start -B -f "$L2" "$L4" "$mnt"
+	step btrfs delete btrfs device delete "$L4" "$mnt"
+	umount "$mnt" || die "btrfs umount failed"
+	mounted=""
+}
+
+run_mfs() {
+	local devid
+	"$build/mkfs.mfs" -q -f -d raid0 -m dup "$L1" "$L2" >/dev/null || die "mkfs.mfs failed"
+	"$mfs" mount "$L1" "$L2" "$mnt" || die "mfs mount failed"
+	mounted=mfs
+	step mfs write write_files
+	step mfs device-add "$mfs" device add -K -f "$L3" "$mnt"
+	read -r MOVED[balance] _ < <(moved_bytes)
+	step mfs balance "$mfs" balance start --full-balance "$mnt"
+	read -r MOVED[convert] _ < <(moved_bytes)
+	step mfs convert "$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$mnt"
+	devid=$(devid_of "$L2")
+	[ -n "$devid" ] || die "no devid for $L2"
+	read -r MOVED[delete] _ < <(moved_bytes "$devid")
+	step mfs delete "$mfs" device delete "$L2" "$mnt"
+	"$mfs" umount "$mnt" || die "mfs umount failed"
+	mounted=""
+	"$mfs" check "$L1" "$L3" >/dev/null 2>&1 || echo "# WARNING: mfs check after the run failed" >&2
+}
+
+# ---- the raw-device copy limit ----
+
+# raw_copy BYTES: seconds for dd to copy BYTES from L5 to L4 (cold, fdatasync)
+raw_copy() {
+	local t0 t1
+	cold
+	t0=$(now_ns)
+	dd if="$L5" of="$L4" bs=4M count="$1" iflag=count_bytes conv=fdatasync status=none ||
+		die "raw copy failed"
+	t1=$(now_ns)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
+}
+
+run_raw() {
+	local i op
+	# real data on the source device, not holes
+	for i in $(seq 1 "$nfiles"); do cat "$tmp/rand.bin"; done |
+		dd of="$L5" bs=4M iflag=fullblock conv=fdatasync status=none || die "filling $L5 failed"
+	for op in balance convert delete; do
+		[ -n "${MOVED[$op]:-}" ] || continue
+		RAW[$op]=$(raw_copy "${MOVED[$op]}")
+		echo "# raw copy of ${MOVED[$op]} bytes: ${RAW[$op]} s" >&2
+	done
+}
+
+# ---- the run ----
+
+echo "# mfs ($("$mfs" --version 2>/dev/null | head -1)) vs btrfs (kernel $(uname -r), $(mkfs.btrfs --version | head -1))"
+echo "# 5 loop devices over ${img_size} sparse images in $tmp; ${data_mib} MiB in ${nfiles} files;" \
+	"drop caches before each step: $drop"
+for fs in $fss; do
+	case "$fs" in
+	btrfs) run_btrfs ;;
+	mfs) run_mfs ;;
+	*) die "unknown filesystem '$fs' in BENCH_FS" ;;
+	esac
+done
+[[ " $fss " == *" mfs "* ]] && run_raw
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+
+echo
+printf '%-11s %8s %8s %9s %10s %8s %8s %10s\n' step "btrfs s" "mfs s" mfs/btrfs "MiB moved" "raw s" mfs/raw "mfs u/s"
+for s in write device-add balance convert scrub replace delete; do
+	b=${WALL[btrfs,$s]:-} m=${WALL[mfs,$s]:-}
+	case "$s" in scrub | replace) m="" ;; esac
+	mv=- raw=- rr=-
+	if [ -n "${MOVED[$s]:-}" ]; then
+		mv=$(awk -v b="${MOVED[$s]}" 'BEGIN { printf "%.0f", b / 1048576 }')
+		raw=${RAW[$s]:--}
+		rr=$(ratio "$m" "${RAW[$s]:-}")
+	fi
+	printf '%-11s %8s %8s %9s %10s %8s %8s %10s\n' "$s" "${b:--}" "${m:-n/a}" "$(ratio "$m" "$b")" \
+		"$mv" "$raw" "$rr" "${CPU[mfs,$s]:--}"
+done
+echo "# scrub, replace: not implemented in mfs yet (btrfs times for reference);" \
+	"delete: btrfs deletes the replace target, mfs the replaced device (same contents)"
+echo "# goals: restripe steps (balance, convert, delete) mfs/btrfs <= 0.5 and mfs/raw <= 1.3"

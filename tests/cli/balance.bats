@@ -1,0 +1,457 @@
+#!/usr/bin/env bats
+# mfs balance start|pause|resume|cancel|status: filters, convert between
+# every pair of profiles, --dry-run, refusals, persistence across unmount
+# and daemon crashes. Every operation is followed by a check of every
+# file's sha256 (online, and offline through `mfs check` + a ro mount).
+
+load helpers
+load restripe
+
+# One filesystem with 1 GiB of data, built once: a full balance of it takes
+# a few seconds, long enough to pause, kill or query it mid-way.
+setup_file() {
+	local big="$BATS_FILE_TMPDIR/big"
+
+	mkdir -p "$big/src/dir"
+	gen_file "$big/src/a" 400
+	gen_file "$big/src/b" 400
+	gen_file "$big/src/dir/c" 200
+	echo small >"$big/src/dir/small"
+	truncate -s 2G "$big/img1" "$big/img2"
+	MFS_REGISTRY="$big/registry" mkfs.mfs -q -d single -m raid1 -r "$big/src" \
+		"$big/img1" "$big/img2"
+	sums "$big/src" >"$big/want"
+	rm -rf "$big/src"
+}
+
+# big_fs: a private copy of the 1 GiB filesystem as $T/img1 $T/img2.
+big_fs() {
+	local big="$BATS_FILE_TMPDIR/big"
+
+	cp --sparse=always "$big/img1" "$big/img2" "$T/"
+	cp "$big/want" "$T/want"
+	mfs device scan "$T/img1" "$T/img2" >/dev/null
+}
+
+# small_fs N SIZE MKFS-OPTIONS...: N images of SIZE, a few MiB of files.
+small_fs() {
+	local n=$1 size=$2
+
+	shift 2
+	make_images "$n" "$size"
+	mkdir -p "$T/src/d/e"
+	gen_file "$T/src/f1" 5
+	gen_file "$T/src/d/f2" 3
+	head -c 12345 /dev/urandom >"$T/src/d/e/odd"
+	echo hello >"$T/src/d/e/tiny"
+	: >"$T/src/empty"
+	mkfs.mfs -q "$@" -r "$T/src" $(imgs "$n")
+	sums "$T/src" >"$T/want"
+}
+
+# wait_balance_done MNT: until no balance is running or paused (60s at most).
+wait_balance_done() {
+	local i
+
+	for ((i = 0; i < 600; i++)); do
+		mfs balance status "$1" >/dev/null && return 0
+		sleep 0.1
+	done
+	echo "balance on $1 did not finish" >&2
+	mfs balance status "$1" >&2
+	return 1
+}
+
+# wait_completed MNT N: until at least N chunks are done (a balance mid-way).
+wait_completed() {
+	local i c
+
+	for ((i = 0; i < 600; i++)); do
+		c=$(mfs balance status "$1" | awk '/out of about/ { print $1 }')
+		[ -n "$c" ] && [ "$c" -ge "$2" ] && return 0
+		sleep 0.05
+	done
+	echo "balance on $1 did not reach $2 chunks" >&2
+	return 1
+}
+
+PROFILES="single dup raid0 raid1 raid1c3 raid1c4 raid10 raid5 raid6"
+
+# ui_profile P: how dump-tree names the profile (upper case, except single).
+ui_profile() {
+	[ "$1" = single ] && echo single || tr a-z A-Z <<<"$1"
+}
+
+# ---------------------------------------------------------------------------
+
+@test "balance: a full balance spreads data and metadata evenly over added devices" {
+	# raid10 stripes every chunk over all devices (in pairs), so once every
+	# chunk is relocated over four devices each one holds exactly a quarter.
+	# (raid1 puts a chunk on two of three devices: the used bytes then differ
+	# by up to a whole chunk stripe, a tenth of the filesystem - no profile
+	# with devs_max limited can promise 10% on a small filesystem.)
+	make_images 4 1G
+	mkdir -p "$T/src"
+	gen_file "$T/src/a" 150
+	gen_file "$T/src/b" 90
+	echo x >"$T/src/x"
+	mkfs.mfs -q -d raid10 -m raid10 -r "$T/src" "$T/img1" "$T/img2"
+	sums "$T/src" >"$T/want"
+	mnt "$T/img1"
+	verify_online
+
+	run --separate-stderr mfs device add "$T/img3" "$T/img4" "$T/mnt"
+	assert_success
+	assert_stderr_empty
+	[ "$(nr_devices "$T/img1")" = 4 ]
+	[ "$(dev_used "$T/img1" 3)" = 0 ]
+	[ "$(dev_used "$T/img1" 4)" = 0 ]
+
+	# without --full-balance: btrfs's warning (no countdown without a terminal)
+	run --separate-stderr mfs balance start "$T/mnt" </dev/null
+	assert_success
+	assert_line --index 0 "WARNING:"
+	assert_line "	Full balance without filters requested. This operation is very"
+	assert_line "	Use 'mfs balance start --full-balance' option to skip this"
+	assert_line "Starting balance without any filters."
+	assert_line --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
+	refute_line --regexp '^10 9 8'
+	verify_online
+	umnt
+
+	# every chunk now spans the four devices, and they hold the same bytes
+	chunk_layout "$T/img1" >"$T/layout"
+	cat "$T/layout"
+	run awk 'NF != 6 { print }' "$T/layout"
+	assert_output ""
+	for d in 1 2 3 4; do u[$d]=$(dev_used "$T/img1" $d); done
+	echo "used: ${u[*]}"
+	min=${u[1]} max=${u[1]}
+	for d in 2 3 4; do
+		((u[d] < min)) && min=${u[d]}
+		((u[d] > max)) && max=${u[d]}
+	done
+	((min > 0))
+	(((max - min) * 10 <= max))
+	verify_offline "$T/img1"
+
+	# --full-balance: no warning; offline the counts are exact: every chunk
+	# is considered and relocated (empty ones by removal)
+	before=$(chunk_layout "$T/img1" | wc -l)
+	run --separate-stderr mfs balance start --full-balance "$T/img1"
+	assert_success
+	assert_output "Done, had to relocate $before out of $before chunks"
+	assert_stderr_empty
+	verify_offline "$T/img1"
+}
+
+@test "balance filters: usage, devid, drange, vrange, profiles, limit, stripes, convert+soft" {
+	# 2 x 512M, single data: 102 MiB data chunks, each on one device.
+	# One 255 MiB file fills two chunks and about half of a third; a
+	# file written and deleted online leaves a fourth chunk empty.
+	make_images 2 512M
+	mkdir -p "$T/src"
+	gen_file "$T/src/f" 255
+	mkfs.mfs -q -d single -m raid1 -r "$T/src" $(imgs 2)
+	sums "$T/src" >"$T/want"
+	mnt "$T/img1"
+	gen_file "$T/mnt/tmp" 60
+	sync "$T/mnt/tmp"
+	rm "$T/mnt/tmp"
+	verify_online
+	umnt
+	mkdir "$T/orig"
+	cp --sparse=always $(imgs 2) "$T/orig/"
+	chunk_usage "$T/img1" >"$T/usage"
+	chunk_layout "$T/img1" >"$T/layout0"
+	cat "$T/usage" "$T/layout0"
+	total=$(wc -l <"$T/layout0")
+	data=$(awk '$4 ~ /^Data/ { print $1 }' "$T/usage")
+	[ "$(wc -w <<<"$data")" = 4 ]
+	empty=$(awk '$4 ~ /^Data/ && $3 == 0 { print $1 }' "$T/usage")
+	[ "$(wc -w <<<"$empty")" = 1 ]
+	full=$(awk '$4 ~ /^Data/ && $3 * 100 >= $2 * 90 { print $1 }' "$T/usage")
+	[ "$(wc -w <<<"$full")" = 2 ]
+	half=$(awk '$4 ~ /^Data/ && $3 * 100 > $2 * 30 && $3 * 100 < $2 * 70 { print $1 }' "$T/usage")
+	[ "$(wc -w <<<"$half")" = 1 ]
+	# pct of the half-full chunk, rounded down: usage=pct must not take it
+	# (used < pct% is false), usage=pct+1 must
+	full1=$(head -n 1 <<<"$full")
+	pct=$(awk -v l="$half" '$1 == l { print int($3 * 100 / $2) }' "$T/usage")
+
+	# case EXPECTED-LOGICALS BALANCE-ARGS...: from the original images,
+	# exactly these chunks move; the Done line counts them; files intact.
+	case_() {
+		local want n
+		want=$(tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n)
+		n=$(sed '/^$/d' <<<"$want" | wc -l)
+		shift
+		cp --sparse=always "$T"/orig/img* "$T/"
+		chunk_layout "$T/img1" >"$T/before"
+		run --separate-stderr mfs balance start -q "$@" "$T/img1"
+		assert_success
+		assert_output "Done, had to relocate $n out of $total chunks"
+		chunk_layout "$T/img1" >"$T/after"
+		got=$(moved "$T/before" "$T/after")
+		if [ "$got" != "$want" ]; then
+			echo "balance $*: moved [$got], expected [$want]" >&2
+			return 1
+		fi
+		verify_offline "$T/img1"
+	}
+
+	# usage: min% <= used < max%, as btrfs (usage=0: only empty chunks)
+	case_ "$empty" -dusage=0
+	case_ "$empty" -dusage=$pct
+	case_ "$empty $half" -dusage=$((pct + 1))
+	case_ "$half" -dusage=$pct..$((pct + 1))
+	case_ "$empty $half $full" -dusage=0..100
+	case_ "" -dusage=$((pct + 1))..$((pct + 2))
+	case_ "$half $full" -dusage=1..100
+
+	# devid: every data chunk with a stripe there
+	d=$(awk -v l="$full1" '$1 == l { split($3, s, ":"); print s[1] }' "$T/layout0")
+	want=$(awk -v d="$d" '$2 ~ /^Data/ { for (i = 3; i <= NF; i++) { split($i, s, ":"); if (s[1] == d) print $1 } }' "$T/layout0")
+	[ -n "$want" ]
+	case_ "$want" -ddevid="$d"
+	# drange: only the chunk whose stripe on that device overlaps the range
+	off=$(awk -v l="$full1" '$1 == l { split($3, s, ":"); print s[2] }' "$T/layout0")
+	case_ "$full1" -ddevid="$d",drange=$off..$((off + 1))
+	case_ "" -ddevid="$d",drange=0..$((1024 * 1024))
+	# vrange: logical overlap
+	case_ "$half" -dvrange=$half..$((half + 1))
+	first=$(head -n 1 <<<"$data") last=$(tail -n 1 <<<"$data")
+	case_ "$(grep -vx "$last" <<<"$data")" -dvrange=$first..$last
+	# profiles: -m covers the system chunks too
+	case_ "$data" -dprofiles=single
+	case_ "$(awk '$2 !~ /^Data/ { print $1 }' "$T/layout0")" -mprofiles=raid1
+	case_ "" -dprofiles=raid1\|raid5
+	# limit: the first N selected chunks (in logical order)
+	case_ "$(head -n 1 <<<"$data")" -dlimit=1
+	case_ "$(head -n 2 <<<"$data")" -dlimit=1..2
+	# stripes: single chunks have one stripe
+	case_ "$data" -dstripes=1..1
+	case_ "" -dstripes=2..4
+
+	# convert with limit: one chunk becomes raid1 (after the empty chunk
+	# is gone: two raid1 stripes need room on both devices), then
+	# profiles=, stripes= and soft pick by profile
+	cp --sparse=always "$T"/orig/img* "$T/"
+	run mfs balance start -q -dusage=0 "$T/img1"
+	assert_success
+	run mfs balance start -q -dconvert=raid1,limit=1 "$T/img1"
+	assert_success
+	assert_output "Done, had to relocate 1 out of $((total - 1)) chunks"
+	chunk_layout "$T/img1" >"$T/layout0"
+	run awk '$2 ~ /^Data/ { print $1, $2 }' "$T/layout0"
+	assert_line --index 0 "$first Data|RAID1"
+	assert_line --index 1 --regexp ' Data\|single$'
+	assert_line --index 2 --regexp ' Data\|single$'
+	rest=$(awk -v f="$first" '$2 ~ /^Data/ && $1 != f { print $1 }' "$T/layout0")
+	verify_offline "$T/img1"
+	cp --sparse=always $(imgs 2) "$T/orig/"
+	total=$(wc -l <"$T/layout0")
+	case_ "$first" -dprofiles=raid1
+	case_ "$rest" -dprofiles=single
+	case_ "$first $rest" -dprofiles=raid1\|single
+	case_ "$first" -dstripes=2
+	case_ "$first" -dstripes=2..2
+	case_ "$rest" -dstripes=..1
+	# soft: only what is not single yet; without soft every data chunk
+	case_ "$first" -dconvert=single,soft
+	run awk '$2 ~ /^Data/ && $2 != "Data|single" { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	case_ "$first $rest" -dconvert=single
+	# -s needs -f; then only the system chunks move
+	case_ "$(awk '$2 ~ /^System/ { print $1 }' "$T/layout0")" -f -s
+}
+
+@test "balance: filter parse errors and refusals change nothing" {
+	# big sparse images: chunks then hit their size caps (1 GiB data,
+	# 256 MiB metadata) and a convert has room for both layouts of a chunk
+	small_fs 3 4G -d raid1 -m raid1
+	for i in 1 2 3; do fp[$i]=$(fingerprint "$T/img$i"); done
+
+	refused() {
+		local msg=$1 i
+		shift
+		run --separate-stderr mfs balance start "$@" "$T/img1"
+		assert_failure 1
+		assert_stderr_line "$msg"
+		for i in 1 2 3; do assert_untouched "$T/img$i" "${fp[$i]}"; done
+	}
+	refused "ERROR: unrecognized balance option: foo" -dfoo
+	refused "ERROR: unrecognized balance option: bar" -dusage=5,bar=1
+	refused "ERROR: drange filter must be used with devid filter" -ddrange=0..100
+	refused "ERROR: 'soft' option can be used only when converting profiles" -dsoft
+	refused "ERROR: invalid usage argument: 101" -dusage=101
+	refused "ERROR: invalid usage argument: x" -musage=x
+	refused "ERROR: invalid convert argument: raid7 (valid: single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)" -dconvert=raid7
+	refused "ERROR: invalid profiles argument: raid1|nope" -dprofiles=raid1\|nope
+	refused "ERROR: invalid devid argument: 0" -ddevid=0
+	refused "ERROR: invalid limit argument: x" -dlimit=x
+	refused "ERROR: Refusing to explicitly operate on system chunks." -s
+	assert_stderr_line "Pass --force if you really want to do that."
+	refused "ERROR: Refusing to explicitly operate on system chunks." -sconvert=single
+	# lowering metadata redundancy needs -f (raid1 tolerates one failure)
+	refused "ERROR: balance: converting metadata to single reduces redundancy, use --force if you want this" -mconvert=single
+	refused "ERROR: balance: converting metadata to DUP reduces redundancy, use --force if you want this" -mconvert=dup
+	refused "ERROR: balance: converting metadata to RAID0 reduces redundancy, use --force if you want this" -mconvert=raid0
+	# too few devices for the target
+	refused "ERROR: balance: unable to convert data to RAID1C4: it needs 4 devices, the filesystem has 3" -dconvert=raid1c4
+	verify_offline "$T/img1"
+
+	# the same refusals online; no chunk moves either
+	chunk_layout "$T/img1" >"$T/layout"
+	mnt "$T/img1"
+	run --separate-stderr mfs balance start -s "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: Refusing to explicitly operate on system chunks."
+	run --separate-stderr mfs balance start -mconvert=dup "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: balance: converting metadata to DUP reduces redundancy, use --force if you want this"
+	run --separate-stderr mfs balance start -dconvert=raid1c4 "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: balance: unable to convert data to RAID1C4: it needs 4 devices, the filesystem has 3"
+	verify_online
+	umnt
+	chunk_layout "$T/img1" | diff "$T/layout" -
+
+	# with -f lowering metadata redundancy is allowed; raising never needed it
+	run --separate-stderr mfs balance start -q -f -mconvert=dup "$T/img1"
+	assert_success
+	run awk '$2 !~ /^Data/ && $2 !~ /DUP$/ { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	verify_offline "$T/img1"
+	run mfs balance start -q -mconvert=raid1c3 "$T/img1"
+	assert_success
+	run awk '$2 !~ /^Data/ && $2 !~ /RAID1C3$/ { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	verify_offline "$T/img1"
+}
+
+@test "balance --dry-run: chunks, bytes, space needed and whether it fits; nothing moves" {
+	# 2 x 512M, 450 MiB of single data in 102 MiB chunks: as raid1 it
+	# would need 900 MiB of the 1 GiB, with metadata on top
+	make_images 2 512M
+	mkdir -p "$T/src"
+	gen_file "$T/src/a" 450
+	mkfs.mfs -q -d single -m raid1 -r "$T/src" $(imgs 2)
+	sums "$T/src" >"$T/want"
+	for i in 1 2; do fp[$i]=$(fingerprint "$T/img$i"); done
+	chunk_layout "$T/img1" >"$T/before"
+	nd=$(awk '$2 ~ /^Data/' "$T/before" | wc -l)
+
+	# bytes NUM UNIT-SUFFIXED: the byte count of "12.00MiB"
+	bytes() {
+		awk -v s="$1" 'BEGIN { n = s + 0; u = s; sub(/^[0-9.]+/, "", u);
+			m["B"] = 1; m["KiB"] = 2^10; m["MiB"] = 2^20; m["GiB"] = 2^30; m["TiB"] = 2^40;
+			printf "%d\n", n * m[u] }'
+	}
+
+	# moving the data chunks elsewhere, same profile: fits
+	run --separate-stderr mfs balance start --dry-run -d "$T/img1"
+	assert_success
+	assert_line --index 0 --regexp "^Would relocate $nd chunks holding 450\.[0-9]+MiB$"
+	assert_line --index 1 --regexp '^Space needed: +[0-9.]+(B|KiB|MiB|GiB)$'
+	assert_line --index 2 --regexp '^Space available: +[0-9.]+(B|KiB|MiB|GiB)$'
+	assert_line --index 3 "It fits."
+	need=$(bytes "$(awk '/^Space needed/ { print $3 }' <<<"$output")")
+	avail=$(bytes "$(awk '/^Space available/ { print $3 }' <<<"$output")")
+	((need > 0 && need <= avail))
+
+	# raid1 needs twice the data's space: it does not fit, exit 1
+	run --separate-stderr mfs balance start --dry-run -dconvert=raid1 "$T/img1"
+	assert_failure 1
+	assert_line --index 0 --regexp "^Would relocate $nd chunks holding 450\.[0-9]+MiB$"
+	assert_line --index 3 "It does NOT fit."
+	need=$(bytes "$(awk '/^Space needed/ { print $3 }' <<<"$output")")
+	avail=$(bytes "$(awk '/^Space available/ { print $3 }' <<<"$output")")
+	((need > avail))
+
+	# everything: no warning, every chunk counted
+	run --separate-stderr mfs balance start --dry-run "$T/img1"
+	refute_line "WARNING:"
+	assert_line --index 0 --regexp "^Would relocate $(wc -l <"$T/before") chunks holding "
+
+	# nothing was written
+	for i in 1 2; do assert_untouched "$T/img$i" "${fp[$i]}"; done
+	chunk_layout "$T/img1" | diff "$T/before" -
+	verify_offline "$T/img1"
+
+	# the balance that fits does what the dry run said
+	run --separate-stderr mfs balance start -q -d "$T/img1"
+	assert_success
+	assert_output --regexp "^Done, had to relocate $nd out of [0-9]+ chunks$"
+	verify_offline "$T/img1"
+}
+
+# A closed walk through the complete directed graph of the nine profiles
+# (with loops): every ordered pair A->B appears exactly once among its 81
+# steps, and it ends where it starts.
+CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 raid6 raid1 raid6 raid0 raid6 dup raid6 single raid5 raid5 raid10 raid5 raid1c4 raid5 raid1c3 raid5 raid1 raid5 raid0 raid5 dup raid5 single raid10 raid10 raid1c4 raid10 raid1c3 raid10 raid1 raid10 raid0 raid10 dup raid10 single raid1c4 raid1c4 raid1c3 raid1c4 raid1 raid1c4 raid0 raid1c4 dup raid1c4 single raid1c3 raid1c3 raid1 raid1c3 raid0 raid1c3 dup raid1c3 single raid1 raid1 raid0 raid1 dup raid1 single raid0 raid0 dup raid0 single dup dup single single"
+
+# One walk converts data and metadata at once, metadata 40 steps ahead on
+# the (closed) walk, so the two differ at most steps and each goes through
+# all 81 pairs. After each step every chunk has its type's target profile,
+# check is clean and every file is intact.
+@test "convert: data and metadata each between every pair of the nine profiles" {
+	# 4 devices (raid1c4 needs four), sparse 4G: chunks hit their size
+	# caps (1 GiB data, 256 MiB metadata), leaving room for the old and new
+	# layout of a chunk at once (a dup copy of the data chunk takes 2 GiB
+	# on one device)
+	walk=($CONVERT_WALK)
+	small_fs 4 4G -d "${walk[0]}" -m "${walk[40]}"
+	[ "${#walk[@]}" = 82 ]
+	dpairs="" mpairs=""
+	for ((i = 1; i <= 81; i++)); do
+		dp=${walk[i - 1]} d=${walk[i]}
+		mp=${walk[(i - 1 + 40) % 81]} m=${walk[(i + 40) % 81]}
+		run --separate-stderr mfs balance start -q -f -dconvert=$d -mconvert=$m "$T/img1"
+		if [ "$status" != 0 ]; then
+			echo "step $i: data $dp -> $d, metadata $mp -> $m failed: $stderr" >&2
+			return 1
+		fi
+		assert_output --regexp '^Done, had to relocate [1-9][0-9]* out of [0-9]+ chunks$'
+		D=$(ui_profile "$d") M=$(ui_profile "$m")
+		run awk -v D="$D" -v M="$M" '{ split($2, a, "|") }
+			a[1] == "Data" && a[2] != D || a[1] != "Data" && a[2] != M { print }' \
+			<(chunk_layout "$T/img1")
+		if [ -n "$output" ]; then
+			echo "step $i: data $dp -> $d, metadata $mp -> $m left:" >&2
+			echo "$output" >&2
+			return 1
+		fi
+		verify_offline "$T/img1"
+		dpairs="$dpairs $dp>$d" mpairs="$mpairs $mp>$m"
+	done
+	# each went through all 81 ordered pairs
+	[ "$(tr ' ' '\n' <<<"$dpairs" | sed '/^$/d' | sort -u | wc -l)" = 81 ]
+	[ "$(tr ' ' '\n' <<<"$mpairs" | sed '/^$/d' | sort -u | wc -l)" = 81 ]
+}
+
+@test "convert online: files stay readable, new chunks take the new profile at once" {
+	small_fs 4 4G -d single -m raid1
+	mnt "$T/img1"
+	for p in raid10 raid6 raid1c3; do
+		run --separate-stderr mfs balance start -q -dconvert=$p "$T/mnt"
+		assert_success
+		assert_output --regexp '^Done, had to relocate [1-9][0-9]* out of [0-9]+ chunks$'
+		verify_online
+	done
+	run --separate-stderr mfs balance start -q -mconvert=raid1c4 "$T/mnt"
+	assert_success
+	run --separate-stderr mfs balance start -q -f -mconvert=raid5 "$T/mnt"
+	assert_success
+	verify_online
+	# data written now lands in raid1c3 chunks only
+	gen_file "$T/mnt/new" 40
+	sync "$T/mnt/new"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	run awk '$2 ~ /^Data/ && $2 != "Data|RAID1C3" { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	run awk '$2 ~ /^(Metadata|System)/ && $2 !~ /RAID5$/ { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	verify_offline "$T/img1"
+}

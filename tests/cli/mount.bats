@@ -1,0 +1,655 @@
+#!/usr/bin/env bats
+# mfs mount / umount / mount.mfs and the mounted filesystem: finding members,
+# exclusivity, ro, commit=, POSIX behaviour next to kernel btrfs, durability
+# (unmount and crash), df figures, compression and permissions.
+
+load helpers
+
+# the common teardown, run after ours
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	if [ -n "${T:-}" ] && [ -f "$T/.fstab_marker" ]; then
+		sed -i "/# $(cat "$T/.fstab_marker")\$/d" /etc/fstab
+	fi
+	if [ -n "${T:-}" ] && [ -f "$T/.mount_helper" ]; then
+		rm -f /usr/sbin/mount.mfs
+	fi
+	if [ -n "${T:-}" ] && [ -f "$T/.rmdirs" ]; then
+		xargs -r rmdir <"$T/.rmdirs" 2>/dev/null
+	fi
+	helpers_teardown
+}
+
+# mfs_fs PROFILE N [SIZE]: images img1..imgN with data and metadata PROFILE
+mfs_fs() {
+	make_images "$2" "${3:-1G}"
+	mkfs.mfs -q -f -d "$1" -m "${4:-$1}" $(imgs "$2")
+}
+
+df_bytes() {
+	df -B1 --output="$2" "$1" | tail -n 1 | tr -d ' '
+}
+
+# btrfs_mount DIR: kernel btrfs on a loop device, for side-by-side comparison
+btrfs_mount() {
+	local loop
+
+	truncate -s 1G "$T/btrfs.img"
+	loop=$(make_loop "$T/btrfs.img") || return 1
+	mkfs.btrfs -q -f "$loop" >/dev/null || return 1
+	mount_dev "$loop" "$1"
+}
+
+@test "mount, write, umount, check: umount waits for the server, so check runs at once and is clean" {
+	mfs_fs raid1 2
+	for round in 1 2 3; do
+		mfs_mount "$T/img1" "$T/mnt"
+		run awk -v m="$T/mnt" '$2 == m { print $1, $3 }' /proc/self/mounts
+		assert_output "$T/img1 fuse.mfs"
+		pid=$(mfs_daemon_pid "$T/mnt")
+		head -c $((round * 3 * MiB + 17)) /dev/urandom >"$T/mnt/file$round"
+		mkdir -p "$T/mnt/dir$round"
+		run mfs umount "$T/mnt"
+		assert_success
+		# gone from the mount table and the server has exited when umount returns
+		run is_mounted "$T/mnt"
+		assert_failure
+		[ ! -e "/proc/$pid" ] || [ "$(awk '{ print $3 }' "/proc/$pid/stat")" = Z ]
+		run mfs check "$T/img1"
+		assert_success
+		assert_output --partial "no error found"
+	done
+	run mfs umount "$T/mnt"
+	assert_failure
+	assert_output --partial "is not a mounted mfs filesystem"
+}
+
+@test "mount -t mfs and /etc/fstab go through /sbin/mount.mfs" {
+	if [ -e /usr/sbin/mount.mfs ] &&
+		[ "$(realpath /usr/sbin/mount.mfs)" != "$(realpath "$MFS_BUILD/mount.mfs")" ]; then
+		skip "/usr/sbin/mount.mfs belongs to another build: $(realpath /usr/sbin/mount.mfs)"
+	fi
+	if [ ! -e /usr/sbin/mount.mfs ]; then
+		ln -s "$MFS_BUILD/mount.mfs" /usr/sbin/mount.mfs
+		touch "$T/.mount_helper"
+	fi
+	mfs_fs raid1 2
+	mkdir -p "$T/mnt"
+	echo "$T/mnt" >>"$T/.mfs_mounts"
+	# members other than the named one come from the registry mkfs filled
+	run mount -t mfs -o noatime,commit=5 "$T/img1" "$T/mnt" 3>&-
+	assert_success
+	run awk -v m="$T/mnt" '$2 == m { print $1, $3, $4 }' /proc/self/mounts
+	assert_output --regexp "^$T/img1 fuse.mfs rw,noatime,"
+	echo through-mount-t >"$T/mnt/a"
+	mfs umount "$T/mnt"
+
+	# fstab: a line of our own, found by mount point alone
+	marker="mfs-bats-$$-$RANDOM"
+	echo "$marker" >"$T/.fstab_marker"
+	echo "$T/img1 $T/mnt mfs defaults,ro,device=$T/img2 0 0 # $marker" >>/etc/fstab
+	run mount "$T/mnt" 3>&-
+	assert_success
+	run awk -v m="$T/mnt" '$2 == m { print $3, substr($4, 1, 3) }' /proc/self/mounts
+	assert_output "fuse.mfs ro,"
+	run cat "$T/mnt/a"
+	assert_output through-mount-t
+	run touch "$T/mnt/b"
+	assert_failure
+	assert_output --partial "Read-only file system"
+	mfs umount "$T/mnt"
+	sed -i "/# $marker\$/d" /etc/fstab
+	run grep -c "$marker" /etc/fstab
+	assert_output 0
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "members: the registry, -o device=, extra device arguments; a missing one is named" {
+	mfs_fs raid1 3
+	mkdir -p "$T/mnt"
+	# mkfs registered the members: one path is enough
+	mfs_mount "$T/img1" "$T/mnt"
+	echo hello >"$T/mnt/f"
+	mfs umount "$T/mnt"
+
+	# a registry that knows nothing: only what the command line names is found
+	rm -f "$MFS_REGISTRY"
+	run --separate-stderr mfs mount "$T/img1" "$T/mnt"
+	assert_failure
+	assert_stderr_regex "^ERROR: device (2|3) is missing"
+	assert_stderr_regex "use -o degraded"
+	run is_mounted "$T/mnt"
+	assert_failure
+	run --separate-stderr mfs mount -o device="$T/img2" "$T/img1" "$T/mnt"
+	assert_failure
+	assert_stderr_line "ERROR: device 3 is missing; found the other members but not this one"
+	assert_stderr_regex "-o device=PATH.*-o degraded"
+
+	# -o device= names the others
+	run mfs_mount -o device="$T/img2",device="$T/img3" "$T/img1" "$T/mnt"
+	assert_success
+	run cat "$T/mnt/f"
+	assert_output hello
+	mfs umount "$T/mnt"
+	assert_no_registry
+
+	# so do extra device arguments, in any order
+	run mfs_mount "$T/img3" "$T/img1" "$T/img2" "$T/mnt"
+	assert_success
+	run cat "$T/mnt/f"
+	assert_output hello
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1" "$T/img2" "$T/img3"
+	assert_success
+}
+
+@test "a mounted filesystem is not mounted twice nor opened by offline commands" {
+	mfs_fs raid1 2
+	truncate -s 1G "$T/other.img"
+	mkfs.mfs -q -f -L other "$T/other.img"
+	mkdir -p "$T/mnt2"
+	for opts in rw ro; do
+		mfs_mount -o "$opts" "$T/img1" "$T/mnt"
+		for dev in img1 img2; do
+			run --separate-stderr mfs mount "$T/$dev" "$T/mnt2"
+			assert_failure
+			assert_stderr_line "ERROR: $T/$dev is already mounted on $T/mnt (a filesystem can be mounted once)"
+			run is_mounted "$T/mnt2"
+			assert_failure
+			run --separate-stderr mfs check "$T/$dev"
+			assert_failure
+			assert_stderr_line "ERROR: $T/$dev is mounted or in use by another program"
+			run --separate-stderr mkfs.mfs -f "$T/$dev"
+			assert_failure
+			# (as mkfs.btrfs: the member named as the source is "mounted on",
+			# the others are busy)
+			assert_stderr_regex "^ERROR: ($T/$dev is mounted on $T/mnt|unable to open $T/$dev: Device or resource busy)\$"
+			run --separate-stderr mfs filesystem label "$T/$dev" NEW
+			assert_failure
+			assert_stderr_line "ERROR: $T/$dev is mounted or in use by another program"
+		done
+		# the image itself, without the registry's help, still cannot be mounted twice
+		run --separate-stderr env MFS_REGISTRY="$T/none" mfs mount -o ro "$T/img2" "$T/img1" "$T/mnt2"
+		assert_failure
+		run is_mounted "$T/mnt2"
+		assert_failure
+		# another filesystem mounts beside it
+		run mfs_mount "$T/other.img" "$T/mnt3"
+		assert_success
+		mfs umount "$T/mnt3"
+		mfs umount "$T/mnt"
+	done
+	# nothing was changed by the refused commands
+	run mfs filesystem label "$T/img1"
+	assert_output ""
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "-o ro: every kind of write fails with EROFS and nothing is written" {
+	mfs_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	echo data >"$T/mnt/f"
+	mkdir "$T/mnt/d"
+	mfs umount "$T/mnt"
+	gen=$(super_field "$T/img1" generation)
+	fp1=$(fingerprint "$T/img1")
+	fp2=$(fingerprint "$T/img2")
+
+	mfs_mount -o ro "$T/img1" "$T/mnt"
+	run awk -v m="$T/mnt" '$2 == m { split($4, o, ","); print o[1] }' /proc/self/mounts
+	assert_output ro
+	run cat "$T/mnt/f"
+	assert_output data
+	for cmd in "touch $T/mnt/new" "mkdir $T/mnt/d2" "rm $T/mnt/f" "mv $T/mnt/f $T/mnt/g" \
+		"chmod 600 $T/mnt/f" "ln -s x $T/mnt/l" "truncate -s 0 $T/mnt/f" "rmdir $T/mnt/d"; do
+		run $cmd
+		assert_failure
+		assert_output --partial "Read-only file system"
+	done
+	run bash -c "echo more >>'$T/mnt/f'"
+	assert_failure
+	assert_output --partial "Read-only file system"
+	run "$MFS_PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.x", b"1")' "$T/mnt/f"
+	assert_failure
+	assert_output --partial "Errno 30"
+	mfs umount "$T/mnt"
+	assert_equal "$(super_field "$T/img1" generation)" "$gen"
+	assert_untouched "$T/img1" "$fp1"
+	assert_untouched "$T/img2" "$fp2"
+}
+
+@test "-o commit=N: the server commits by itself every N seconds" {
+	mfs_fs single 1
+	mfs_mount -o commit=1 "$T/img1" "$T/mnt"
+	gen=$(super_field "$T/img1" generation)
+	head -c 300000 /dev/urandom >"$T/mnt/committed"
+	sum=$(sha256sum <"$T/mnt/committed")
+	for ((i = 0; i < 100; i++)); do
+		now=$(super_field "$T/img1" generation 2>/dev/null || echo 0)
+		((now > gen)) && break
+		sleep 0.1
+	done
+	((now > gen))
+	# a crash now loses nothing: the commit was on its own
+	sleep 1.5
+	mfs_kill9 "$T/mnt"
+	mfs_mount "$T/img1" "$T/mnt"
+	run sha256sum <"$T/mnt/committed"
+	assert_output "$sum"
+	mfs umount "$T/mnt"
+
+	# a long interval: nothing reaches the disk without a sync
+	mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
+	gen=$(super_field "$T/img1" generation)
+	echo later >"$T/mnt/later"
+	sleep 2.5
+	assert_equal "$(super_field "$T/img1" generation)" "$gen"
+	mfs umount "$T/mnt"
+	(($(super_field "$T/img1" generation) > gen))
+
+	run mfs mount -o commit=0 "$T/img1" "$T/mnt"
+	assert_failure
+	assert_output --partial "invalid commit interval"
+}
+
+@test "POSIX behaviour matches kernel btrfs: files, links, special files, xattrs, rename, truncate, sparse, times" {
+	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"
+	btrfs_mount "$T/btrfs"
+	mfs_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	mkdir "$T/btrfs/p" "$T/mnt/p"
+	run "$MFS_PY" "$BATS_TEST_DIRNAME/posix-probe.py" "$T/btrfs/p"
+	assert_success
+	echo "$output" >"$T/btrfs.out"
+	run "$MFS_PY" "$BATS_TEST_DIRNAME/posix-probe.py" "$T/mnt/p"
+	assert_success
+	echo "$output" >"$T/mfs.out"
+	(($(wc -l <"$T/mfs.out") >= 100))
+	run diff -u "$T/btrfs.out" "$T/mfs.out"
+	assert_success
+
+	# the same again after a remount: what was stored is what is read
+	mfs umount "$T/mnt"
+	mfs_mount "$T/img1" "$T/mnt"
+	for d in "$T/btrfs/p" "$T/mnt/p"; do
+		tree_state "$d" >"$d.state"
+	done
+	(($(wc -l <"$T/mnt/p.state") > 400))
+	run diff -u "$T/btrfs/p.state" "$T/mnt/p.state"
+	assert_success
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "POSIX ACLs (setfacl/getfacl) behave as on kernel btrfs: mode sync, chmod, default ACLs" {
+	command -v setfacl >/dev/null || skip "acl not installed (scripts/install-deps.sh)"
+	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"
+	btrfs_mount "$T/btrfs"
+	mfs_fs single 1
+	mfs_mount "$T/img1" "$T/mnt"
+	for d in "$T/btrfs" "$T/mnt"; do
+		(
+			cd "$d"
+			umask 022
+			touch f
+			setfacl -m u:1234:rw,g:99:r f
+			getfacl -n f
+			stat -c '%A' f
+			chmod 640 f
+			getfacl -n --omit-header f
+			setfacl -m u::rwx,g::r,o::- f # says no more than the mode
+			stat -c '%A' f
+			setfacl -b f
+			getfacl -n --omit-header f
+			"$MFS_PY" -c 'import os; print(sorted(os.listxattr("f")))'
+			mkdir dacl
+			setfacl -d -m u:55:rwx,g:77:rx dacl
+			touch dacl/child
+			mkdir dacl/sub
+			mkfifo dacl/fifo
+			getfacl -n --omit-header dacl/child dacl/sub dacl/fifo
+			stat -c '%n %A' dacl/child dacl/sub dacl/fifo
+			umask 077
+			touch dacl/masked # the default ACL, not the umask, decides
+			stat -c '%n %A' dacl/masked
+			mkdir plain
+			touch plain/umasked
+			stat -c '%n %A' plain/umasked
+		) >"$d.acl" 2>&1
+	done
+	run diff -u "$T/btrfs.acl" "$T/mnt.acl"
+	assert_success
+	grep -q 'user:55:rwx' "$T/mnt.acl"
+	grep -qx -- '-rw-rw-r--' "$T/mnt.acl"
+	mfs umount "$T/mnt"
+	# stored: the same after a remount
+	mfs_mount "$T/img1" "$T/mnt"
+	run getfacl -n --omit-header "$T/mnt/dacl/child"
+	assert_line "user:55:rwx	#effective:rw-"
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "fallocate, punch hole, zero range, SEEK_DATA/SEEK_HOLE and nanosecond times match kernel btrfs" {
+	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"
+	btrfs_mount "$T/btrfs"
+	mfs_fs single 1
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((8 * MiB)) /dev/urandom >"$T/random"
+	for d in "$T/btrfs" "$T/mnt"; do
+		(
+			cd "$d"
+			fallocate -l 8M fa
+			stat -c '%s %b' fa
+			fallocate -n -o 8M -l 4M fa
+			stat -c '%s %b' fa
+			dd if="$T/random" of=fa bs=1M count=8 conv=notrunc status=none
+			fallocate -p -o 1M -l 2M fa
+			stat -c '%s %b' fa
+			"$MFS_PY" -c 'import os; f = os.open("fa", 0); print(os.lseek(f, 0, os.SEEK_HOLE), os.lseek(f, 3 << 20, os.SEEK_DATA))'
+			cmp -n 2M -i 1M fa /dev/zero && echo punched reads zero
+			cmp -n 1M fa "$T/random" && echo head intact
+			cmp -n 5M -i 3M fa "$T/random" && echo tail intact
+			head -c 1M "$T/random" >fz
+			fallocate -z -o 1000 -l 5000 fz
+			cmp -n 5000 -i 1000 fz /dev/zero && echo zeroed
+			fallocate -z -o 512K -l 2M fz
+			stat -c '%s' fz
+			fallocate -n -z -o 4M -l 1M fz
+			stat -c '%s' fz
+			sha256sum <fz
+			fallocate -d fa # dig holes where it reads zero
+			stat -c '%s' fa
+			sha256sum <fa
+			fallocate -c -o 0 -l 4096 fa 2>&1 | sed 's/^fallocate: //'
+			truncate -s 100M sparse
+			echo tail >>sparse
+			stat -c '%s %b' sparse
+			touch -d '2021-03-04 05:06:07.123456789' t
+			touch -a -d '1969-12-31 23:59:58.5' t
+			stat -c '%y|%x' t
+			TZ=UTC touch -m -d '2262-04-11 23:47:16.854775807' t
+			stat -c '%Y' t
+		) >"$d.fa" 2>&1
+	done
+	run diff -u "$T/btrfs.fa" "$T/mnt.fa"
+	assert_success
+	grep -q 'punched reads zero' "$T/mnt.fa"
+	grep -q 'zeroed' "$T/mnt.fa"
+	mfs umount "$T/mnt"
+	# and it all survives a remount
+	mfs_mount "$T/img1" "$T/mnt"
+	run env TZ=UTC stat -c '%y' "$T/mnt/t"
+	assert_output --regexp '^2262-04-11 23:47:16.854775807'
+	run cmp -n 5M -i 3M "$T/mnt/fa" "$T/random"
+	assert_success
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "statfs: block size, name length and figures df reads" {
+	mfs_fs single 1
+	mfs_mount "$T/img1" "$T/mnt"
+	run stat -f -c '%s %l %T' "$T/mnt"
+	assert_output "4096 255 fuseblk"
+	size=$(df_bytes "$T/mnt" size)
+	avail=$(df_bytes "$T/mnt" avail)
+	((size > 600 * MiB && size <= GiB))
+	((avail <= size))
+	mfs umount "$T/mnt"
+}
+
+@test "durability across unmount/mount: contents, sizes, modes, owners, times, links" {
+	mfs_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	m=$T/mnt
+	mkdir -p "$m/a/b/c" "$m/empty"
+	for s in 0 1 4095 4096 4097 65535 65536 65537 1000000 $((4 * MiB)) $((4 * MiB + 1)) \
+		$((9 * MiB + 12345)) $((17 * MiB)); do
+		head -c "$s" /dev/urandom >"$m/a/f$s"
+	done
+	for i in $(seq 1 200); do
+		echo "small file $i" >"$m/a/b/s$i"
+	done
+	yes "compressible line" | head -c $((6 * MiB)) >"$m/a/b/c/text"
+	truncate -s 50M "$m/a/sparse"
+	echo middle | dd of="$m/a/sparse" bs=1 seek=$((20 * MiB)) conv=notrunc status=none
+	ln "$m/a/f4096" "$m/a/b/hardlink"
+	ln -s ../f65536 "$m/a/b/symlink"
+	mkfifo "$m/a/fifo"
+	chmod 700 "$m/a/b/c"
+	chown 1000:2000 "$m/a/f1"
+	touch -d '2001-02-03 04:05:06.789' "$m/a/f0"
+	"$MFS_PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.k", b"v" * 100)' "$m/a/f1"
+	state() {
+		(cd "$1" && find . -printf '%p %y %m %U %G %s %n %l %T@\n' | sort) && tree_sums "$1" &&
+			xattr_dump "$1"
+	}
+	before=$(state "$m")
+	mfs umount "$m"
+	run mfs check "$T/img1"
+	assert_success
+	mfs_mount "$T/img1" "$m"
+	after=$(state "$m")
+	assert_equal "$after" "$before"
+	# and once more, after changes on the remounted filesystem
+	rm "$m/a/f65535"
+	mv "$m/a/f1" "$m/a/b/moved"
+	head -c $((5 * MiB)) /dev/urandom >>"$m/a/f4097"
+	before=$(state "$m")
+	mfs umount "$m"
+	mfs_mount "$T/img2" "$m"
+	assert_equal "$(state "$m")" "$before"
+	mfs umount "$m"
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "fsync, then kill -9 of the server: after remount the fsynced file is intact" {
+	mfs_fs raid1 2
+	mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
+	echo before >"$T/mnt/old"
+	mfs umount "$T/mnt"
+	mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
+	head -c $((6 * MiB + 333)) /dev/urandom >"$T/synced.src"
+	"$MFS_PY" - "$T/synced.src" "$T/mnt/dir/synced" <<'PY'
+import os, sys
+os.makedirs(os.path.dirname(sys.argv[2]))
+with open(sys.argv[1], "rb") as src, open(sys.argv[2], "wb") as dst:
+    dst.write(src.read())
+    dst.flush()
+    os.fsync(dst.fileno())
+d = os.open(os.path.dirname(sys.argv[2]), os.O_RDONLY)
+os.fsync(d)
+PY
+	# more writes that were never synced
+	head -c $((3 * MiB)) /dev/urandom >"$T/mnt/unsynced"
+	rm "$T/mnt/old"
+	mfs_kill9 "$T/mnt"
+	run is_mounted "$T/mnt"
+	assert_failure
+	# what is on the devices is a consistent filesystem
+	run mfs check "$T/img1"
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	run cmp "$T/synced.src" "$T/mnt/dir/synced"
+	assert_success
+	# after the crash the filesystem is fully usable
+	echo after >"$T/mnt/new"
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
+
+@test "df: raid0 ~2 GiB, raid1 ~1 GiB (not 2), raid5 ~2 GiB; 100 MiB on raid1 costs ~100 MiB of Avail" {
+	# raid0 and raid1 over 2 x 1 GiB (metadata raid1 for both)
+	mfs_fs raid0 2 1G raid1
+	mfs_mount "$T/img1" "$T/mnt"
+	raid0=$(df_bytes "$T/mnt" size)
+	mfs umount "$T/mnt"
+	mfs_fs raid1 2 1G raid1
+	mfs_mount "$T/img1" "$T/mnt"
+	raid1=$(df_bytes "$T/mnt" size)
+	echo "# raid0 $raid0 raid1 $raid1" >&3
+	((raid0 > 3 * GiB / 2 && raid0 < 5 * GiB / 2))
+	((raid1 > 3 * GiB / 4 && raid1 < 5 * GiB / 4))
+	((raid1 * 10 < raid0 * 6))
+	# 100 MiB written to raid1 takes 100 MiB of Avail, not 200
+	avail=$(df_bytes "$T/mnt" avail)
+	head -c $((100 * MiB)) /dev/urandom >"$T/mnt/f"
+	sync "$T/mnt/f"
+	used=$((avail - $(df_bytes "$T/mnt" avail)))
+	echo "# raid1: 100 MiB written, Avail down by $((used / MiB)) MiB" >&3
+	((used > 90 * MiB && used < 130 * MiB))
+	mfs umount "$T/mnt"
+
+	# raid5 over 3 x 1 GiB (metadata raid5 too: raid1 metadata would take
+	# 512 MiB of raw space, a quarter of the 2 GiB)
+	mfs_fs raid5 3 1G raid5
+	mfs_mount "$T/img1" "$T/mnt"
+	raid5=$(df_bytes "$T/mnt" size)
+	echo "# raid5 $raid5" >&3
+	((raid5 > 3 * GiB / 2 && raid5 < 5 * GiB / 2))
+	((raid5 > raid1 * 3 / 2))
+	avail=$(df_bytes "$T/mnt" avail)
+	head -c $((60 * MiB)) /dev/urandom >"$T/mnt/f"
+	sync "$T/mnt/f"
+	used=$((avail - $(df_bytes "$T/mnt" avail)))
+	((used > 50 * MiB && used < 80 * MiB))
+	mfs umount "$T/mnt"
+}
+
+@test "-o compress=zlib stores compressible data smaller and reads it back; random data too" {
+	yes "mfs compression test line, repeated and repeated" | head -c $((25 * MiB)) >"$T/text"
+	head -c $((25 * MiB)) /dev/zero >"$T/zeros"
+	head -c $((8 * MiB)) /dev/urandom >"$T/random"
+	for c in none zlib; do
+		mkdir -p "$T/$c"
+		truncate -s 1G "$T/$c/img"
+		mkfs.mfs -q -f "$T/$c/img"
+		if [ $c = zlib ]; then
+			mfs_mount -o compress=zlib "$T/$c/img" "$T/mnt"
+		else
+			mfs_mount "$T/$c/img" "$T/mnt"
+		fi
+		cp "$T/text" "$T/zeros" "$T/mnt/"
+		mfs umount "$T/mnt"
+		eval "used_$c=$(super_field "$T/$c/img" bytes_used)"
+	done
+	echo "# 50 MiB of text and zeros: $used_none bytes plain, $used_zlib bytes with zlib" >&3
+	((used_none >= 50 * MiB))
+	((used_zlib * 10 < used_none))
+	run mfs filesystem show "$T/zlib/img"
+	assert_output --regexp 'FS bytes used [0-9.]+(KiB|MiB)'
+
+	# read back identical, with and without the option on the next mount
+	for opt in "" "-o compress=zlib:9"; do
+		mfs_mount $opt "$T/zlib/img" "$T/mnt"
+		cmp "$T/text" "$T/mnt/text"
+		cmp "$T/zeros" "$T/mnt/zeros"
+		mfs umount "$T/mnt"
+	done
+	# incompressible data reads back identical and does not grow
+	mfs_mount -o compress=zlib "$T/zlib/img" "$T/mnt"
+	cp "$T/random" "$T/mnt/random"
+	dd if="$T/random" of="$T/mnt/partial" bs=4096 count=333 status=none
+	echo "appended" >>"$T/mnt/text"
+	mfs umount "$T/mnt"
+	grown=$(($(super_field "$T/zlib/img" bytes_used) - used_zlib))
+	((grown < 8 * MiB + 4 * MiB))
+	mfs_mount "$T/zlib/img" "$T/mnt"
+	cmp "$T/random" "$T/mnt/random"
+	cmp -n $((333 * 4096)) "$T/random" "$T/mnt/partial"
+	run tail -c 9 "$T/mnt/text"
+	assert_output appended
+	mfs umount "$T/mnt"
+	run mfs check "$T/zlib/img"
+	assert_success
+
+	run mfs mount -o compress=lzo "$T/zlib/img" "$T/mnt"
+	assert_failure
+	assert_output --partial "unsupported compression 'lzo'"
+}
+
+@test "permissions: another user cannot read 0600 files or write root's directories, nor run admin operations" {
+	id mfstest >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin mfstest
+	# a mount point the user can reach
+	mnt=$(mktemp -d /tmp/mfs-perm.XXXXXX)
+	echo "$mnt" >>"$T/.rmdirs"
+	chmod 755 "$mnt"
+	mfs_fs single 1
+	mfs_mount "$T/img1" "$mnt"
+	chmod 755 "$mnt"
+	echo secret >"$mnt/secret"
+	chmod 600 "$mnt/secret"
+	echo public >"$mnt/public"
+	chmod 644 "$mnt/public"
+	mkdir -m 755 "$mnt/rootdir"
+	mkdir -m 755 "$mnt/userdir"
+	chown mfstest "$mnt/userdir"
+	as_user() { runuser -u mfstest -- "$@"; }
+
+	run as_user cat "$mnt/secret"
+	assert_failure
+	assert_output --partial "Permission denied"
+	run as_user cat "$mnt/public"
+	assert_success
+	assert_output public
+	run as_user touch "$mnt/rootdir/x"
+	assert_failure
+	assert_output --partial "Permission denied"
+	run as_user mkdir "$mnt/rootdir/y"
+	assert_failure
+	run as_user rm "$mnt/public"
+	assert_failure
+	run as_user bash -c "echo x >>'$mnt/public'"
+	assert_failure
+	assert_output --partial "Permission denied"
+	run as_user chmod 666 "$mnt/public"
+	assert_failure
+	assert_output --partial "Operation not permitted"
+	run as_user chown mfstest "$mnt/public"
+	assert_failure
+	# the user's own directory works, with the user's ids
+	run as_user bash -c "echo mine >'$mnt/userdir/f' && cat '$mnt/userdir/f'"
+	assert_success
+	assert_output mine
+	run stat -c '%U %G' "$mnt/userdir/f"
+	assert_output "mfstest $(id -gn mfstest)"
+	# root still reads everything
+	run cat "$mnt/secret"
+	assert_output secret
+
+	# admin operations: refused to the user, allowed to root
+	run as_user "$MFS_BUILD/mfs" umount "$mnt"
+	assert_failure
+	assert_output --partial "Operation not permitted"
+	is_mounted "$mnt"
+	sync_ioctl='import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+try:
+    fcntl.ioctl(fd, (0xE5 << 8) | 2)	# MFS_IOC_SYNC = _IO(0xE5, 2)
+    print("ok")
+except OSError as e:
+    print(os.strerror(e.errno))'
+	run as_user "$MFS_PY" -c "$sync_ioctl" "$mnt"
+	assert_output "Operation not permitted"
+	run "$MFS_PY" -c "$sync_ioctl" "$mnt"
+	assert_output ok
+	run as_user "$MFS_BUILD/mfs" device stats "$mnt"
+	assert_failure
+	assert_output --partial "Operation not permitted"
+	# without CAP_SYS_ADMIN even uid 0 is refused
+	run setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$MFS_PY" -c "$sync_ioctl" "$mnt"
+	assert_output "Operation not permitted"
+	mfs umount "$mnt"
+	run mfs check "$T/img1"
+	assert_success
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env bats
+# Self-heal: with one device's copy of data and metadata damaged (two devices
+# for raid6), every file reads back correctly through the mount, the bad
+# copies are rewritten, the device error counters rise and persist, and check
+# is clean afterwards. Also `mfs device stats` itself.
+
+load helpers
+
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
+STATS="write_io_errs read_io_errs flush_io_errs corruption_errs generation_errs"
+
+# populate MNT: files of assorted sizes, many small ones, a deep tree, xattrs
+populate() {
+	local m=$1 i s
+
+	mkdir -p "$m/big" "$m/small/a/b/c"
+	for s in 1 4095 4096 65537 300000 1048576 $((4 * MiB + 1)) $((7 * MiB + 4321)); do
+		head -c "$s" /dev/urandom >"$m/big/f$s"
+	done
+	for i in $(seq 1 400); do
+		echo "small file number $i" >"$m/small/s$i"
+	done
+	for i in $(seq 1 30); do
+		head -c $((i * 7777)) /dev/urandom >"$m/small/a/b/c/m$i"
+	done
+	yes "text that compresses" | head -c $((2 * MiB)) >"$m/big/text"
+	"$MFS_PY" -c '
+import os, sys
+for i in range(50):
+    os.setxattr(os.path.join(sys.argv[1], "small", "s%d" % (i + 1)), "user.tag", b"x" * (i * 20))
+' "$m"
+}
+
+# read_all MNT SUMS: walk everything (readdir, stat, xattrs) and verify every file
+read_all() {
+	ls -laR "$1" >/dev/null &&
+		xattr_dump "$1" >/dev/null &&
+		(cd "$1" && sha256sum --quiet -c "$2")
+}
+
+# stats_of IMG: "devid counter value" lines of the persisted counters
+stats_of() {
+	mfs --format json device stats --offline "$1" | "$MFS_PY" -c '
+import json, sys
+for d in json.load(sys.stdin)["device-stats"]:
+    for k in sys.argv[1:]:
+        print(d["devid"], k, d[k])
+' $STATS
+}
+
+# selfheal PROFILE NDEVS BAD_DEVIDS [--zero]
+# Reads are served from the first copy (stripe 0) while it is good, so the
+# bad device is one that holds first copies: reads heal what they read;
+# copies no read touches are for scrub.
+selfheal() {
+	local profile=$1 n=$2 bad=$3 zero=${4:-} d k v
+
+	make_images "$n"
+	mkfs.mfs -q -f -d "$profile" -m "$profile" $(imgs "$n")
+	mfs_mount "$T/img1" "$T/mnt"
+	populate "$T/mnt"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	run stats_of "$T/img1"
+	refute_output --regexp ' [1-9][0-9]*$'
+
+	# damage every live block and data extent the bad devices hold
+	run corrupt_copies $zero "$T/img1" "$bad"
+	assert_success
+	echo "# $profile: $(tr '\n' ' ' <<<"$output")" >&3
+	assert_line --regexp '^tree_blocks [1-9][0-9]* data_extents [1-9][0-9]*$'
+	for d in ${bad//,/ }; do
+		assert_line --regexp "^devid $d bytes [1-9][0-9]{6,}\$"
+	done
+	# check sees the damage
+	run mfs check --check-data-csum "$T/img1"
+	assert_failure
+
+	# every file reads back correctly
+	mfs_mount "$T/img1" "$T/mnt"
+	run read_all "$T/mnt" "$T/sums"
+	assert_success
+	# the counters rose on the damaged devices only, online ...
+	run mfs device stats -c "$T/mnt"
+	assert_equal "$status" 64
+	for d in ${bad//,/ }; do
+		assert_line --regexp "^\[$T/img$d\]\.corruption_errs +[1-9][0-9]*\$"
+	done
+	mfs umount "$T/mnt"
+
+	# ... and persisted in the device tree
+	stats_of "$T/img1" >"$T/stats1"
+	for ((d = 1; d <= n; d++)); do
+		for k in $STATS; do
+			v=$(awk -v d=$d -v k=$k '$1 == d && $2 == k { print $3 }' "$T/stats1")
+			if [ "$k" = corruption_errs ] && [[ ",$bad," == *",$d,"* ]]; then
+				((v > 0)) || { echo "devid $d: $k is $v" >&2; return 1; }
+			else
+				[ "$v" = 0 ] || { echo "devid $d: $k is $v" >&2; return 1; }
+			fi
+		done
+	done
+
+	# the bad copies were rewritten: check reads every copy and finds them good
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	assert_output --partial "no error found"
+
+	# a second read pass finds nothing new
+	mfs_mount "$T/img1" "$T/mnt"
+	run read_all "$T/mnt" "$T/sums"
+	assert_success
+	mfs umount "$T/mnt"
+	stats_of "$T/img1" >"$T/stats2"
+	run diff "$T/stats1" "$T/stats2"
+	assert_success
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+}
+
+@test "raid1: one device's copy of data and metadata damaged: read back, healed, counted, check clean" {
+	selfheal raid1 2 1
+}
+
+@test "raid10: one device damaged (zeroed): read back, healed, counted, check clean" {
+	selfheal raid10 4 3 --zero
+}
+
+@test "raid5: one device's data columns damaged: rebuilt from parity, healed, counted, check clean" {
+	selfheal raid5 3 2
+}
+
+@test "raid5: one device zeroed" {
+	selfheal raid5 3 1 --zero
+}
+
+@test "raid6: two devices damaged: rebuilt with P and Q, healed, counted, check clean" {
+	selfheal raid6 4 1,3
+}
+
+@test "metadata alone damaged (raid1): tree blocks are healed and counted too" {
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mfs_mount "$T/img1" "$T/mnt"
+	populate "$T/mnt"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+	run corrupt_copies --what metadata "$T/img1" 1
+	assert_success
+	assert_line --regexp '^tree_blocks [1-9][0-9]* data_extents 0$'
+	mfs_mount "$T/img1" "$T/mnt"
+	run read_all "$T/mnt" "$T/sums"
+	assert_success
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+	assert_output --partial "no error found"
+	(($(dev_stat "$T/img1" 1 corruption_errs) > 0))
+	assert_equal "$(dev_stat "$T/img1" 2 corruption_errs)" 0
+}
+
+@test "without another copy (single) damaged data is an I/O error, never wrong data" {
+	make_images 1
+	mkfs.mfs -q -f -d single -m dup "$T/img1"
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((2 * MiB)) /dev/urandom >"$T/mnt/f"
+	mfs umount "$T/mnt"
+	run corrupt_copies --what data "$T/img1" 1
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	run cat "$T/mnt/f"
+	assert_failure
+	assert_output --partial "Input/output error"
+	mfs umount "$T/mnt"
+	(($(dev_stat "$T/img1" 1 corruption_errs) > 0))
+}
+
+@test "device stats: text, table, json, -c, -z; online and --offline" {
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((3 * MiB)) /dev/urandom >"$T/mnt/f"
+	run mfs device stats "$T/mnt"
+	assert_success
+	assert_output "[$T/img1].write_io_errs    0
+[$T/img1].read_io_errs     0
+[$T/img1].flush_io_errs    0
+[$T/img1].corruption_errs  0
+[$T/img1].generation_errs  0
+[$T/img2].write_io_errs    0
+[$T/img2].read_io_errs     0
+[$T/img2].flush_io_errs    0
+[$T/img2].corruption_errs  0
+[$T/img2].generation_errs  0"
+	run mfs device stats -c "$T/mnt"
+	assert_success
+	# a member device of the mounted filesystem: just that one
+	run mfs device stats "$T/img2"
+	assert_success
+	assert_equal "${#lines[@]}" 5
+	assert_line "[$T/img2].corruption_errs  0"
+	mfs umount "$T/mnt"
+
+	run --separate-stderr mfs device stats "$T/img1"
+	assert_failure
+	assert_stderr_regex "to read device stats from a file image use --offline option"
+	run --separate-stderr mfs device stats --offline -z "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: --offline and --reset cannot be used together"
+
+	corrupt_copies --what data "$T/img1" 1 >/dev/null
+	mfs_mount "$T/img1" "$T/mnt"
+	cat "$T/mnt/f" >/dev/null
+	mfs umount "$T/mnt"
+	n=$(dev_stat "$T/img1" 1 corruption_errs)
+	((n == 3 * MiB / 4096))
+
+	run mfs device stats --offline -T "$T/img1"
+	assert_success
+	w=${#T}
+	w=$((w + 5))
+	assert_line --index 0 --regexp "^Id Path +Write errors Read errors Flush errors Corruption errors Generation errors\$"
+	assert_line --index 1 --regexp "^-- -{$w} -{12} -{11} -{12} -{17} -{17}\$"
+	assert_line --index 2 --regexp "^ 1 $T/img1 +0 +0 +0 +$n +0\$"
+	assert_line --index 3 --regexp "^ 2 $T/img2 +0 +0 +0 +0 +0\$"
+	run mfs device stats --offline -c "$T/img1"
+	assert_equal "$status" 64
+	run mfs --format json device stats --offline "$T/img2"
+	assert_success
+	run "$MFS_PY" -c '
+import json, sys
+doc = json.loads(sys.argv[1])
+assert doc["__header"]["version"] == "1"
+for d in doc["device-stats"]:
+    print(d["devid"], d["device"], d["write_io_errs"], d["corruption_errs"])
+' "$output"
+	assert_output "1 $T/img1 0 $n
+2 $T/img2 0 0"
+	# refused while mounted
+	mfs_mount "$T/img1" "$T/mnt"
+	run --separate-stderr mfs device stats --offline "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: $T/img1 is mounted or in use by another program"
+	# -z prints, then resets; the reset is persisted
+	run mfs device stats -z "$T/mnt"
+	assert_line "[$T/img1].corruption_errs  $n"
+	run mfs device stats -c "$T/mnt"
+	assert_success
+	mfs umount "$T/mnt"
+	assert_equal "$(dev_stat "$T/img1" 1 corruption_errs)" 0
+	# the data was healed by the read before
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+}
