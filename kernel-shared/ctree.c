@@ -512,7 +512,7 @@ int mfs_insert_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 
 	mfs_init_path(&path);
 	ret = mfs_insert_empty_item(trans, root, &path, key, size);
-	if (ret == 0)
+	if (ret == 0 && size)
 		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), data, size);
 	mfs_release_path(&path);
 	return ret;
