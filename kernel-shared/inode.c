@@ -692,6 +692,31 @@ static int drop_link(struct mfs_trans_handle *trans, u64 child, bool *orphaned)
 	return ret;
 }
 
+/*
+ * Take name (pointing at de) out of dir: the child loses a link (an orphan
+ * when it was the last); a directory must be empty, and its parent loses
+ * the link of its "..".
+ */
+static int remove_entry(struct mfs_trans_handle *trans, u64 dir, const char *name,
+			const struct dir_entry *de, bool is_dir, bool *orphaned)
+{
+	int ret;
+
+	if (is_dir) {
+		ret = dir_is_empty(trans->fs_info, de->child);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			return -ENOTEMPTY;
+	}
+	ret = del_dir_entry(trans, dir, name, de->index);
+	if (!ret)
+		ret = drop_link(trans, de->child, orphaned);
+	if (!ret && is_dir)
+		ret = change_nlink(trans, dir, -1, NULL);
+	return ret;
+}
+
 static int unlink_locked(struct mfs_trans_handle *trans, u64 dir, const char *name,
 			 bool rmdir, u64 *victim, bool *orphaned)
 {
@@ -713,18 +738,7 @@ static int unlink_locked(struct mfs_trans_handle *trans, u64 dir, const char *na
 		return -ENOTDIR;
 	if (!rmdir && is_dir)
 		return -EISDIR;
-	if (is_dir) {
-		ret = dir_is_empty(fs, de.child);
-		if (ret < 0)
-			return ret;
-		if (!ret)
-			return -ENOTEMPTY;
-	}
-	ret = del_dir_entry(trans, dir, name, de.index);
-	if (!ret)
-		ret = drop_link(trans, de.child, orphaned);
-	if (!ret && is_dir)
-		ret = change_nlink(trans, dir, -1, NULL);
+	ret = remove_entry(trans, dir, name, &de, is_dir, orphaned);
 	*victim = de.child;
 	return ret;
 }
@@ -856,18 +870,7 @@ static int rename_locked(struct mfs_trans_handle *trans, u64 olddir, const char 
 			return -ENOTDIR;
 		if (!src_dir && dst_dir)
 			return -EISDIR;
-		if (dst_dir) {
-			ret = dir_is_empty(fs, dst.child);
-			if (ret < 0)
-				return ret;
-			if (!ret)
-				return -ENOTEMPTY;
-		}
-		ret = del_dir_entry(trans, newdir, newname, dst.index);
-		if (!ret)
-			ret = drop_link(trans, dst.child, orphaned);
-		if (!ret && dst_dir)
-			ret = change_nlink(trans, newdir, -1, NULL);
+		ret = remove_entry(trans, newdir, newname, &dst, dst_dir, orphaned);
 		if (ret)
 			return ret;
 		*victim = dst.child;

@@ -999,6 +999,34 @@ out:
 }
 
 /* Read one piece that does not cross a stripe boundary. */
+/* Copy `mirror` of one piece that does not cross a stripe boundary, from the disks. */
+static int read_mirror(struct mfs_chunk_map *map, const struct mfs_io_map *io, u64 logical,
+		       u8 *buf, u64 len, int mirror)
+{
+	if (mfs_profile(map->type)->nparity) {
+		u64 col_off = (logical - map->logical) % map->stripe_len;
+		int k = mirror - 3;
+
+		if (mirror <= 1)
+			return read_stripe(&map->stripes[io->stripe[0]], buf, len, io->physical[0]);
+		if (mirror == 2)
+			return raid56_rebuild_read(map, io, col_off, buf, len, -1);
+		/* mirror 3.. : the k-th other column is assumed bad as well */
+		if (k >= io->data_index)
+			k++;
+		if (k >= map->num_stripes)
+			return -EINVAL;
+		return raid56_rebuild_read(map, io, col_off, buf, len, k);
+	}
+	if (mirror < 1)
+		mirror = 1;
+	if (mirror > io->ncopies)
+		return -EINVAL;
+	return read_stripe(&map->stripes[io->stripe[mirror - 1]], buf, len,
+			   io->physical[mirror - 1]);
+}
+
+/* Read one piece: a raid5/6 row still in memory is served from there. */
 static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 		      u64 logical, u8 *buf, u64 len, int mirror)
 {
@@ -1008,7 +1036,6 @@ static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 	if (ret)
 		return ret;
 	if (mfs_profile(map->type)->nparity) {
-		u64 col_off = (logical - map->logical) % map->stripe_len;
 		u64 row_len = (map->num_stripes - mfs_profile(map->type)->nparity) * map->stripe_len;
 		struct mfs_open_row *r = find_open_row(fs, map, io.row);
 
@@ -1016,27 +1043,8 @@ static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 			memcpy(buf, r->buf + (logical - map->logical) % row_len, len);
 			return 0;
 		}
-		if (mirror <= 1)
-			return read_stripe(&map->stripes[io.stripe[0]], buf, len, io.physical[0]);
-		if (mirror == 2)
-			return raid56_rebuild_read(map, &io, col_off, buf, len, -1);
-		/* mirror 3.. : the k-th other column is assumed bad as well */
-		{
-			int k = mirror - 3;
-
-			if (k >= io.data_index)
-				k++;
-			if (k >= map->num_stripes)
-				return -EINVAL;
-			return raid56_rebuild_read(map, &io, col_off, buf, len, k);
-		}
 	}
-	if (mirror < 1)
-		mirror = 1;
-	if (mirror > io.ncopies)
-		return -EINVAL;
-	return read_stripe(&map->stripes[io.stripe[mirror - 1]], buf, len,
-			   io.physical[mirror - 1]);
+	return read_mirror(map, &io, logical, buf, len, mirror);
 }
 
 int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror)
@@ -1433,28 +1441,7 @@ int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int
 		if (ret)
 			return ret;
 		n = min_t(u64, len, io.length);
-		if (mfs_profile(map->type)->nparity) {
-			u64 col_off = (logical - map->logical) % map->stripe_len;
-
-			if (mirror <= 1)
-				ret = read_stripe(&map->stripes[io.stripe[0]], p, n, io.physical[0]);
-			else if (mirror == 2)
-				ret = raid56_rebuild_read(map, &io, col_off, p, n, -1);
-			else {
-				int k = mirror - 3;
-
-				if (k >= io.data_index)
-					k++;
-				ret = k < map->num_stripes ?
-				      raid56_rebuild_read(map, &io, col_off, p, n, k) : -EINVAL;
-			}
-		} else {
-			int m = mirror < 1 ? 1 : mirror;
-
-			if (m > io.ncopies)
-				return -EINVAL;
-			ret = read_stripe(&map->stripes[io.stripe[m - 1]], p, n, io.physical[m - 1]);
-		}
+		ret = read_mirror(map, &io, logical, p, n, mirror);
 		if (ret)
 			return ret;
 		logical += n;
