@@ -847,7 +847,6 @@ static void start_writeback(struct mfs_chunk_map *map)
  * Copy every used range of the chunk into the new layout. raid5/6 targets
  * are written a whole row at a time, never touching a row twice.
  */
-static u64 T_read, T_write, T_copy, T_commit;	/* TIMING */
 static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new,
 		      struct mfs_range *r, u8 **csums, int n)
 {
@@ -875,12 +874,11 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 			ret = -ENOMEM;
 			break;
 		}
-		{ u64 t0 = now_ns(); ret = read_good(fs, old, &r[i], csums[i], buf); T_read += now_ns() - t0; }	/* TIMING */
+		ret = read_good(fs, old, &r[i], csums[i], buf);
 		if (ret) {
 			free(buf);
 			break;
 		}
-		u64 tw0 = now_ns();	/* TIMING */
 		if (!row_len) {
 			ret = mfs_write_map(new, r[i].start, buf, r[i].len);
 		} else {
@@ -901,7 +899,6 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 				off += cnt;
 			}
 		}
-		T_write += now_ns() - tw0;	/* TIMING */
 		free(buf);
 		__atomic_add_fetch(&st->bytes_done, r[i].len, __ATOMIC_RELAXED);
 		unflushed += r[i].len;
@@ -966,11 +963,8 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	pthread_mutex_unlock(&fs->lock);
 
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
-	u64 tc0 = now_ns();
 	if (!ret)
 		ret = copy_chunk(fs, old, new, ranges, csums, n);
-	T_copy += now_ns() - tc0;
-	tc0 = now_ns();
 
 	pthread_mutex_lock(&fs->lock);
 	if (ret)
@@ -1002,8 +996,6 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 		goto out_locked;
 	}
 	ret = mfs_commit_transaction(trans);
-	T_commit += now_ns() - tc0;
-	fprintf(stderr, "TIMING chunk %llu n=%d read %.3f write %.3f copy %.3f commit %.3f\n", (unsigned long long)logical, n, T_read/1e9, T_write/1e9, T_copy/1e9, T_commit/1e9);
 	if (!ret) {
 		release_old_extents(fs, old, new);
 		free(old);
