@@ -1,5 +1,6 @@
 /* Device I/O with fault injection and a write log for crash tests. */
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -180,6 +181,7 @@ int mfs_io_open(const char *path, bool writable, bool exclusive,
 		return -ENOMEM;
 	}
 	dev->fd = fd;
+	dev->direct_fd = -1;
 	dev->is_blockdev = S_ISBLK(st.st_mode);
 	if (dev->is_blockdev) {
 		if (ioctl(fd, BLKGETSIZE64, &dev->size) < 0)
@@ -198,6 +200,8 @@ void mfs_io_close(struct mfs_io_dev *dev)
 	if (!dev)
 		return;
 	close(dev->fd);
+	if (dev->direct_tried && dev->direct_fd >= 0)
+		close(dev->direct_fd);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev->path);
 	free(dev);
@@ -226,15 +230,12 @@ int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
 	return 0;
 }
 
-int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
+static int pwrite_all(int fd, const void *buf, size_t len, u64 off)
 {
 	const char *p = buf;
 
-	if (fault_hit(dev, MFS_IO_WRITE))
-		return -EIO;
-	log_record(dev, MFS_IO_WRITE, buf, len, off);
 	while (len) {
-		ssize_t n = pwrite(dev->fd, p, len, off);
+		ssize_t n = pwrite(fd, p, len, off);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -250,6 +251,45 @@ int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
 	return 0;
 }
 
+int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
+{
+	if (fault_hit(dev, MFS_IO_WRITE))
+		return -EIO;
+	log_record(dev, MFS_IO_WRITE, buf, len, off);
+	return pwrite_all(dev->fd, buf, len, off);
+}
+
+/* The O_DIRECT twin of dev->fd, opened at first use (the same file, no path lookup). */
+static int direct_fd(struct mfs_io_dev *dev)
+{
+	char path[64];
+
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->direct_tried) {
+		dev->direct_tried = true;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", dev->fd);
+		dev->direct_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return dev->direct_fd;
+}
+
+int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
+{
+	int fd, ret;
+
+	if (((uintptr_t)buf | len | off) & (MFS_IO_DIRECT_ALIGN - 1) || (fd = direct_fd(dev)) < 0)
+		return mfs_io_write(dev, buf, len, off);
+	if (fault_hit(dev, MFS_IO_WRITE))
+		return -EIO;
+	log_record(dev, MFS_IO_WRITE, buf, len, off);
+	ret = pwrite_all(fd, buf, len, off);
+	/* a file system that refuses this O_DIRECT write takes it buffered */
+	if (ret == -EINVAL)
+		ret = pwrite_all(dev->fd, buf, len, off);
+	return ret;
+}
+
 int mfs_io_flush(struct mfs_io_dev *dev)
 {
 	if (fault_hit(dev, MFS_IO_FLUSH))
@@ -263,11 +303,6 @@ int mfs_io_flush(struct mfs_io_dev *dev)
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len)
 {
 	posix_fadvise(dev->fd, off, len, POSIX_FADV_WILLNEED);
-}
-
-void mfs_io_start_writeback(struct mfs_io_dev *dev)
-{
-	sync_file_range(dev->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
 int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len)

@@ -15,6 +15,8 @@ struct mfs_io_dev {
 	char *path;
 	u64 size;
 	bool is_blockdev;
+	int direct_fd;			/* O_DIRECT twin of fd (mfs_io_write_direct); -1: none */
+	bool direct_tried;
 	u64 op_count[MFS_IO_NR_OPS];	/* operations issued, for fault hooks */
 	u64 fail_nth[MFS_IO_NR_OPS];	/* 0 = never; else fail the Nth op (1-based) */
 	bool fail_sticky[MFS_IO_NR_OPS];/* keep failing from the Nth on */
@@ -33,12 +35,15 @@ int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
 int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
 int mfs_io_flush(struct mfs_io_dev *dev);
 /*
- * Hints, neither counted nor logged (they change no data): start reading
- * [off, +len) into the page cache; start writing back what is dirty (no
- * wait, no flush: durability still comes from mfs_io_flush).
+ * mfs_io_write bypassing the page cache, for bulk copies (nothing to copy
+ * into the cache and write back at the flush); same fault hook and log.
+ * Buffers, lengths and offsets that are not MFS_IO_DIRECT_ALIGN aligned, and
+ * devices that take no O_DIRECT, get a buffered write.
  */
+#define MFS_IO_DIRECT_ALIGN 4096
+int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
+/* A hint, neither counted nor logged: start reading [off, +len) into the page cache. */
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len);
-void mfs_io_start_writeback(struct mfs_io_dev *dev);
 /* Discard (punch holes in images); best effort, -EOPNOTSUPP when unsupported. */
 int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len);
 

@@ -7,6 +7,7 @@
  * device extents in one commit. Nothing that points at the chunk changes.
  * The old device extents stay reserved until that commit is on disk.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "transaction.h"
 #include "disk-io.h"
 #include "csum.h"
+#include "raid56.h"
 
 #define SECTOR 4096ULL
 
@@ -29,6 +31,29 @@ static u64 now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * MFS_TEST_RESTRIPE_DELAY_MS: a pause after each chunk is copied, before
+ * it is swapped in, so that tests can pause, query or kill an operation
+ * mid-way (and mid-chunk) however fast the copy is.
+ */
+static void test_delay(void)
+{
+	static long ms = -1;
+
+	if (ms < 0) {
+		const char *v = getenv("MFS_TEST_RESTRIPE_DELAY_MS");
+
+		ms = v ? atol(v) : 0;
+		if (ms < 0 || ms > 60000)
+			ms = 0;
+	}
+	if (ms) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
 }
 
 static struct mfs_restripe_status *status(struct mfs_fs_info *fs)
@@ -395,28 +420,128 @@ static int check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 		}
 	}
 	if (a->op == MFS_RESTRIPE_OP_DELETE) {
+		if (ndev == 0) {
+			snprintf(msg, msglen, "unable to remove the only writeable device");
+			return -EINVAL;
+		}
 		/* every profile in use must keep enough devices */
 		for (i = 0; i < fs->nr_chunks; i++) {
 			const struct mfs_raid_attr *p = mfs_profile(fs->chunks[i]->type);
 
 			if (ndev < p->devs_min) {
 				const char *word[] = { "zero", "one", "two", "three", "four" };
+				bool data = fs->chunks[i]->type & MFS_BLOCK_GROUP_DATA;
+				u64 to_bit = ndev >= 2 ? MFS_BLOCK_GROUP_RAID1 : 0;
+				const char *to = to_bit ? "raid1" : "single";
+				/* metadata losing redundancy needs -f: say so */
+				bool force = !data && mfs_profile(to_bit)->tolerated_failures <
+						      p->tolerated_failures;
 
 				snprintf(msg, msglen,
-					 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start -%cconvert=%s <mnt>'",
+					 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start %s-%cconvert=%s <mnt>'",
 					 p->devs_min < 5 ? word[p->devs_min] : "many", p->ui_name,
-					 type_word(fs->chunks[i]->type),
-					 (fs->chunks[i]->type & MFS_BLOCK_GROUP_DATA) ? 'd' : 'm',
-					 ndev >= 2 ? "raid1" : "single");
+					 type_word(fs->chunks[i]->type), force ? "-f " : "",
+					 data ? 'd' : 'm', to);
 				return -EINVAL;
 			}
 		}
-		if (ndev == 0) {
-			snprintf(msg, msglen, "unable to remove the only writeable device");
-			return -EINVAL;
-		}
 	}
 	return 0;
+}
+
+struct released {
+	struct mfs_device *dev;
+	u64 physical, length, chunk_offset;
+};
+
+/*
+ * Place every selected chunk's new layout with the real allocator, in the
+ * order the run takes them (empty chunks first, they are only removed),
+ * giving back each old layout's places once its chunk is placed - then
+ * undo all of it. -ENOSPC (with the raw size of the chunk that found no
+ * room in *stuck) when some chunk would not fit, holes and all.
+ */
+static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			      const u64 *list, int n, u64 *stuck)
+{
+	struct mfs_chunk_map **placed, **olds;
+	struct released *rel;
+	u64 excl[MFS_RESTRIPE_MAX_DEVIDS], incompat = fs->incompat_flags;
+	int nexcl = 0, nplaced = 0, nrel = 0, pass, i, j, ret = 0;
+
+	placed = calloc(n + 1, sizeof(*placed));
+	olds = calloc(n + 1, sizeof(*olds));
+	rel = calloc((size_t)n * 16 + 1, sizeof(*rel));
+	if (!placed || !olds || !rel) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; a->op == MFS_RESTRIPE_OP_DELETE && i < a->nr_devids; i++)
+		excl[nexcl++] = a->devids[i];
+	for (pass = 0; pass < 2 && !ret; pass++) {
+		for (i = 0; i < n && !ret; i++) {
+			struct mfs_chunk_map *map = mfs_find_chunk(fs, list[i]);
+			struct mfs_block_group *bg = mfs_lookup_block_group(fs, list[i]);
+			struct mfs_chunk_map *new = NULL;
+			bool empty = bg && bg->used == 0 && bg->reserved == 0;
+
+			if (!map || map->logical != list[i] || empty != (pass == 0))
+				continue;
+			if (!empty) {
+				u64 flags = (map->type & MFS_BLOCK_GROUP_TYPE_MASK) |
+					    target_profile(a, map);
+
+				ret = mfs_alloc_chunk_at(fs, map, flags, excl, nexcl, &new);
+				if (ret == -ENOSPC) {
+					const struct mfs_raid_attr *t = mfs_profile(flags);
+					int nd = allocatable_devices(fs, a);
+
+					if (t->devs_max && nd > t->devs_max)
+						nd = t->devs_max;
+					nd -= nd % t->devs_increment;
+					if (nd < 1)
+						nd = 1;
+					*stuck = map->length /
+						 mfs_nr_data_stripes(flags, nd * t->dev_stripes) *
+						 nd * t->dev_stripes;
+				}
+				if (ret)
+					break;
+				placed[nplaced] = new;
+				olds[nplaced++] = map;
+			}
+			/* the old places are free once the chunk has moved */
+			for (j = 0; j < map->num_stripes && nrel < n * 16; j++) {
+				struct mfs_device *dev = mfs_find_device(fs, map->stripes[j].devid);
+
+				if (!dev || mfs_stripe_kept(map, j, new))
+					continue;
+				if (mfs_device_remove_extent(dev, map->stripes[j].physical))
+					continue;
+				rel[nrel].dev = dev;
+				rel[nrel].physical = map->stripes[j].physical;
+				rel[nrel].length = mfs_map_stripe_size(map);
+				rel[nrel++].chunk_offset = map->logical;
+			}
+		}
+	}
+	/* undo: the new places first, then the old ones come back */
+	for (i = nplaced - 1; i >= 0; i--) {
+		for (j = 0; j < placed[i]->num_stripes; j++)
+			if (!mfs_stripe_kept(placed[i], j, olds[i]))
+				mfs_device_remove_extent(placed[i]->stripes[j].dev,
+							 placed[i]->stripes[j].physical);
+		free(placed[i]);
+	}
+	for (i = nrel - 1; i >= 0; i--)
+		mfs_device_add_extent(rel[i].dev, rel[i].physical, rel[i].length,
+				      rel[i].chunk_offset);
+	fs->incompat_flags = incompat;
+out:
+	free(placed);
+	free(olds);
+	free(rel);
+	return ret;
 }
 
 int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
@@ -467,7 +592,10 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 		}
 		net = raw > kept ? raw - kept : 0;
 		est->raw_needed += net;
-		largest = max_t(u64, largest, raw - net);
+		/* a delete keeps the stripes on staying devices in place */
+		if (!(a->op == MFS_RESTRIPE_OP_DELETE &&
+		      prof == (map->type & MFS_BLOCK_GROUP_PROFILE_MASK)))
+			largest = max_t(u64, largest, raw - net);
 	}
 	/* the chunk being copied holds its old and new layout at once */
 	est->raw_needed += n ? largest : 0;
@@ -488,9 +616,26 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 		if (dev->total_bytes > used)
 			est->raw_available += dev->total_bytes - used;
 	}
-	est->fits = est->raw_needed <= est->raw_available;
+	/*
+	 * The sums say how much; whether it fits is decided by placing every
+	 * chunk with the allocator itself (a chunk's stripes are contiguous,
+	 * so free space in small holes may not do).
+	 */
+	{
+		u64 stuck = 0;
+
+		ret = simulate_placement(fs, a, list, n, &stuck);
+		est->fits = ret == 0;
+		if (ret == -ENOSPC) {
+			if (est->raw_needed <= est->raw_available)
+				est->raw_needed = est->raw_available + stuck;
+			ret = 0;
+		} else if (!ret && est->raw_needed > est->raw_available) {
+			est->raw_needed = est->raw_available;
+		}
+	}
 	free(list);
-	return 0;
+	return ret;
 }
 
 /* New chunks follow a conversion at once. */
@@ -781,38 +926,44 @@ static int extent_csums(struct mfs_fs_info *fs, const struct mfs_range *r, u8 **
 }
 
 /*
- * The copy streams: the used ranges of the next RESTRIPE_READAHEAD bytes
- * are asked of the devices ahead of the reads, and the writes are pushed
- * to the devices every RESTRIPE_WRITEBACK bytes, so reading, writing and
- * the flush at the commit overlap instead of taking turns.
+ * The copy streams. The used ranges of the next RESTRIPE_READAHEAD bytes
+ * are asked of the devices ahead of the reads. The new layout is built in
+ * memory a window of rows at a time: a row gives each stripe stripe_len
+ * bytes at the same place, so a window is one large write per stripe,
+ * bypassing the page cache. A thread writes one window while the next is
+ * filled, so reading and writing overlap.
  */
 #define RESTRIPE_READAHEAD	SZ_32M
-#define RESTRIPE_WRITEBACK	SZ_8M
+#define RESTRIPE_WINDOW		(16 * SZ_1M)	/* all stripes of a window */
 
-/* Start reading what mirror 1 of map reads for logical [start, end). */
+/*
+ * Start reading what mirror 1 of map reads for logical [start, end): the
+ * pieces each device holds, contiguous ones asked for at once (raid5/6
+ * parity, and the other copies of mirrors, are left out).
+ */
 static void readahead_span(struct mfs_chunk_map *map, u64 start, u64 end)
 {
-	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	u64 row = (u64)mfs_nr_data_stripes(map->type, map->num_stripes) * map->stripe_len;
-	u64 lo = (start - map->logical) / row * map->stripe_len;
-	u64 hi = (end - map->logical + row - 1) / row * map->stripe_len;
-	int i, step = 1, nread = map->num_stripes;
+	u64 from[map->num_stripes], to[map->num_stripes], n;
+	int i;
 
-	/*
-	 * Every stripe holds the same part of each row; the whole span is
-	 * asked of each device read from, parity included, so that each
-	 * device is read sequentially.
-	 */
-	if (a->sub_stripes > 1)
-		step = a->sub_stripes;		/* raid10: the first of each pair */
-	else if (!a->nparity && mfs_nr_data_stripes(map->type, map->num_stripes) == 1)
-		nread = 1;			/* dup, raid1*, single: the first copy */
-	for (i = 0; i < nread; i += step) {
-		struct mfs_map_stripe *s = &map->stripes[i];
+	memset(to, 0, sizeof(to));
+	for (; start < end; start += n) {
+		struct mfs_io_map io;
 
-		if (s->dev && s->dev->io)
-			mfs_io_readahead(s->dev->io, s->physical + lo, hi - lo);
+		if (mfs_map_block(map, start, &io))
+			break;
+		n = min_t(u64, io.length, end - start);
+		i = io.stripe[0];
+		if (to[i] != io.physical[0]) {
+			if (to[i] && map->stripes[i].dev && map->stripes[i].dev->io)
+				mfs_io_readahead(map->stripes[i].dev->io, from[i], to[i] - from[i]);
+			from[i] = io.physical[0];
+		}
+		to[i] = io.physical[0] + n;
 	}
+	for (i = 0; i < map->num_stripes; i++)
+		if (to[i] && map->stripes[i].dev && map->stripes[i].dev->io)
+			mfs_io_readahead(map->stripes[i].dev->io, from[i], to[i] - from[i]);
 }
 
 /* Read ahead the ranges from *next on that start below limit, near neighbours merged. */
@@ -831,40 +982,196 @@ static void readahead_ranges(struct mfs_chunk_map *map, const struct mfs_range *
 	*next = i;
 }
 
-static void start_writeback(struct mfs_chunk_map *map)
-{
-	int i, j;
+struct window {
+	u8 *buf;		/* per stripe, rows_max * stripe_len bytes */
+	u64 row0, rows;		/* holds rows [row0, row0 + rows) */
+};
 
-	for (i = 0; i < map->num_stripes; i++) {
-		for (j = 0; j < i && map->stripes[j].dev != map->stripes[i].dev; j++)
-			;
-		if (j == i && map->stripes[i].dev && map->stripes[i].dev->io)
-			mfs_io_start_writeback(map->stripes[i].dev->io);
+struct chunk_writer {
+	struct mfs_chunk_map *map;
+	u64 rows_max;		/* rows per window */
+	struct window win[2];
+	int cur;		/* the window being filled */
+	struct window *writing;	/* the other one, while the thread writes it */
+	pthread_t thread;
+	int ret;		/* of the last window written */
+};
+
+/* Where stripe i's part of row lies in the window. */
+static u8 *slot(struct chunk_writer *w, struct window *win, int i, u64 row)
+{
+	return win->buf + (i * w->rows_max + (row - win->row0)) * w->map->stripe_len;
+}
+
+/* P (and Q) of every row of the window, from its data columns. */
+static int window_parity(struct chunk_writer *w, struct window *win)
+{
+	struct mfs_chunk_map *map = w->map;
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int ndata = map->num_stripes - a->nparity, d, ret = 0;
+	u64 slen = map->stripe_len, row;
+	void *blocks[map->num_stripes];
+
+	for (row = win->row0; !ret && row < win->row0 + win->rows; row++) {
+		struct mfs_io_map io;
+
+		for (d = 0; d < ndata && !ret; d++) {
+			ret = mfs_map_block(map, map->logical + (row * ndata + d) * slen, &io);
+			blocks[d] = slot(w, win, io.stripe[0], row);
+		}
+		if (ret)
+			break;
+		blocks[ndata] = slot(w, win, io.p_stripe, row);
+		if (a->nparity > 1)
+			blocks[ndata + 1] = slot(w, win, io.q_stripe, row);
+		ret = mfs_raid56_gen(ndata, a->nparity, slen, blocks);
 	}
+	return ret;
+}
+
+/* One stripe's part of the window being written: one large write. */
+struct stripe_write {
+	struct chunk_writer *w;
+	int i, ret;
+	pthread_t thread;
+};
+
+static void *write_stripe_part(void *arg)
+{
+	struct stripe_write *sw = arg;
+	struct chunk_writer *w = sw->w;
+	struct window *win = w->writing;
+	struct mfs_map_stripe *s = &w->map->stripes[sw->i];
+	u64 slen = w->map->stripe_len;
+
+	sw->ret = s->dev && s->dev->io ?
+		  mfs_io_write_direct(s->dev->io, slot(w, win, sw->i, win->row0), win->rows * slen,
+				      s->physical + win->row0 * slen) : -EIO;
+	return NULL;
+}
+
+/* Parity, then every stripe's part at once: the devices write in parallel. */
+static void *write_window(void *arg)
+{
+	struct chunk_writer *w = arg;
+	struct mfs_chunk_map *map = w->map;
+	struct stripe_write sw[map->num_stripes];
+	bool started[map->num_stripes];
+	int i, n = map->num_stripes, ret = 0;
+
+	if (mfs_profile(map->type)->nparity)
+		ret = window_parity(w, w->writing);
+	if (ret)
+		n = 0;
+	for (i = n - 1; i >= 0; i--) {	/* stripe 0 here, the others in threads */
+		sw[i] = (struct stripe_write){ .w = w, .i = i };
+		started[i] = i > 0 && !pthread_create(&sw[i].thread, NULL, write_stripe_part, &sw[i]);
+		if (!started[i])
+			write_stripe_part(&sw[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(sw[i].thread, NULL);
+		if (sw[i].ret && !ret)
+			ret = sw[i].ret;
+	}
+	w->ret = ret;
+	return NULL;
+}
+
+/* Wait for the window being written; its result. */
+static int writer_wait(struct chunk_writer *w)
+{
+	if (w->writing) {
+		pthread_join(w->thread, NULL);
+		w->writing = NULL;
+	}
+	return w->ret;
+}
+
+/* Hand the filled window to a thread (or write it here) and start the other. */
+static int writer_flush(struct chunk_writer *w)
+{
+	int ret = writer_wait(w);
+
+	if (ret || !w->win[w->cur].rows)
+		return ret;
+	w->writing = &w->win[w->cur];
+	if (pthread_create(&w->thread, NULL, write_window, w)) {
+		write_window(w);
+		w->writing = NULL;
+	}
+	w->cur ^= 1;
+	w->win[w->cur].rows = 0;
+	return w->writing ? 0 : w->ret;
 }
 
 /*
- * Copy every used range of the chunk into the new layout. raid5/6 targets
- * are written a whole row at a time, never touching a row twice.
+ * Place logical [logical, +len) of the new layout. Rows come in order;
+ * a row is never split between windows, and rows left out (no data) are
+ * not written at all. Bytes of a row that no range covers are zeros.
+ */
+static int writer_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
+{
+	struct mfs_chunk_map *map = w->map;
+	u64 slen = map->stripe_len;
+
+	while (len) {
+		struct window *win = &w->win[w->cur];
+		struct mfs_io_map io;
+		u64 in_stripe, row, cnt;
+		int i, ret = mfs_map_block(map, logical, &io);
+
+		if (ret)
+			return ret;
+		in_stripe = io.physical[0] - map->stripes[io.stripe[0]].physical;
+		row = in_stripe / slen;
+		cnt = min_t(u64, min_t(u64, len, io.length), slen - in_stripe % slen);
+		if (win->rows && row < win->row0 + win->rows - 1)
+			return -EINVAL;		/* out of order */
+		if (win->rows && (row > win->row0 + win->rows ||
+				  (row == win->row0 + win->rows && win->rows == w->rows_max))) {
+			ret = writer_flush(w);
+			if (ret)
+				return ret;
+			win = &w->win[w->cur];
+		}
+		if (!win->rows)
+			win->row0 = row;
+		if (row == win->row0 + win->rows) {
+			for (i = 0; i < map->num_stripes; i++)
+				memset(slot(w, win, i, row), 0, slen);
+			win->rows++;
+		}
+		for (i = 0; i < io.ncopies; i++)
+			memcpy(slot(w, win, io.stripe[i], row) + in_stripe % slen, buf, cnt);
+		logical += cnt;
+		buf += cnt;
+		len -= cnt;
+	}
+	return 0;
+}
+
+/*
+ * Copy every used range of the chunk into the new layout (raid5/6 rows
+ * whole, each written once), reading each range with read_good.
  */
 static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new,
 		      struct mfs_range *r, u8 **csums, int n)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	const struct mfs_raid_attr *t = mfs_profile(new->type);
-	u64 row_len = t->nparity ? (u64)(new->num_stripes - t->nparity) * new->stripe_len : 0;
-	u8 *buf = NULL, *row = NULL;
-	u64 cur_row = (u64)-1, ra_limit = 0, unflushed = 0;
-	int i, ra_next = 0, ret = 0;
+	u64 slen = new->stripe_len, ra_limit = 0;
+	struct chunk_writer w = { .map = new };
+	int i, ra_next = 0, ret = 0, err;
+	u8 *buf;
 
-	if (row_len) {
-		row = calloc(1, row_len);
-		if (!row)
-			return -ENOMEM;
+	w.rows_max = max_t(u64, 1, RESTRIPE_WINDOW / (new->num_stripes * slen));
+	for (i = 0; i < 2; i++) {
+		w.win[i].buf = aligned_alloc(MFS_IO_DIRECT_ALIGN, new->num_stripes * w.rows_max * slen);
+		if (!w.win[i].buf)
+			ret = -ENOMEM;
 	}
 	for (i = 0; i < n && !ret; i++) {
-		u64 off;
-
 		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
 			ra_limit = r[i].start + RESTRIPE_READAHEAD;
 			readahead_ranges(old, r, n, &ra_next, ra_limit);
@@ -875,42 +1182,18 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 			break;
 		}
 		ret = read_good(fs, old, &r[i], csums[i], buf);
-		if (ret) {
-			free(buf);
-			break;
-		}
-		if (!row_len) {
-			ret = mfs_write_map(new, r[i].start, buf, r[i].len);
-		} else {
-			/* scatter into rows, writing each finished row once */
-			for (off = 0; off < r[i].len && !ret;) {
-				u64 lo = r[i].start + off - new->logical;
-				u64 rw = lo / row_len, in = lo % row_len;
-				u64 cnt = min_t(u64, r[i].len - off, row_len - in);
-
-				if (rw != cur_row) {
-					if (cur_row != (u64)-1)
-						ret = mfs_write_map(new, new->logical + cur_row * row_len,
-								    row, row_len);
-					memset(row, 0, row_len);
-					cur_row = rw;
-				}
-				memcpy(row + in, buf + off, cnt);
-				off += cnt;
-			}
-		}
+		if (!ret)
+			ret = writer_put(&w, r[i].start, buf, r[i].len);
 		free(buf);
-		__atomic_add_fetch(&st->bytes_done, r[i].len, __ATOMIC_RELAXED);
-		unflushed += r[i].len;
-		if (unflushed >= RESTRIPE_WRITEBACK) {
-			start_writeback(new);
-			unflushed = 0;
-		}
+		if (!ret)
+			__atomic_add_fetch(&st->bytes_done, r[i].len, __ATOMIC_RELAXED);
 	}
-	if (!ret && row_len && cur_row != (u64)-1)
-		ret = mfs_write_map(new, new->logical + cur_row * row_len, row, row_len);
-	free(row);
-	return ret;
+	if (!ret)
+		ret = writer_flush(&w);
+	err = writer_wait(&w);
+	free(w.win[0].buf);
+	free(w.win[1].buf);
+	return ret ?: err;
 }
 
 static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
@@ -936,11 +1219,19 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 		for (i = 0; i < st->args.nr_devids; i++)
 			excl[nexcl++] = st->args.devids[i];
 	flags = (old->type & MFS_BLOCK_GROUP_TYPE_MASK) | target_profile(&st->args, old);
-	/* take no new allocations here, and get what is pending onto disk */
-	bg->ro = true;
+	/*
+	 * Get what is pending onto disk, then take no new allocations here.
+	 * In this order: the commit may need tree blocks, and with the chunk
+	 * already read-only the only metadata chunk could not give them - a
+	 * second one would be allocated, which may leave no room for the new
+	 * layout. The lock is held throughout, so nothing allocates between.
+	 */
 	ret = mfs_commit_if_dirty(fs);
-	if (ret)
-		goto fail_locked;
+	if (ret) {
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	bg->ro = true;
 	if (bg->used == 0 && bg->reserved == 0) {
 		/* relocated by removing it: it counts, as in btrfs */
 		ret = remove_empty_chunk(fs, bg);
@@ -965,6 +1256,8 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
 	if (!ret)
 		ret = copy_chunk(fs, old, new, ranges, csums, n);
+	if (!ret)
+		test_delay();
 
 	pthread_mutex_lock(&fs->lock);
 	if (ret)

@@ -13,17 +13,19 @@
 #   delete       delete a device: btrfs deletes device 4 (holding what device
 #                2 held before the replace), mfs deletes device 2 itself
 #
-# and, on the same loop devices, the raw-device copy limit: for each restripe
-# operation (balance, convert, delete), the time dd takes to copy the bytes
-# the operation moves (the used bytes of the chunks it relocates, from the
-# mfs daemon before it starts) from one loop device to another with
-# conv=fdatasync. Printed: the wall times, mfs/btrfs, and for the restripe
-# operations the bytes moved, the raw copy time and mfs/raw. The goals: each
-# restripe operation at most 0.5x btrfs's time and at most 1.3x raw.
+# and, on the same loop devices, the raw-device limit of the restripe steps
+# (balance, convert, delete): the time dd takes to copy the bytes the step
+# moves (the used bytes of the chunks it relocates, asked of the mfs daemon
+# before it starts) from one loop device to another, conv=fdatasync; and,
+# since raid5 and mirrors write more than they move, the time to read the
+# moved bytes plus write what their new layout stores, at the raw read and
+# write rates. Printed: wall times, mfs/btrfs, and for the restripe steps the
+# bytes, the raw times and mfs/raw. The goals: each restripe step at most
+# 0.5x btrfs's time and at most 1.3x the raw copy.
 #
-# Every timed operation starts with cold caches (sync + drop_caches; mfs keeps
-# its tree-block cache) unless BENCH_DROP_CACHES=0. The mfs daemon's user and
-# system CPU seconds per operation come from /proc/PID/stat.
+# Every timed step starts with cold caches (sync + drop_caches; mfs keeps its
+# tree-block cache) unless BENCH_DROP_CACHES=0. The mfs daemon's user and
+# system CPU seconds per step come from /proc/PID/stat.
 #
 # Needs root, the btrfs kernel module, btrfs-progs and python3.
 #
@@ -34,6 +36,7 @@
 #   BENCH_IMG_SIZE [4G]        size of each of the five sparse images
 #   BENCH_FS ["btrfs mfs"]     which filesystems to run, in this order
 #   BENCH_DROP_CACHES [1]      drop the page cache before each timed step
+#   BENCH_RAW_REPS [3]         runs of each raw measurement (the median counts)
 #   BENCH_TMPDIR [$TMPDIR or /tmp]  where the images live
 #   MFS_BUILD [build/]         where the mfs binaries are
 set -u
@@ -44,6 +47,7 @@ data_mib=${BENCH_DATA_MIB:-2048}
 img_size=${BENCH_IMG_SIZE:-4G}
 fss=${BENCH_FS:-btrfs mfs}
 drop=${BENCH_DROP_CACHES:-1}
+raw_reps=${BENCH_RAW_REPS:-3}
 
 die() { echo "ERROR: $*" >&2; exit 1; }
 
@@ -108,21 +112,24 @@ print(struct.unpack_from("<Q", buf)[0])
 EOF
 }
 
-# moved_bytes [DEVID]: the used bytes of the chunks a full balance (or, with
-# DEVID, a delete of that device) relocates, and the number of those chunks,
-# from the daemon's chunk list (MFS_IOC_SPACE)
+# moved_bytes DATA_FACTOR META_FACTOR [DEVID]: the used bytes of the chunks
+# a full balance (or, with DEVID, a delete of that device) relocates, and
+# what they take in a new layout storing DATA_FACTOR bytes per data byte and
+# META_FACTOR per metadata (and system) byte, from the daemon's chunk list
+# (MFS_IOC_SPACE)
 moved_bytes() {
-	python3 - "$mnt" "${1:-0}" <<'EOF'
+	python3 - "$mnt" "$1" "$2" "${3:-0}" <<'EOF'
 import fcntl, os, struct, sys
 NDEV, NCHUNK = 32, 32
 DEV = 6 * 8 + 128
 CHUNK = 6 * 8 + 16 * 8 + 16 * 8
 HDR = 9 * 8
+BG_DATA = 1                                     # MFS_BLOCK_GROUP_DATA
 size = HDR + NDEV * DEV + NCHUNK * CHUNK
 req = (3 << 30) | (size << 16) | (0xE5 << 8) | 14  # _IOWR(0xE5, 14, ...)
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-devid = int(sys.argv[2])
-cursor, used, chunks = 0, 0, 0
+fdata, fmeta, devid = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+cursor, moved, written = 0, 0, 0.0
 while cursor != (1 << 64) - 1:
     buf = bytearray(size)
     struct.pack_into("<Q", buf, 0, cursor)
@@ -132,12 +139,12 @@ while cursor != (1 << 64) - 1:
         break
     for i in range(nchunk):
         off = HDR + NDEV * DEV + i * CHUNK
-        logical, length, typ, u, nstripes, ssize = struct.unpack_from("<6Q", buf, off)
+        logical, length, typ, used, nstripes, ssize = struct.unpack_from("<6Q", buf, off)
         devids = struct.unpack_from("<16Q", buf, off + 48)[:nstripes]
-        if u and (devid == 0 or devid in devids):
-            used += u
-            chunks += 1
-print(used, chunks)
+        if used and (devid == 0 or devid in devids):
+            moved += used
+            written += used * (fdata if typ & BG_DATA else fmeta)
+print(moved, int(written))
 EOF
 }
 
@@ -149,7 +156,7 @@ cpu_of() {	# user and system CPU seconds of a process so far
 
 now_ns() { date +%s%N; }
 
-declare -A WALL CPU MOVED RAW
+declare -A WALL CPU MOVED WRITTEN RAW RAWRW
 
 # step FS NAME CMD...: cold caches, run CMD then syncfs, record the wall time
 # (and the mfs daemon's CPU time)
@@ -209,42 +216,66 @@ run_mfs() {
 	"$mfs" mount "$L1" "$L2" "$mnt" || die "mfs mount failed"
 	mounted=mfs
 	step mfs write write_files
+	(cd "$mnt" && sha256sum f*) > "$tmp/sums"
 	step mfs device-add "$mfs" device add -K -f "$L3" "$mnt"
-	read -r MOVED[balance] _ < <(moved_bytes)
+	# what each step's new layout stores per byte moved: data raid0 /
+	# metadata dup; data raid5 on 3 devices / raid1; raid5 on 2 / raid1
+	read -r 'MOVED[balance]' 'WRITTEN[balance]' < <(moved_bytes 1 2)
 	step mfs balance "$mfs" balance start --full-balance "$mnt"
-	read -r MOVED[convert] _ < <(moved_bytes)
+	read -r 'MOVED[convert]' 'WRITTEN[convert]' < <(moved_bytes 1.5 2)
 	step mfs convert "$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$mnt"
 	devid=$(devid_of "$L2")
 	[ -n "$devid" ] || die "no devid for $L2"
-	read -r MOVED[delete] _ < <(moved_bytes "$devid")
+	read -r 'MOVED[delete]' 'WRITTEN[delete]' < <(moved_bytes 2 2 "$devid")
 	step mfs delete "$mfs" device delete "$L2" "$mnt"
+	(cd "$mnt" && sha256sum --quiet -c "$tmp/sums") >&2 ||
+		echo "# WARNING: mfs file contents changed during the run" >&2
 	"$mfs" umount "$mnt" || die "mfs umount failed"
 	mounted=""
 	"$mfs" check "$L1" "$L3" >/dev/null 2>&1 || echo "# WARNING: mfs check after the run failed" >&2
 }
 
-# ---- the raw-device copy limit ----
+# ---- the raw-device limit ----
 
-# raw_copy BYTES: seconds for dd to copy BYTES from L5 to L4 (cold, fdatasync)
-raw_copy() {
+# timed CMD...: seconds CMD takes from cold caches
+timed() {
 	local t0 t1
 	cold
 	t0=$(now_ns)
-	dd if="$L5" of="$L4" bs=4M count="$1" iflag=count_bytes conv=fdatasync status=none ||
-		die "raw copy failed"
+	"$@" || die "failed: $*"
 	t1=$(now_ns)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
 }
 
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# bytes/s from BYTES and the median of some seconds
+rate() { awk -v b="$1" -v s="$(echo "$2" | median)" 'BEGIN { printf "%.0f", b / s }'; }
+
+# The raw rates, each from the median of BENCH_RAW_REPS runs moving the most
+# any restripe step moved: a copy from one loop device to another (the goal's
+# measure), a read alone, a write alone (conv=fdatasync).
 run_raw() {
-	local i op
+	local i op bytes=0 copy="" rd="" wr=""
+	for op in balance convert delete; do
+		[ "${MOVED[$op]:-0}" -gt "$bytes" ] && bytes=${MOVED[$op]}
+	done
+	[ "$bytes" -gt 0 ] || return 0
 	# real data on the source device, not holes
 	for i in $(seq 1 "$nfiles"); do cat "$tmp/rand.bin"; done |
 		dd of="$L5" bs=4M iflag=fullblock conv=fdatasync status=none || die "filling $L5 failed"
+	for i in $(seq 1 "$raw_reps"); do
+		copy="$copy $(timed dd if="$L5" of="$L4" bs=4M count="$bytes" iflag=count_bytes conv=fdatasync status=none)"
+		rd="$rd $(timed dd if="$L5" of=/dev/null bs=4M count="$bytes" iflag=count_bytes status=none)"
+		wr="$wr $(timed dd if=/dev/zero of="$L4" bs=4M count="$bytes" iflag=count_bytes conv=fdatasync status=none)"
+	done
+	echo "# raw, $bytes bytes: copy$copy s; read$rd s; write$wr s" >&2
+	RAW_COPY=$(rate "$bytes" "$copy") RAW_READ=$(rate "$bytes" "$rd") RAW_WRITE=$(rate "$bytes" "$wr")
 	for op in balance convert delete; do
 		[ -n "${MOVED[$op]:-}" ] || continue
-		RAW[$op]=$(raw_copy "${MOVED[$op]}")
-		echo "# raw copy of ${MOVED[$op]} bytes: ${RAW[$op]} s" >&2
+		RAW[$op]=$(awk -v b="${MOVED[$op]}" -v r="$RAW_COPY" 'BEGIN { printf "%.2f", b / r }')
+		RAWRW[$op]=$(awk -v b="${MOVED[$op]}" -v w="${WRITTEN[$op]}" -v r="$RAW_READ" \
+			-v x="$RAW_WRITE" 'BEGIN { printf "%.2f", b / r + w / x }')
 	done
 }
 
@@ -252,7 +283,7 @@ run_raw() {
 
 echo "# mfs ($("$mfs" --version 2>/dev/null | head -1)) vs btrfs (kernel $(uname -r), $(mkfs.btrfs --version | head -1))"
 echo "# 5 loop devices over ${img_size} sparse images in $tmp; ${data_mib} MiB in ${nfiles} files;" \
-	"drop caches before each step: $drop"
+	"drop caches before each step: $drop; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for fs in $fss; do
 	case "$fs" in
 	btrfs) run_btrfs ;;
@@ -263,21 +294,33 @@ done
 [[ " $fss " == *" mfs "* ]] && run_raw
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }
 
 echo
-printf '%-11s %8s %8s %9s %10s %8s %8s %10s\n' step "btrfs s" "mfs s" mfs/btrfs "MiB moved" "raw s" mfs/raw "mfs u/s"
+if [ -n "${RAW_COPY:-}" ]; then
+	echo "# raw loop-device rates: copy $(mib "$RAW_COPY") MiB/s, read $(mib "$RAW_READ") MiB/s," \
+		"write $(mib "$RAW_WRITE") MiB/s; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s\n' step "btrfs s" "mfs s" "/btrfs" \
+	"MiB mv" "MiB wr" "raw s" "/raw" "rw s" "/rw" "mfs u/s"
 for s in write device-add balance convert scrub replace delete; do
 	b=${WALL[btrfs,$s]:-} m=${WALL[mfs,$s]:-}
 	case "$s" in scrub | replace) m="" ;; esac
-	mv=- raw=- rr=-
+	mv=- wr=- raw=- rr=- rw=- rrw=-
 	if [ -n "${MOVED[$s]:-}" ]; then
-		mv=$(awk -v b="${MOVED[$s]}" 'BEGIN { printf "%.0f", b / 1048576 }')
-		raw=${RAW[$s]:--}
-		rr=$(ratio "$m" "${RAW[$s]:-}")
+		mv=$(mib "${MOVED[$s]}") wr=$(mib "${WRITTEN[$s]}")
+		raw=${RAW[$s]:--} rr=$(ratio "$m" "${RAW[$s]:-}")
+		rw=${RAWRW[$s]:--} rrw=$(ratio "$m" "${RAWRW[$s]:-}")
 	fi
-	printf '%-11s %8s %8s %9s %10s %8s %8s %10s\n' "$s" "${b:--}" "${m:-n/a}" "$(ratio "$m" "$b")" \
-		"$mv" "$raw" "$rr" "${CPU[mfs,$s]:--}"
+	printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s\n' "$s" "${b:--}" "${m:-n/a}" \
+		"$(ratio "$m" "$b")" "$mv" "$wr" "$raw" "$rr" "$rw" "$rrw" "${CPU[mfs,$s]:--}"
 done
-echo "# scrub, replace: not implemented in mfs yet (btrfs times for reference);" \
-	"delete: btrfs deletes the replace target, mfs the replaced device (same contents)"
-echo "# goals: restripe steps (balance, convert, delete) mfs/btrfs <= 0.5 and mfs/raw <= 1.3"
+cat <<'EOF'
+# /btrfs: mfs time / btrfs time. MiB mv: used bytes of the chunks the step
+# relocates; MiB wr: what their new layout stores. raw s: a loop-device copy
+# of MiB mv at the raw copy rate; rw s: reading MiB mv plus writing MiB wr at
+# the raw read and write rates. mfs u/s: CPU seconds of the mfs daemon.
+# scrub, replace: not implemented in mfs yet (btrfs times for reference).
+# delete: btrfs deletes the replace target, mfs the replaced device (same contents).
+# goals: restripe steps (balance, convert, delete) /btrfs <= 0.5 and /raw <= 1.3
+EOF

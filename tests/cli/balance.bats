@@ -7,30 +7,8 @@
 load helpers
 load restripe
 
-# One filesystem with 1 GiB of data, built once: a full balance of it takes
-# a few seconds, long enough to pause, kill or query it mid-way.
 setup_file() {
-	local big="$BATS_FILE_TMPDIR/big"
-
-	mkdir -p "$big/src/dir"
-	gen_file "$big/src/a" 400
-	gen_file "$big/src/b" 400
-	gen_file "$big/src/dir/c" 200
-	echo small >"$big/src/dir/small"
-	truncate -s 2G "$big/img1" "$big/img2"
-	MFS_REGISTRY="$big/registry" mkfs.mfs -q -d single -m raid1 -r "$big/src" \
-		"$big/img1" "$big/img2"
-	sums "$big/src" >"$big/want"
-	rm -rf "$big/src"
-}
-
-# big_fs: a private copy of the 1 GiB filesystem as $T/img1 $T/img2.
-big_fs() {
-	local big="$BATS_FILE_TMPDIR/big"
-
-	cp --sparse=always "$big/img1" "$big/img2" "$T/"
-	cp "$big/want" "$T/want"
-	mfs device scan "$T/img1" "$T/img2" >/dev/null
+	big_template
 }
 
 # small_fs N SIZE MKFS-OPTIONS...: N images of SIZE, a few MiB of files.
@@ -47,32 +25,6 @@ small_fs() {
 	: >"$T/src/empty"
 	mkfs.mfs -q "$@" -r "$T/src" $(imgs "$n")
 	sums "$T/src" >"$T/want"
-}
-
-# wait_balance_done MNT: until no balance is running or paused (60s at most).
-wait_balance_done() {
-	local i
-
-	for ((i = 0; i < 600; i++)); do
-		mfs balance status "$1" >/dev/null && return 0
-		sleep 0.1
-	done
-	echo "balance on $1 did not finish" >&2
-	mfs balance status "$1" >&2
-	return 1
-}
-
-# wait_completed MNT N: until at least N chunks are done (a balance mid-way).
-wait_completed() {
-	local i c
-
-	for ((i = 0; i < 600; i++)); do
-		c=$(mfs balance status "$1" | awk '/out of about/ { print $1 }')
-		[ -n "$c" ] && [ "$c" -ge "$2" ] && return 0
-		sleep 0.05
-	done
-	echo "balance on $1 did not reach $2 chunks" >&2
-	return 1
 }
 
 PROFILES="single dup raid0 raid1 raid1c3 raid1c4 raid10 raid5 raid6"
@@ -146,16 +98,16 @@ ui_profile() {
 }
 
 @test "balance filters: usage, devid, drange, vrange, profiles, limit, stripes, convert+soft" {
-	# 2 x 512M, single data: 102 MiB data chunks, each on one device.
-	# One 255 MiB file fills two chunks and about half of a third; a
+	# 2 x 256M, single data: 51 MiB data chunks, each on one device.
+	# One 127 MiB file fills two chunks and about half of a third; a
 	# file written and deleted online leaves a fourth chunk empty.
-	make_images 2 512M
+	make_images 2 256M
 	mkdir -p "$T/src"
-	gen_file "$T/src/f" 255
+	gen_file "$T/src/f" 127
 	mkfs.mfs -q -d single -m raid1 -r "$T/src" $(imgs 2)
 	sums "$T/src" >"$T/want"
 	mnt "$T/img1"
-	gen_file "$T/mnt/tmp" 60
+	gen_file "$T/mnt/tmp" 40
 	sync "$T/mnt/tmp"
 	rm "$T/mnt/tmp"
 	verify_online
@@ -200,14 +152,24 @@ ui_profile() {
 		verify_offline "$T/img1"
 	}
 
-	# usage: min% <= used < max%, as btrfs (usage=0: only empty chunks)
+	# usage: min% <= used < max%, as btrfs (usage=0: only empty chunks);
+	# sel_usage MIN MAX: the data chunks that rule picks
+	sel_usage() {
+		awk -v lo="$1" -v hi="$2" '$4 ~ /^Data/ {
+			l = $2; a = int(l / 100) * lo + int((l % 100) * lo / 100)
+			b = hi == 0 ? 1 : int(l / 100) * hi + int((l % 100) * hi / 100)
+			if ($3 >= a && $3 < b) print $1 }' "$T/usage"
+	}
+	[ "$(sel_usage 0 0)" = "$empty" ]
+	[ "$(sel_usage 0 $pct | sort -n)" = "$empty" ]
+	[ "$(sel_usage $pct $((pct + 1)))" = "$half" ]
 	case_ "$empty" -dusage=0
 	case_ "$empty" -dusage=$pct
 	case_ "$empty $half" -dusage=$((pct + 1))
 	case_ "$half" -dusage=$pct..$((pct + 1))
-	case_ "$empty $half $full" -dusage=0..100
+	case_ "$(sel_usage 0 100)" -dusage=0..100
 	case_ "" -dusage=$((pct + 1))..$((pct + 2))
-	case_ "$half $full" -dusage=1..100
+	case_ "$(sel_usage 1 100)" -dusage=1..100
 
 	# devid: every data chunk with a stripe there
 	d=$(awk -v l="$full1" '$1 == l { split($3, s, ":"); print s[1] }' "$T/layout0")
@@ -331,11 +293,11 @@ ui_profile() {
 }
 
 @test "balance --dry-run: chunks, bytes, space needed and whether it fits; nothing moves" {
-	# 2 x 512M, 450 MiB of single data in 102 MiB chunks: as raid1 it
-	# would need 900 MiB of the 1 GiB, with metadata on top
-	make_images 2 512M
+	# 2 x 256M, 200 MiB of single data in 51 MiB chunks: as raid1 it
+	# would need 400 MiB of the 512, with metadata on top
+	make_images 2 256M
 	mkdir -p "$T/src"
-	gen_file "$T/src/a" 450
+	gen_file "$T/src/a" 200
 	mkfs.mfs -q -d single -m raid1 -r "$T/src" $(imgs 2)
 	sums "$T/src" >"$T/want"
 	for i in 1 2; do fp[$i]=$(fingerprint "$T/img$i"); done
@@ -352,7 +314,7 @@ ui_profile() {
 	# moving the data chunks elsewhere, same profile: fits
 	run --separate-stderr mfs balance start --dry-run -d "$T/img1"
 	assert_success
-	assert_line --index 0 --regexp "^Would relocate $nd chunks holding 450\.[0-9]+MiB$"
+	assert_line --index 0 --regexp "^Would relocate $nd chunks holding 200\.[0-9]+MiB$"
 	assert_line --index 1 --regexp '^Space needed: +[0-9.]+(B|KiB|MiB|GiB)$'
 	assert_line --index 2 --regexp '^Space available: +[0-9.]+(B|KiB|MiB|GiB)$'
 	assert_line --index 3 "It fits."
@@ -363,7 +325,7 @@ ui_profile() {
 	# raid1 needs twice the data's space: it does not fit, exit 1
 	run --separate-stderr mfs balance start --dry-run -dconvert=raid1 "$T/img1"
 	assert_failure 1
-	assert_line --index 0 --regexp "^Would relocate $nd chunks holding 450\.[0-9]+MiB$"
+	assert_line --index 0 --regexp "^Would relocate $nd chunks holding 200\.[0-9]+MiB$"
 	assert_line --index 3 "It does NOT fit."
 	need=$(bytes "$(awk '/^Space needed/ { print $3 }' <<<"$output")")
 	avail=$(bytes "$(awk '/^Space available/ { print $3 }' <<<"$output")")
@@ -404,12 +366,13 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	small_fs 4 4G -d "${walk[0]}" -m "${walk[40]}"
 	[ "${#walk[@]}" = 82 ]
 	dpairs="" mpairs=""
-	for ((i = 1; i <= 81; i++)); do
-		dp=${walk[i - 1]} d=${walk[i]}
-		mp=${walk[(i - 1 + 40) % 81]} m=${walk[(i + 40) % 81]}
+	for ((step = 1; step <= 81; step++)); do
+		# (not $i: bats's own helpers use that global)
+		dp=${walk[step - 1]} d=${walk[step]}
+		mp=${walk[(step - 1 + 40) % 81]} m=${walk[(step + 40) % 81]}
 		run --separate-stderr mfs balance start -q -f -dconvert=$d -mconvert=$m "$T/img1"
 		if [ "$status" != 0 ]; then
-			echo "step $i: data $dp -> $d, metadata $mp -> $m failed: $stderr" >&2
+			echo "step $step: data $dp -> $d, metadata $mp -> $m failed: $stderr" >&2
 			return 1
 		fi
 		assert_output --regexp '^Done, had to relocate [1-9][0-9]* out of [0-9]+ chunks$'
@@ -418,7 +381,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 			a[1] == "Data" && a[2] != D || a[1] != "Data" && a[2] != M { print }' \
 			<(chunk_layout "$T/img1")
 		if [ -n "$output" ]; then
-			echo "step $i: data $dp -> $d, metadata $mp -> $m left:" >&2
+			echo "step $step: data $dp -> $d, metadata $mp -> $m left:" >&2
 			echo "$output" >&2
 			return 1
 		fi
@@ -453,5 +416,238 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	assert_output ""
 	run awk '$2 ~ /^(Metadata|System)/ && $2 !~ /RAID5$/ { print }' <(chunk_layout "$T/img1")
 	assert_output ""
+	verify_offline "$T/img1"
+}
+
+@test "balance pause/resume/cancel/status: btrfs output and exit codes; survives umount; skip_balance" {
+	big_fs
+	truncate -s 1G "$T/new"
+	seed_image "$T/new"
+	fp=$(fingerprint "$T/new")
+	mnt "$T/img1"
+	chunk_layout "$T/img1" >"$T/before"
+	run --separate-stderr mfs balance start --bg --full-balance "$T/mnt"
+	assert_success
+	assert_output ""
+	assert_stderr_empty
+	# a second exclusive operation is refused while it runs, before it
+	# touches anything
+	run --separate-stderr mfs device add "$T/new" "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start device add, another exclusive operation 'balance' in progress"
+	run --separate-stderr mfs balance start --full-balance "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start balance, another exclusive operation 'balance' in progress"
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is running"
+	assert_line --index 1 --regexp '^[0-9]+ out of about [0-9]+ chunks balanced \([0-9]+ considered\), +[0-9]+% left$'
+	assert_line --index 2 --regexp '^[0-9.]+[KMG]?i?B of [0-9.]+[KMG]iB moved, [0-9.]+[KMG]?i?B/s'
+
+	run --separate-stderr mfs balance pause "$T/mnt"
+	assert_success
+	assert_output ""
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is paused"
+	assert_line --index 1 --regexp '^[1-9][0-9]* out of about [0-9]+ chunks balanced'
+	assert_untouched "$T/new" "$fp"
+	# -v dumps the filters as btrfs does
+	run mfs balance status -v "$T/mnt"
+	assert_failure 1
+	assert_line --regexp '^Dumping filters: flags 0x[0-9a-f]+, state 0x[0-9a-f]+, force is off$'
+	assert_line --regexp '^  DATA \(flags 0x[0-9a-f]+\): balancing$'
+	# paused, it still blocks the others
+	run --separate-stderr mfs device delete 3 "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start device delete, another exclusive operation 'balance paused' in progress"
+	# pausing again: nothing runs
+	run --separate-stderr mfs balance pause "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: balance pause on '$T/mnt' failed: Not running"
+	# a paused balance still blocks another one
+	run --separate-stderr mfs balance start -dusage=50 "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start balance, another exclusive operation 'balance paused' in progress"
+	verify_online
+	umnt
+
+	# the state is on disk: offline status sees it
+	run mfs balance status "$T/img1"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/img1' is paused"
+	refute_line --partial "about 0 chunks"
+	verify_offline "$T/img1"
+	run mfs balance status "$T/img1"
+	assert_failure 1
+
+	# a rw mount resumes it by itself
+	mnt "$T/img1"
+	run mfs balance status "$T/mnt"
+	[ "$status" = 1 ] && assert_line --index 0 "Balance on '$T/mnt' is running"
+	[ "$status" = 1 ] || [ "$status" = 0 ]
+	# pause it again (if it finishes first, start another one and pause that)
+	for i in 1 2 3; do
+		run mfs balance pause "$T/mnt"
+		[ "$status" = 0 ] || [ "$status" = 2 ]
+		mfs balance status "$T/mnt" | grep -qx "Balance on '$T/mnt' is paused" && break
+		mfs balance start --bg --full-balance "$T/mnt"
+	done
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is paused"
+	verify_online
+	umnt
+
+	# -o skip_balance leaves it paused
+	mnt -o skip_balance "$T/img1"
+	sleep 0.5
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is paused"
+	p1=$(awk '/out of about/ { print $1 }' <<<"$output")
+	sleep 0.5
+	run mfs balance status "$T/mnt"
+	assert_line --index 1 --regexp "^$p1 out of about"
+	verify_online
+	# device add is allowed while it is paused (as btrfs)
+	run --separate-stderr mfs device add "$T/new" "$T/mnt"
+	assert_success
+	[ "$(nr_devices "$T/img1")" = 4 ]
+
+	# resume completes it in the foreground
+	run --separate-stderr mfs balance resume "$T/mnt"
+	assert_success
+	assert_line --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
+	run --separate-stderr mfs balance status "$T/mnt"
+	assert_success
+	assert_output "No balance found on '$T/mnt'"
+	verify_online
+
+	# nothing to act on: 2, with btrfs's messages
+	run --separate-stderr mfs balance resume "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: balance resume on '$T/mnt' failed: Not in progress"
+	run --separate-stderr mfs balance cancel "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: balance cancel on '$T/mnt' failed: Not in progress"
+	run --separate-stderr mfs balance pause "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: balance pause on '$T/mnt' failed: Not running"
+
+	# cancel a running one: returns when it has stopped, nothing left
+	mfs balance start --bg --full-balance "$T/mnt"
+	run --separate-stderr mfs balance cancel "$T/mnt"
+	assert_success
+	run mfs balance status "$T/mnt"
+	assert_success
+	assert_output "No balance found on '$T/mnt'"
+	verify_online
+	# cancel a paused one
+	mfs balance start --bg --full-balance "$T/mnt"
+	mfs balance pause "$T/mnt"
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	run --separate-stderr mfs balance cancel "$T/mnt"
+	assert_success
+	run mfs balance status "$T/mnt"
+	assert_success
+	verify_online
+	umnt
+	run mfs balance status "$T/img1"
+	assert_success
+	assert_output "No balance found on '$T/img1'"
+	verify_offline "$T/img1"
+	# and a cancelled balance does not come back at mount
+	mnt "$T/img1"
+	run mfs balance status "$T/mnt"
+	assert_success
+	umnt
+
+	# every chunk that existed at the start was relocated at some point
+	chunk_layout "$T/img1" >"$T/after"
+	run awk 'NR == FNR { a[$0] = 1; next } ($0 in a) { print "not moved:", $0 }' "$T/after" "$T/before"
+	assert_output ""
+}
+
+@test "balance: SIGKILL of the daemon mid-balance; it resumes at mount and completes" {
+	big_fs
+	chunk_layout "$T/img1" >"$T/before"
+	mnt "$T/img1"
+	mfs balance start --bg --full-balance "$T/mnt"
+	wait_completed "$T/mnt" 2
+	kill_daemon
+	# the crash left a consistent filesystem with the balance on disk
+	run mfs balance status "$T/img1"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/img1' is paused"
+	run mfs check "$T/img1"
+	assert_success
+	# the mount resumes it; it completes
+	mnt "$T/img1"
+	wait_done "$T/mnt"
+	run mfs balance status "$T/mnt"
+	assert_success
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+	# every original chunk was relocated (the one cut off by the kill again)
+	chunk_layout "$T/img1" >"$T/after"
+	run awk 'NR == FNR { a[$0] = 1; next } ($0 in a) { print "not moved:", $0 }' "$T/after" "$T/before"
+	assert_output ""
+}
+
+@test "balance: foreground progress lines without a terminal, a bar on one, nothing with -q" {
+	big_fs
+	mnt "$T/img1"
+	run --separate-stderr mfs balance start --full-balance "$T/mnt"
+	assert_success
+	# periodic lines: chunks, bytes, percentage, rate and ETA
+	[ "$(count_lines '^[0-9]+/[0-9]+ chunks, [0-9.]+[KMG]?i?B of [0-9.]+[KMG]iB \([0-9]+%\), [0-9.]+[KMG]?i?B/s, ETA [0-9]+:[0-9]{2}:[0-9]{2}$')" -ge 2 ]
+	assert_line --regexp '^[0-9]+/[0-9]+ chunks, .* \(100%\), .*, ETA 0:00:00$'
+	assert_line --index $((${#lines[@]} - 1)) --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
+	verify_online
+	# -q: only the result
+	run --separate-stderr mfs balance start -q --full-balance "$T/mnt"
+	assert_success
+	assert_output --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
+	verify_online
+	# on a terminal: one line redrawn with a bar
+	script -qec "mfs balance start --full-balance '$T/mnt'" /dev/null >"$T/tty.out"
+	grep -q $'\r\\[[#.]\\{20\\}\\] [0-9]*/[0-9]* chunks' "$T/tty.out"
+	grep -q '^Done, had to relocate' <(tr '\r' '\n' <"$T/tty.out")
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+}
+
+@test "balance: admin operations need CAP_SYS_ADMIN" {
+	small_fs 2 1G -d raid1 -m raid1
+	mnt "$T/img1"
+	# let an unprivileged user reach the mount point
+	d=$T
+	while [ "$d" != / ] && [ "$d" != /tmp ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+	id nobody >/dev/null 2>&1 || useradd -r -M nobody
+	as_nobody() { setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" --clear-groups --inh-caps=-all \
+		env MFS_REGISTRY="$T/noreg" "$MFS_BUILD/mfs" "$@"; }
+	chunk_layout "$T/img1" >"$T/before"
+	run --separate-stderr as_nobody balance start -dusage=100 "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: balance failed on '$T/mnt': Operation not permitted"
+	run --separate-stderr as_nobody balance start --full-balance "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: balance failed on '$T/mnt': Operation not permitted"
+	mfs balance start --bg --full-balance "$T/mnt"
+	for c in pause cancel resume; do
+		run --separate-stderr as_nobody balance $c "$T/mnt"
+		assert_failure 1
+		assert_stderr_line "ERROR: balance $c on '$T/mnt' failed: Operation not permitted"
+	done
+	run --separate-stderr as_nobody balance status "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: balance status on '$T/mnt' failed: Operation not permitted"
+	wait_done "$T/mnt"
+	verify_online
+	umnt
 	verify_offline "$T/img1"
 }

@@ -7,7 +7,7 @@
 
 # sums DIR: "sha256  ./path" of every regular file under DIR, sorted by path.
 sums() {
-	(cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+	(cd "$1" && find . -type f -print0 | xargs -0r -n 1 -P 4 sha256sum | LC_ALL=C sort -k 2)
 }
 
 # gen_file FILE MIB: MIB MiB of incompressible data, every MiB different.
@@ -96,4 +96,70 @@ dev_used() {
 # nr_devices DEV
 nr_devices() {
 	mfs filesystem show "$1" | awk '$1 == "Total" && $2 == "devices" { print $3 }'
+}
+
+# big_template: once per bats run (shared by balance.bats and
+# device-mgmt.bats), three 256M images with 180 MiB of files, data and
+# metadata raid0: three data chunks of up to 76 MiB that span every device,
+# so a full balance or the delete of any device moves all of it. Tests that
+# pause, kill or query an operation mid-way also set
+# MFS_TEST_RESTRIPE_DELAY_MS, which makes each chunk take that long
+# between its copy and its swap, however fast the machine.
+big_template() {
+	local big="$BATS_RUN_TMPDIR/restripe-big"
+
+	(
+		flock 9
+		[ -e "$big/done" ] && exit 0
+		rm -rf "$big"
+		mkdir -p "$big/src/dir"
+		gen_file "$big/src/a" 80
+		gen_file "$big/src/b" 70
+		gen_file "$big/src/dir/c" 30
+		echo small >"$big/src/dir/small"
+		truncate -s 256M "$big/img1" "$big/img2" "$big/img3"
+		MFS_REGISTRY="$big/registry" mkfs.mfs -q -d raid0 -m raid0 -r "$big/src" \
+			"$big/img1" "$big/img2" "$big/img3" || exit 1
+		sums "$big/src" >"$big/want"
+		rm -rf "$big/src"
+		touch "$big/done"
+	) 9>"$BATS_RUN_TMPDIR/restripe-big.lock"
+}
+
+# big_fs: a private copy of the big template as $T/img1..3 (registered).
+big_fs() {
+	local big="$BATS_RUN_TMPDIR/restripe-big"
+
+	cp --sparse=always "$big/img1" "$big/img2" "$big/img3" "$T/"
+	cp "$big/want" "$T/want"
+	mfs device scan "$T/img1" "$T/img2" "$T/img3" >/dev/null
+	# half a second per chunk: a full balance or delete takes ~2.5s
+	export MFS_TEST_RESTRIPE_DELAY_MS=500
+}
+
+# wait_done MNT: until no operation is running or paused (60s at most).
+wait_done() {
+	local i
+
+	for ((i = 0; i < 600; i++)); do
+		mfs balance status "$1" >/dev/null && return 0
+		sleep 0.1
+	done
+	echo "the operation on $1 did not finish" >&2
+	mfs balance status "$1" >&2
+	return 1
+}
+
+# wait_completed MNT N: until at least N chunks are done (mid-way).
+wait_completed() {
+	local i c
+
+	for ((i = 0; i < 1200; i++)); do
+		c=$(mfs balance status "$1" | awk '/out of about/ { print $1 }')
+		[ -n "$c" ] && [ "$c" -ge "$2" ] && return 0
+		sleep 0.02
+	done
+	echo "the operation on $1 did not reach $2 chunks" >&2
+	mfs balance status "$1" >&2
+	return 1
 }
