@@ -6,6 +6,8 @@
  */
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1230,6 +1232,60 @@ static void *committer(void *arg)
 	return NULL;
 }
 
+/* A mount point as /proc/self/mountinfo writes it (\ooo for odd bytes) decoded in place. */
+static void unescape_mountinfo(char *p)
+{
+	char *w = p;
+
+	for (; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*w++ = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
+			p += 3;
+		} else {
+			*w++ = *p;
+		}
+	}
+	*w = 0;
+}
+
+/*
+ * The kernel caps a FUSE mount's readahead at 128 KiB whatever max_readahead
+ * says, so sequential reads arrive as 128 KiB requests. Raise it through the
+ * mount's backing device (root only; a failure just leaves the default).
+ */
+static void raise_readahead(const char *mountpoint, unsigned int kib)
+{
+	char real[PATH_MAX], line[8192], mp[4096], path[128];
+	unsigned int maj = 0, min = 0;
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(mountpoint, real) || !(f = fopen("/proc/self/mountinfo", "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int a, b;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mp) != 3)
+			continue;
+		unescape_mountinfo(mp);
+		if (!strcmp(mp, real) && strstr(line, " - fuse")) {
+			maj = a;
+			min = b;
+			found = true;	/* the last one is on top */
+		}
+	}
+	fclose(f);
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "%u\n", kib);
+		fclose(f);
+	}
+}
+
 int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 {
 	struct server *s = calloc(1, sizeof(*s));
@@ -1268,6 +1324,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		fprintf(stderr, "ERROR: cannot mount on %s\n", opts->mountpoint);
 		goto out_session;
 	}
+	raise_readahead(opts->mountpoint, 1024);
 	if (fuse_daemonize(opts->foreground || opts->debug))
 		goto out_unmount;
 	if (fuse_set_signal_handlers(s->se))

@@ -34,6 +34,7 @@ struct mfs_device {
 	bool dirty;		/* device item must be rewritten at commit */
 	u64 stats[5];		/* error counters (MFS_DEV_STAT_*), persisted at commit */
 	bool stats_dirty;
+	int reads_in_flight;	/* data reads issued without fs->lock (least-busy copy choice) */
 	/* dev extents, sorted by physical */
 	struct mfs_dev_extent_rec *extents;
 	int nr_extents, max_extents;
@@ -84,6 +85,7 @@ struct mfs_block_group {
 	u64 used;		/* bytes of extents, as committed + this transaction */
 	u64 pinned;		/* freed this transaction, reusable after commit */
 	u64 reserved;		/* allocated, not yet accounted in used */
+	u32 inflight;		/* reserved data extents being written without fs->lock */
 	bool dirty;		/* item needs rewriting */
 	bool ro;		/* takes no new allocations (restripe source) */
 	bool new_chunk;		/* chunk/bg items still to be inserted */
@@ -205,6 +207,15 @@ struct mfs_fs_info {
 
 	struct mfs_transaction *running;
 	pthread_mutex_t lock;		/* one big lock for tree and alloc state */
+	/*
+	 * File data I/O that runs without fs->lock (reads, and writes into
+	 * reserved extents) holds map_lock shared, taken while fs->lock is
+	 * still held; whoever changes the chunk map array or retires a map
+	 * holds fs->lock and takes map_lock exclusive. A holder of map_lock
+	 * never waits for fs->lock, so the order is always lock -> map_lock.
+	 */
+	pthread_rwlock_t map_lock;
+	pthread_cond_t inflight_done;	/* a block group's inflight dropped to 0 */
 
 	/* allocation policy */
 	u64 data_profile;		/* profile new data chunks get */

@@ -463,7 +463,8 @@ static int read_range(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf
 	return 0;
 }
 
-ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf)
+/* The whole read under fs->lock: verifies, repairs bad copies, counts errors. */
+static ssize_t read_locked(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf)
 {
 	struct mfs_inode_item ii;
 	u64 size;
@@ -489,25 +490,181 @@ out:
 	return ret ? ret : (ssize_t)len;
 }
 
-/* ---------------- writing ---------------- */
+/* Part of a read whose disk data is fetched without fs->lock. */
+struct read_seg {
+	struct file_extent fe;
+	u64 pos, len;		/* file range */
+	u8 *out;
+	u8 *csums;
+};
 
-static int insert_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *data, u64 len)
+/*
+ * Fetch and verify one segment. Any failure (an I/O error, a bad checksum,
+ * or the extent freed and reused since it was looked up) is -EAGAIN: the
+ * caller then reads under the lock, which repairs what is really bad.
+ */
+static int read_seg_unlocked(struct mfs_fs_info *fs, const struct read_seg *r)
 {
-	struct mfs_fs_info *fs = trans->fs_info;
-	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
-	u64 i, n = len / SECTOR;
-	u8 *sums = malloc(n * fs->csum_size);
+	const struct file_extent *fe = &r->fe;
+	bool compressed = fe->compression != MFS_COMPRESS_NONE;
+	u64 in_ext = fe->offset + (r->pos - fe->start);
+	u64 a = compressed ? 0 : round_down(in_ext, SECTOR);
+	u64 b = compressed ? fe->disk_num_bytes : round_up(in_ext + r->len, SECTOR);
+	u8 *tmp = NULL, *plain = NULL;
+	u64 i;
 	int ret;
 
-	if (!sums)
+	if (posix_memalign((void **)&tmp, MFS_IO_DIRECT_ALIGN, b - a))
 		return -ENOMEM;
-	for (i = 0; i < n; i++) {
+	ret = mfs_read_logical_unlocked(fs, fe->disk_bytenr + a, tmp, b - a);
+	for (i = 0; !ret && i < (b - a) / SECTOR; i++)
+		if (!sector_ok(fs, tmp + i * SECTOR, r->csums + (a / SECTOR + i) * fs->csum_size))
+			ret = -EAGAIN;
+	if (!ret && compressed) {
+		plain = malloc(fe->ram_bytes);
+		ret = plain ? mfs_decompress(tmp, b - a, plain, fe->ram_bytes) : -ENOMEM;
+		if (!ret)
+			memcpy(r->out, plain + in_ext, r->len);
+	} else if (!ret) {
+		memcpy(r->out, tmp + (in_ext - a), r->len);
+	}
+	free(plain);
+	free(tmp);
+	return ret && ret != -ENOMEM ? -EAGAIN : ret;
+}
+
+/*
+ * Look up the extents of [off, off+len) under fs->lock and fill in what
+ * needs no disk read (holes, inline data) or must be read under the lock
+ * (chunks with parity, whose open rows live in memory); list the rest.
+ */
+static int plan_read(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf,
+		     struct read_seg **segs, int *nsegs)
+{
+	u64 pos = off, end = off + len;
+	struct file_extent fe;
+	int max = 0, ret;
+
+	memset(buf, 0, len);
+	while (pos < end) {
+		struct mfs_chunk_map *map;
+		u64 s, e;
+
+		ret = next_file_extent(fs, ino, pos, &fe);
+		if (ret > 0)
+			break;
+		if (ret)
+			return ret;
+		if (fe.start >= end)
+			break;
+		s = max_t(u64, pos, fe.start);
+		e = min_t(u64, end, fe.start + fe.len);
+		pos = e;
+		if (fe.type != MFS_FILE_EXTENT_REG || !fe.disk_bytenr)
+			map = NULL;
+		else
+			map = mfs_find_chunk(fs, fe.disk_bytenr);
+		if (!map || mfs_profile(map->type)->nparity) {
+			ret = read_extent(fs, ino, &fe, s, e - s, buf + (s - off));
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (*nsegs == max) {
+			void *p;
+
+			max = max ? max * 2 : 8;
+			p = realloc(*segs, max * sizeof(**segs));
+			if (!p)
+				return -ENOMEM;
+			*segs = p;
+		}
+		(*segs)[*nsegs] = (struct read_seg){ .fe = fe, .pos = s, .len = e - s,
+						     .out = buf + (s - off) };
+		ret = read_extent_csums(fs, fe.disk_bytenr, fe.disk_num_bytes,
+					&(*segs)[*nsegs].csums);
+		if (ret)
+			return ret;
+		(*nsegs)++;
+	}
+	return 0;
+}
+
+/*
+ * Reads look up their extents under fs->lock and fetch the data without
+ * it, from the least busy copy, so reads run in parallel with each other
+ * and with writers. Anything unusual is read again under the lock.
+ */
+ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf)
+{
+	struct mfs_inode_item ii;
+	struct read_seg *segs = NULL;
+	int nsegs = 0, i, ret;
+	u64 size;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && S_ISDIR(le32_to_cpu(ii.mode)))
+		ret = -EISDIR;
+	size = le64_to_cpu(ii.size);
+	if (!ret && off >= size) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	if (!ret) {
+		len = min_t(u64, len, size - off);
+		ret = plan_read(fs, ino, off, len, buf, &segs, &nsegs);
+	}
+	if (ret || !nsegs) {
+		pthread_mutex_unlock(&fs->lock);
+		goto out;
+	}
+	pthread_rwlock_rdlock(&fs->map_lock);
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; !ret && i < nsegs; i++)
+		ret = read_seg_unlocked(fs, &segs[i]);
+	pthread_rwlock_unlock(&fs->map_lock);
+out:
+	for (i = 0; i < nsegs; i++)
+		free(segs[i].csums);
+	free(segs);
+	if (ret == -EAGAIN)
+		return read_locked(fs, ino, off, len, buf);
+	return ret ? ret : (ssize_t)len;
+}
+
+/* ---------------- writing ---------------- */
+
+static void compute_csums(struct mfs_fs_info *fs, const u8 *data, u64 len, u8 *sums)
+{
+	u64 i;
+
+	for (i = 0; i < len / SECTOR; i++) {
 		u8 c[MFS_CSUM_SIZE];
 
 		mfs_csum_compute(fs->csum_type, data + i * SECTOR, SECTOR, c);
 		memcpy(sums + i * fs->csum_size, c, fs->csum_size);
 	}
-	ret = mfs_insert_item(trans, fs->csum_root, &key, sums, n * fs->csum_size);
+}
+
+static int insert_csum_item(struct mfs_trans_handle *trans, u64 bytenr, const u8 *sums, u64 len)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
+
+	return mfs_insert_item(trans, fs->csum_root, &key, sums, len / SECTOR * fs->csum_size);
+}
+
+static int insert_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *data, u64 len)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u8 *sums = malloc(len / SECTOR * fs->csum_size);
+	int ret;
+
+	if (!sums)
+		return -ENOMEM;
+	compute_csums(fs, data, len, sums);
+	ret = insert_csum_item(trans, bytenr, sums, len);
 	free(sums);
 	return ret;
 }
@@ -617,6 +774,195 @@ static int maybe_commit(struct mfs_fs_info *fs)
 	return 0;
 }
 
+/* New size and times of a written file. */
+static int finish_write(struct mfs_trans_handle *trans, u64 ino, u64 end)
+{
+	struct mfs_inode_item ii;
+	int ret = mfs_read_inode(trans->fs_info, ino, &ii);
+
+	if (ret)
+		return ret;
+	if (end > le64_to_cpu(ii.size))
+		ii.size = cpu_to_le64(end);
+	mfs_now(&ii.mtime);
+	ii.ctime = ii.mtime;
+	return mfs_write_inode(trans, ino, &ii);
+}
+
+/*
+ * One new extent of a sector-aligned write. Its space is reserved under
+ * fs->lock; the data and checksums are written without it (the extent is
+ * private to this write until its items go in), then the items are
+ * inserted under the lock again.
+ */
+struct write_piece {
+	u64 pos;		/* file offset */
+	u64 len;
+	u64 bytenr;
+	bool unlocked;		/* written without fs->lock: counted in bg->inflight */
+	u8 *csums;
+};
+
+static void piece_done(struct mfs_fs_info *fs, struct write_piece *p)
+{
+	struct mfs_block_group *bg;
+
+	if (!p->unlocked)
+		return;
+	p->unlocked = false;
+	bg = mfs_lookup_block_group(fs, p->bytenr);
+	if (bg && bg->inflight && !--bg->inflight)
+		pthread_cond_broadcast(&fs->inflight_done);
+}
+
+/* Reserve the extents of [pos, pos+len); chunks with parity are written right away. */
+static int reserve_pieces(struct mfs_trans_handle *trans, u64 pos, const u8 *buf, u64 len,
+			  struct write_piece *pieces, int *npieces)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u64 done = 0;
+	int ret = 0;
+
+	*npieces = 0;
+	while (done < len) {
+		struct write_piece *p = &pieces[*npieces];
+		struct mfs_block_group *bg;
+		u64 got;
+
+		p->pos = pos + done;
+		p->len = min_t(u64, len - done, max_extent_size(fs));
+		p->unlocked = false;
+		p->csums = malloc(p->len / SECTOR * fs->csum_size);
+		if (!p->csums)
+			return -ENOMEM;
+		ret = mfs_reserve_data_extent(trans, p->len, p->len, &p->bytenr, &got);
+		if (ret) {
+			free(p->csums);
+			return ret;
+		}
+		(*npieces)++;
+		bg = mfs_lookup_block_group(fs, p->bytenr);
+		if (bg && !mfs_profile(bg->flags)->nparity) {
+			bg->inflight++;
+			p->unlocked = true;
+		} else {
+			compute_csums(fs, buf + done, p->len, p->csums);
+			ret = mfs_write_logical(fs, p->bytenr, buf + done, p->len);
+			if (ret)
+				return ret;
+		}
+		done += p->len;
+	}
+	return 0;
+}
+
+/* Point the file at the written pieces (under fs->lock). */
+static int link_pieces(struct mfs_trans_handle *trans, u64 ino, struct write_piece *pieces,
+		       int npieces)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	int i, ret = 0;
+
+	for (i = 0; i < npieces; i++) {
+		struct write_piece *p = &pieces[i];
+		bool referenced = false;
+
+		if (!ret)
+			ret = mfs_drop_file_extents(trans, ino, p->pos, p->pos + p->len);
+		if (!ret)
+			ret = insert_csum_item(trans, p->bytenr, p->csums, p->len);
+		if (!ret)
+			ret = insert_file_extent(trans, ino, p->pos, MFS_FILE_EXTENT_REG,
+						 MFS_COMPRESS_NONE, p->bytenr, p->len, p->len);
+		if (!ret)
+			ret = mfs_add_data_ref(trans, p->bytenr, p->len, MFS_FS_TREE_OBJECTID,
+					       ino, p->pos);
+		if (!ret) {
+			referenced = true;
+			ret = adjust_nbytes(trans, ino, p->len);
+		}
+		if (!referenced)
+			mfs_unreserve_extent(fs, p->bytenr, p->len);
+	}
+	return ret;
+}
+
+/*
+ * A write of whole sectors (nothing old to merge in): the data goes to
+ * disk without fs->lock, so writers of other ranges and readers proceed
+ * meanwhile and a single file's parallel writeback runs in parallel.
+ */
+static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, const void *data)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	struct write_piece *pieces;
+	int npieces = 0, i, ret;
+	u8 *buf = NULL;
+	u64 done;
+
+	pieces = calloc(len / max_extent_size(fs) + 1, sizeof(*pieces));
+	if (!pieces || posix_memalign((void **)&buf, MFS_IO_DIRECT_ALIGN, len)) {
+		free(pieces);
+		return -ENOMEM;
+	}
+	memcpy(buf, data, len);
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		goto unlock;
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
+		ret = S_ISDIR(le32_to_cpu(ii.mode)) ? -EISDIR : -EINVAL;
+	if (!ret)
+		ret = reserve_pieces(trans, off, buf, len, pieces, &npieces);
+	mfs_end_transaction(trans);
+	if (ret)
+		goto undo;
+	/* map_lock before dropping fs->lock: the maps stay as they are */
+	pthread_rwlock_rdlock(&fs->map_lock);
+	pthread_mutex_unlock(&fs->lock);
+
+	for (i = 0, done = 0; i < npieces; done += pieces[i].len, i++) {
+		if (!pieces[i].unlocked)
+			continue;
+		compute_csums(fs, buf + done, pieces[i].len, pieces[i].csums);
+		if (!ret)
+			ret = mfs_write_logical_unlocked(fs, pieces[i].bytenr, buf + done,
+							 pieces[i].len);
+	}
+
+	pthread_rwlock_unlock(&fs->map_lock);
+	pthread_mutex_lock(&fs->lock);
+	if (ret)
+		goto undo;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		goto undo;
+	ret = link_pieces(trans, ino, pieces, npieces);
+	if (!ret)
+		ret = finish_write(trans, ino, off + len);
+	mfs_end_transaction(trans);
+	for (i = 0; i < npieces; i++)
+		piece_done(fs, &pieces[i]);
+	if (!ret)
+		ret = maybe_commit(fs);
+	goto unlock;
+undo:
+	for (i = 0; i < npieces; i++) {
+		mfs_unreserve_extent(fs, pieces[i].bytenr, pieces[i].len);
+		piece_done(fs, &pieces[i]);
+	}
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < npieces; i++)
+		free(pieces[i].csums);
+	free(pieces);
+	free(buf);
+	return ret;
+}
+
 ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const void *data)
 {
 	struct mfs_trans_handle *trans;
@@ -627,6 +973,10 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 		return 0;
 	if (off + len < off)
 		return -EFBIG;
+	if (!fs->compress && !(off % SECTOR) && !(len % SECTOR)) {
+		ret = write_sectors(fs, ino, off, len, data);
+		return ret ? ret : (ssize_t)len;
+	}
 	pthread_mutex_lock(&fs->lock);
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
@@ -637,14 +987,7 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 	if (!ret)
 		ret = write_locked(trans, ino, le64_to_cpu(ii.size), off, len, data);
 	if (!ret)
-		ret = mfs_read_inode(fs, ino, &ii);
-	if (!ret) {
-		if (off + len > le64_to_cpu(ii.size))
-			ii.size = cpu_to_le64(off + len);
-		mfs_now(&ii.mtime);
-		ii.ctime = ii.mtime;
-		ret = mfs_write_inode(trans, ino, &ii);
-	}
+		ret = finish_write(trans, ino, off + len);
 	mfs_end_transaction(trans);
 	if (!ret)
 		ret = maybe_commit(fs);

@@ -556,6 +556,8 @@ struct mfs_fs_info *mfs_alloc_fs_info(void)
 	}
 	fs->eb_cache_limit = 256 * SZ_1M;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlock_init(&fs->map_lock, NULL);
+	pthread_cond_init(&fs->inflight_done, NULL);
 	return fs;
 }
 
@@ -594,6 +596,8 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 		free(fs->problems[i]);
 	free(fs->problems);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->map_lock);
+	pthread_cond_destroy(&fs->inflight_done);
 	free(fs);
 }
 

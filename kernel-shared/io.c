@@ -268,7 +268,7 @@ static int direct_fd(struct mfs_io_dev *dev)
 	if (!dev->direct_tried) {
 		dev->direct_tried = true;
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", dev->fd);
-		dev->direct_fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		dev->direct_fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	}
 	pthread_mutex_unlock(&dev->lock);
 	return dev->direct_fd;
@@ -288,6 +288,34 @@ int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64
 	if (ret == -EINVAL)
 		ret = pwrite_all(dev->fd, buf, len, off);
 	return ret;
+}
+
+int mfs_io_read_direct(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
+{
+	char *p = buf;
+	int fd;
+
+	if (((uintptr_t)buf | len | off) & (MFS_IO_DIRECT_ALIGN - 1) || (fd = direct_fd(dev)) < 0)
+		return mfs_io_read(dev, buf, len, off);
+	if (fault_hit(dev, MFS_IO_READ))
+		return -EIO;
+	while (len) {
+		ssize_t n = pread(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EINVAL && p == (char *)buf)
+				return mfs_io_read(dev, buf, len, off);
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
 }
 
 int mfs_io_flush(struct mfs_io_dev *dev)

@@ -823,15 +823,6 @@ static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *ol
 	}
 }
 
-static void replace_map(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new)
-{
-	int i;
-
-	for (i = 0; i < fs->nr_chunks; i++)
-		if (fs->chunks[i] == old)
-			fs->chunks[i] = new;
-}
-
 /* An empty chunk is simply removed: no copy, and its space is free again. */
 static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 {
@@ -1232,6 +1223,21 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 		return ret;
 	}
 	bg->ro = true;
+	/*
+	 * Writers may still be filling extents they reserved here before: wait
+	 * until their items are in (the wait drops the lock), then commit
+	 * those too, so the extent tree lists everything to copy.
+	 */
+	if (bg->inflight) {
+		while (bg->inflight)
+			pthread_cond_wait(&fs->inflight_done, &fs->lock);
+		ret = mfs_commit_if_dirty(fs);
+		if (ret) {
+			bg->ro = false;
+			pthread_mutex_unlock(&fs->lock);
+			return ret;
+		}
+	}
 	if (bg->used == 0 && bg->reserved == 0) {
 		/* relocated by removing it: it counts, as in btrfs */
 		ret = remove_empty_chunk(fs, bg);
@@ -1271,7 +1277,7 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	 * metadata chunk needs no second one. The commit makes it all durable
 	 * at once; a failed commit leaves the filesystem read-only.
 	 */
-	replace_map(fs, old, new);
+	mfs_replace_chunk_map(fs, old, new);
 	bg->map = new;
 	ret = mfs_rebuild_bg_space(fs, bg);
 	if (!ret)

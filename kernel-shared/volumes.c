@@ -127,7 +127,7 @@ struct mfs_chunk_map *mfs_find_chunk(struct mfs_fs_info *fs, u64 logical)
 	return i < 0 ? NULL : fs->chunks[i];
 }
 
-int mfs_add_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
+static int add_chunk_map_locked(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
 {
 	int i;
 
@@ -156,18 +156,43 @@ int mfs_add_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
 	return 0;
 }
 
+/* The map array changes under map_lock: data I/O without fs->lock reads it. */
+int mfs_add_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
+{
+	int ret;
+
+	pthread_rwlock_wrlock(&fs->map_lock);
+	ret = add_chunk_map_locked(fs, map);
+	pthread_rwlock_unlock(&fs->map_lock);
+	return ret;
+}
+
 void mfs_remove_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
 {
 	int i;
 
+	pthread_rwlock_wrlock(&fs->map_lock);
 	for (i = 0; i < fs->nr_chunks; i++) {
 		if (fs->chunks[i] == map) {
 			memmove(&fs->chunks[i], &fs->chunks[i + 1],
 				(fs->nr_chunks - i - 1) * sizeof(*fs->chunks));
 			fs->nr_chunks--;
-			return;
+			break;
 		}
 	}
+	pthread_rwlock_unlock(&fs->map_lock);
+}
+
+void mfs_replace_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *old,
+			   struct mfs_chunk_map *new)
+{
+	int i;
+
+	pthread_rwlock_wrlock(&fs->map_lock);
+	for (i = 0; i < fs->nr_chunks; i++)
+		if (fs->chunks[i] == old)
+			fs->chunks[i] = new;
+	pthread_rwlock_unlock(&fs->map_lock);
 }
 
 /* ---------------- chunk items ---------------- */
@@ -951,6 +976,101 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
 					return ret;
 			}
 		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * Data I/O without fs->lock: the caller holds map_lock shared and owns the
+ * logical range (a reserved extent it writes, or an extent it read the
+ * location of under the lock). Chunks with parity keep their open rows
+ * under fs->lock and are refused with -EAGAIN.
+ */
+int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	const u8 *p = buf;
+
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int i, ret;
+
+		if (!map)
+			return -EUCLEAN;
+		if (mfs_profile(map->type)->nparity)
+			return -EAGAIN;
+		ret = mfs_map_block(map, logical, &io);
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		for (i = 0; i < io.ncopies; i++) {
+			struct mfs_map_stripe *s = &map->stripes[io.stripe[i]];
+
+			if (!s->dev || !s->dev->io)
+				return -EIO;
+			ret = mfs_io_write_direct(s->dev->io, p, n, io.physical[i]);
+			if (ret)
+				return ret;
+		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The copy of a piece whose device has the fewest reads in flight. */
+static int least_busy_copy(const struct mfs_chunk_map *map, const struct mfs_io_map *io)
+{
+	int i, best = -1, best_load = 0;
+
+	for (i = 0; i < io->ncopies; i++) {
+		struct mfs_device *dev = map->stripes[io->stripe[i]].dev;
+		int load;
+
+		if (!dev || !dev->io)
+			continue;
+		load = __atomic_load_n(&dev->reads_in_flight, __ATOMIC_RELAXED);
+		if (best < 0 || load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+int mfs_read_logical_unlocked(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len)
+{
+	u8 *p = buf;
+
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_device *dev;
+		struct mfs_io_map io;
+		u64 n;
+		int c, ret;
+
+		if (!map)
+			return -EUCLEAN;
+		if (mfs_profile(map->type)->nparity)
+			return -EAGAIN;
+		ret = mfs_map_block(map, logical, &io);
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		c = least_busy_copy(map, &io);
+		if (c < 0)
+			return -EIO;
+		dev = map->stripes[io.stripe[c]].dev;
+		__atomic_add_fetch(&dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+		ret = mfs_io_read_direct(dev->io, p, n, io.physical[c]);
+		__atomic_sub_fetch(&dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+		if (ret)
+			return ret;
 		logical += n;
 		p += n;
 		len -= n;

@@ -19,6 +19,9 @@ struct mfs_chunk_map *mfs_alloc_chunk_map(int num_stripes);
 struct mfs_chunk_map *mfs_find_chunk(struct mfs_fs_info *fs, u64 logical);
 int mfs_add_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map);
 void mfs_remove_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *map);
+/* Put new where old was in the map array (relocation); old stays allocated. */
+void mfs_replace_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *old,
+			   struct mfs_chunk_map *new);
 
 /* Chunk items: validate (untrusted bytes) and convert. */
 int mfs_check_chunk_item(struct mfs_fs_info *fs, u64 logical,
@@ -61,6 +64,14 @@ int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 /* Logical I/O through the chunk maps. mirror 0 = first good copy. */
 int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror);
 int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
+/*
+ * The same without fs->lock, with fs->map_lock held shared: for chunks
+ * without parity only (-EAGAIN otherwise). Writes go around the page cache
+ * when buf, len and logical are MFS_IO_DIRECT_ALIGN aligned; reads take the
+ * copy on the least busy device and neither verify nor repair.
+ */
+int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
+int mfs_read_logical_unlocked(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len);
 /* Write out buffered raid5/6 rows with their parity. */
 int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);

@@ -37,11 +37,34 @@ for i in range(50):
 ' "$m"
 }
 
-# read_all MNT SUMS: walk everything (readdir, stat, xattrs) and verify every file
+# read_all MNT SUMS: walk everything (readdir, stat, xattrs) and verify every
+# file. Data is read with O_DIRECT, one 128 KiB request at a time: reads go to
+# the least busy copy, the first one on a tie, so one read at a time keeps
+# them on the first copies (where the damage is). Without readahead running
+# alongside, every first copy is read and healed; copies no read touches are
+# for scrub.
 read_all() {
 	ls -laR "$1" >/dev/null &&
 		xattr_dump "$1" >/dev/null &&
-		(cd "$1" && sha256sum --quiet -c "$2")
+		"$MFS_PY" -c '
+import hashlib, mmap, os, sys
+top, ok = sys.argv[1], True
+buf = mmap.mmap(-1, 128 * 1024)
+for line in open(sys.argv[2]):
+    want, name = line.rstrip("\n").split("  ", 1)
+    fd = os.open(os.path.join(top, name), os.O_RDONLY | os.O_DIRECT)
+    h = hashlib.sha256()
+    while True:
+        n = os.readv(fd, [buf])
+        if n <= 0:
+            break
+        h.update(buf[:n])
+    os.close(fd)
+    if h.hexdigest() != want:
+        print("%s: FAILED" % name)
+        ok = False
+sys.exit(0 if ok else 1)
+' "$1" "$2"
 }
 
 # stats_of IMG: "devid counter value" lines of the persisted counters
@@ -55,9 +78,9 @@ for d in json.load(sys.stdin)["device-stats"]:
 }
 
 # selfheal PROFILE NDEVS BAD_DEVIDS [--zero]
-# Reads are served from the first copy (stripe 0) while it is good, so the
-# bad device is one that holds first copies: reads heal what they read;
-# copies no read touches are for scrub.
+# One read at a time is served from the first copy (stripe 0) while it is
+# good (see read_all), so the bad device is one that holds first copies:
+# reads heal what they read; copies no read touches are for scrub.
 selfheal() {
 	local profile=$1 n=$2 bad=$3 zero=${4:-} d k v
 
@@ -218,7 +241,8 @@ selfheal() {
 
 	corrupt_copies --what data "$T/img1" 1 >/dev/null
 	mfs_mount "$T/img1" "$T/mnt"
-	cat "$T/mnt/f" >/dev/null
+	# one read at a time: each is served from the first copy (see read_all)
+	dd if="$T/mnt/f" of=/dev/null bs=128k iflag=direct status=none
 	mfs umount "$T/mnt"
 	n=$(dev_stat "$T/img1" 1 corruption_errs)
 	((n == 3 * MiB / 4096))
