@@ -197,6 +197,16 @@ int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd)
 	return ret ? ret : c.result;
 }
 
+int mfs_target_restripe_estimate(struct mfs_target *t, struct mfs_ioctl_restripe_estimate *e)
+{
+	int ret;
+
+	if (!t->online)
+		return mfs_admin_restripe_estimate(t->fs, e);
+	ret = do_ioctl(t, MFS_IOC_RESTRIPE_ESTIMATE, e);
+	return ret ? ret : e->result;
+}
+
 int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid)
 {
 	struct mfs_ioctl_dev_add *d;

@@ -42,6 +42,7 @@ void mfs_space_free(struct mfs_space *sp);
 int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_args *a);
 int mfs_target_restripe_status(struct mfs_target *t, struct mfs_ioctl_restripe_status *st);
 int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd);
+int mfs_target_restripe_estimate(struct mfs_target *t, struct mfs_ioctl_restripe_estimate *e);
 int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid);
 int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
 

@@ -1105,7 +1105,8 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (s->opts->ro && cmd != MFS_IOC_RESTRIPE_STATUS) {
+	/* the read-only inspections */
+	if (s->opts->ro && cmd != MFS_IOC_RESTRIPE_STATUS && cmd != MFS_IOC_RESTRIPE_ESTIMATE) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
@@ -1130,6 +1131,15 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 			return;
 		mfs_admin_restripe_status(s->fs, st);
 		ioctl_reply_arg(req, cmd, st);
+		return;
+	}
+	case MFS_IOC_RESTRIPE_ESTIMATE: {
+		struct mfs_ioctl_restripe_estimate *e = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
+
+		if (!e)
+			return;
+		mfs_admin_restripe_estimate(s->fs, e);
+		ioctl_reply_arg(req, cmd, e);
 		return;
 	}
 	case MFS_IOC_RESTRIPE_CTL: {

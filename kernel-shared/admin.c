@@ -120,6 +120,25 @@ int mfs_admin_restripe_start(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_a
 	return ret;
 }
 
+int mfs_admin_restripe_estimate(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_estimate *io)
+{
+	struct mfs_restripe_estimate est;
+	struct mfs_restripe_args a;
+
+	mfs_restripe_args_from_ioctl(&a, &io->args);
+	pthread_mutex_lock(&fs->lock);
+	io->result = mfs_restripe_estimate(fs, &a, &est);
+	pthread_mutex_unlock(&fs->lock);
+	if (!io->result) {
+		io->chunks = est.chunks;
+		io->bytes = est.bytes;
+		io->raw_needed = est.raw_needed;
+		io->raw_available = est.raw_available;
+		io->fits = est.fits;
+	}
+	return io->result;
+}
+
 int mfs_admin_restripe_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 {
 	struct mfs_restripe_status *st = fs->restripe;

@@ -74,6 +74,21 @@ struct mfs_ioctl_restripe_ctl {
 };
 #define MFS_IOC_RESTRIPE_CTL	_IOWR(MFS_IOCTL_MAGIC, 12, struct mfs_ioctl_restripe_ctl)
 
+/*
+ * balance start --dry-run: what the restripe `args` describe would move and
+ * whether it fits; nothing is changed. Allowed on a read-only mount.
+ */
+struct mfs_ioctl_restripe_estimate {
+	struct mfs_ioctl_restripe_args args;	/* in (its result and msg unused) */
+	uint64_t chunks;		/* out: chunks selected */
+	uint64_t bytes;			/* out: used bytes in them */
+	uint64_t raw_needed;		/* out: raw space their new layouts take */
+	uint64_t raw_available;		/* out: unallocated raw space usable for them */
+	uint32_t fits;			/* out: 1 when every chunk can be placed */
+	int32_t result;			/* out: 0 or -errno */
+};
+#define MFS_IOC_RESTRIPE_ESTIMATE _IOWR(MFS_IOCTL_MAGIC, 16, struct mfs_ioctl_restripe_estimate)
+
 struct mfs_ioctl_dev_add {
 	char path[4096];
 	uint64_t devid;			/* out */
@@ -124,6 +139,7 @@ struct mfs_ioctl_resize {
 _Static_assert(sizeof(struct mfs_ioctl_restripe_status) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_space) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_dev_add) < 16384, "restricted ioctl size");
+_Static_assert(sizeof(struct mfs_ioctl_restripe_estimate) < 16384, "restricted ioctl size");
 
 /* ---- device error counters (mfs device stats) ---- */
 #define MFS_DEV_STATS_MAX_DEVS	64
