@@ -17,11 +17,18 @@ struct mfs_target {
 	char mnt[PATH_MAX];		/* mount point or first device, for messages */
 };
 
-/* Every device and chunk, gathered page by page. */
+/* A chunk with all its stripes. */
+struct mfs_space_chunk {
+	u64 logical, length, type, used;
+	u64 num_stripes, stripe_size;
+	struct mfs_ioctl_space_stripe *stripes;	/* num_stripes of them */
+};
+
+/* Every device and chunk, gathered page by page from one layout. */
 struct mfs_space {
 	struct mfs_ioctl_space_dev *devs;
 	int nr_devs;
-	struct mfs_ioctl_space_chunk *chunks;
+	struct mfs_space_chunk *chunks;
 	int nr_chunks;
 	u64 data_profile, metadata_profile, system_profile;
 	u64 statfs_blocks, statfs_bfree;
