@@ -389,29 +389,32 @@ out:
 }
 DEFINE_SIMPLE_COMMAND(balance_start, "start");
 
-/* Beyond btrfs: what would move, and whether it fits, before anything does. */
+/*
+ * Beyond btrfs: what would move, and whether it fits, before anything does.
+ * Mounted or not, the same engine function computes it.
+ */
 static int dry_run(struct mfs_target *t, struct mfs_ioctl_restripe_args *a)
 {
-	struct mfs_restripe_estimate est;
-	struct mfs_restripe_args args;
-	int ret;
+	struct mfs_ioctl_restripe_estimate *est = calloc(1, sizeof(*est));
+	int ret, fits;
 
-	if (t->online) {
-		error("--dry-run needs the unmounted devices (the estimate is computed offline)");
+	if (!est)
 		return 1;
-	}
-	mfs_restripe_args_from_ioctl(&args, a);
-	ret = mfs_restripe_estimate(t->fs, &args, &est);
+	est->args = *a;
+	ret = mfs_target_restripe_estimate(t, est);
 	if (ret) {
 		error("cannot estimate: %s", strerror(-ret));
+		free(est);
 		return 1;
 	}
-	printf("Would relocate %llu chunks holding %s\n", (unsigned long long)est.chunks,
-	       pretty_size(est.bytes));
-	printf("Space needed:    %s\n", pretty_size(est.raw_needed));
-	printf("Space available: %s\n", pretty_size(est.raw_available));
-	printf("%s\n", est.fits ? "It fits." : "It does NOT fit.");
-	return est.fits ? 0 : 1;
+	printf("Would relocate %llu chunks holding %s\n", (unsigned long long)est->chunks,
+	       pretty_size(est->bytes));
+	printf("Space needed:    %s\n", pretty_size(est->raw_needed));
+	printf("Space available: %s\n", pretty_size(est->raw_available));
+	printf("%s\n", est->fits ? "It fits." : "It does NOT fit.");
+	fits = est->fits;
+	free(est);
+	return fits ? 0 : 1;
 }
 
 /* ---------------- pause, resume, cancel, status ---------------- */

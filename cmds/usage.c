@@ -56,21 +56,13 @@ static u64 group_flags(u64 type)
 	return type & (MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK);
 }
 
-/* The space ioctl names the devices of the first stripes only. */
-#define SPACE_MAX_STRIPES	((int)ARRAY_SIZE(((struct mfs_ioctl_space_chunk *)0)->devids))
-
-static int chunk_nr_stripes(const struct mfs_ioctl_space_chunk *c)
-{
-	return c->num_stripes < (u64)SPACE_MAX_STRIPES ? (int)c->num_stripes : SPACE_MAX_STRIPES;
-}
-
 /* Raw bytes of a chunk: every stripe, copies and parity included. */
-static u64 chunk_raw(const struct mfs_ioctl_space_chunk *c)
+static u64 chunk_raw(const struct mfs_space_chunk *c)
 {
 	return c->stripe_size * c->num_stripes;
 }
 
-static u64 chunk_raw_used(const struct mfs_ioctl_space_chunk *c)
+static u64 chunk_raw_used(const struct mfs_space_chunk *c)
 {
 	int ndata = mfs_nr_data_stripes(c->type, c->num_stripes);
 
@@ -84,12 +76,12 @@ static u64 dev_width_alloc(const struct mfs_space *sp, u64 devid, u64 flags, u64
 	int i, s;
 
 	for (i = 0; i < sp->nr_chunks; i++) {
-		const struct mfs_ioctl_space_chunk *c = &sp->chunks[i];
+		const struct mfs_space_chunk *c = &sp->chunks[i];
 
 		if (group_flags(c->type) != flags || (width && c->num_stripes != width))
 			continue;
-		for (s = 0; s < chunk_nr_stripes(c); s++)
-			if (c->devids[s] == devid)
+		for (s = 0; (u64)s < c->num_stripes; s++)
+			if (c->stripes[s].devid == devid)
 				sum += c->stripe_size;
 	}
 	return sum;
@@ -152,7 +144,7 @@ static int usage_load(struct mfs_target *t, struct usage *u, bool df)
 		u->order[i] = i;
 	qsort_r(u->order, u->sp.nr_devs, sizeof(*u->order), cmp_devid, &u->sp);
 	for (i = 0; i < u->sp.nr_chunks; i++) {
-		const struct mfs_ioctl_space_chunk *c = &u->sp.chunks[i];
+		const struct mfs_space_chunk *c = &u->sp.chunks[i];
 		u64 flags = group_flags(c->type);
 		struct bg_group *g = NULL;
 
@@ -169,9 +161,9 @@ static int usage_load(struct mfs_target *t, struct usage *u, bool df)
 		g->used += c->used;
 		g->raw_total += chunk_raw(c);
 		g->raw_used += chunk_raw_used(c);
-		for (s = 0; s < chunk_nr_stripes(c); s++)
+		for (s = 0; (u64)s < c->num_stripes; s++)
 			for (j = 0; j < u->sp.nr_devs; j++)
-				if (u->sp.devs[j].devid == c->devids[s])
+				if (u->sp.devs[j].devid == c->stripes[s].devid)
 					u->alloc[j] += c->stripe_size;
 	}
 	qsort_r(u->groups, u->ngroups, sizeof(*u->groups), cmp_group, &df);
@@ -523,7 +515,8 @@ static void print_linear(const struct usage *u, unsigned int units)
  */
 struct table {
 	int ncols, nrows;
-	char (*cells)[160];
+	/* the alignment character, then the text: a device path at most */
+	char (*cells)[1 + sizeof(((struct mfs_ioctl_space_dev *)0)->path)];
 };
 
 static int table_init(struct table *tb, int ncols, int nrows)
@@ -558,7 +551,7 @@ static void table_print(struct table *tb)
 	for (r = 0; r < tb->nrows; r++) {
 		int pos = 0;
 
-		for (c = 0; c < tb->ncols && pos < (int)sizeof(line) - 64; c++) {
+		for (c = 0; c < tb->ncols && pos + w[c] + 1 < (int)sizeof(line); c++) {
 			const char *cell = tb->cells[r * tb->ncols + c];
 
 			if (cell[0] == '-') {
@@ -853,31 +846,31 @@ static int cmp_moved_hole(const void *a, const void *b)
 
 static int cmp_chunk_logical(const void *a, const void *b)
 {
-	const struct mfs_ioctl_space_chunk *x = *(const struct mfs_ioctl_space_chunk * const *)a;
-	const struct mfs_ioctl_space_chunk *y = *(const struct mfs_ioctl_space_chunk * const *)b;
+	const struct mfs_space_chunk *x = *(const struct mfs_space_chunk * const *)a;
+	const struct mfs_space_chunk *y = *(const struct mfs_space_chunk * const *)b;
 
 	return x->logical < y->logical ? -1 : x->logical > y->logical;
 }
 
-static bool chunk_past(const struct mfs_ioctl_space_chunk *c, u64 devid, u64 new_size)
+static bool chunk_past(const struct mfs_space_chunk *c, u64 devid, u64 new_size)
 {
 	int s;
 
-	for (s = 0; s < chunk_nr_stripes(c); s++)
-		if (c->devids[s] == devid && c->physical[s] + c->stripe_size > new_size)
+	for (s = 0; (u64)s < c->num_stripes; s++)
+		if (c->stripes[s].devid == devid && c->stripes[s].physical + c->stripe_size > new_size)
 			return true;
 	return false;
 }
 
 static void drop_chunk_extents(struct mfs_device *devs, int ndevs,
-			       const struct mfs_ioctl_space_chunk *c)
+			       const struct mfs_space_chunk *c)
 {
 	int s, j;
 
-	for (s = 0; s < chunk_nr_stripes(c); s++)
+	for (s = 0; (u64)s < c->num_stripes; s++)
 		for (j = 0; j < ndevs; j++)
-			if (devs[j].devid == c->devids[s])
-				mfs_device_remove_extent(&devs[j], c->physical[s]);
+			if (devs[j].devid == c->stripes[s].devid)
+				mfs_device_remove_extent(&devs[j], c->stripes[s].physical);
 }
 
 /*
@@ -886,7 +879,7 @@ static void drop_chunk_extents(struct mfs_device *devs, int ndevs,
  * Its old place stays taken (the caller frees it after).
  */
 static int place_chunk(const struct mfs_space *sp, struct mfs_device *devs,
-		       struct moved_hole *holes, u64 *lens, const struct mfs_ioctl_space_chunk *c)
+		       struct moved_hole *holes, u64 *lens, const struct mfs_space_chunk *c)
 {
 	const struct mfs_raid_attr *a = mfs_profile(c->type);
 	int nh = 0, n, j, k;
@@ -929,11 +922,11 @@ static int place_chunk(const struct mfs_space *sp, struct mfs_device *devs,
  * after. Returns 0 when all fit, or -ENOSPC and the chunk that does not.
  */
 static int shrink_fits(const struct mfs_space *sp, u64 devid, u64 new_size,
-		       const struct mfs_ioctl_space_chunk **stuck, u64 *nmove, u64 *bytes)
+		       const struct mfs_space_chunk **stuck, u64 *nmove, u64 *bytes)
 {
 	struct mfs_device *devs = calloc(sp->nr_devs + 1, sizeof(*devs));
 	struct moved_hole *holes = calloc(sp->nr_devs + 1, sizeof(*holes));
-	const struct mfs_ioctl_space_chunk **list = calloc(sp->nr_chunks + 1, sizeof(*list));
+	const struct mfs_space_chunk **list = calloc(sp->nr_chunks + 1, sizeof(*list));
 	u64 *lens = calloc(sp->nr_devs + 1, sizeof(*lens));
 	int i, j, s, n = 0, ret = 0;
 
@@ -948,12 +941,12 @@ static int shrink_fits(const struct mfs_space *sp, u64 devid, u64 new_size,
 		devs[i].total_bytes = sp->devs[i].devid == devid ? new_size : sp->devs[i].total_bytes;
 	}
 	for (i = 0; i < sp->nr_chunks; i++) {
-		const struct mfs_ioctl_space_chunk *c = &sp->chunks[i];
+		const struct mfs_space_chunk *c = &sp->chunks[i];
 
-		for (s = 0; s < chunk_nr_stripes(c); s++)
+		for (s = 0; (u64)s < c->num_stripes; s++)
 			for (j = 0; j < sp->nr_devs; j++)
-				if (devs[j].devid == c->devids[s])
-					mfs_device_add_extent(&devs[j], c->physical[s], c->stripe_size,
+				if (devs[j].devid == c->stripes[s].devid)
+					mfs_device_add_extent(&devs[j], c->stripes[s].physical, c->stripe_size,
 							      c->logical);
 		if (!chunk_past(c, devid, new_size))
 			continue;
@@ -1090,7 +1083,7 @@ static int do_resize(struct mfs_target *t, const char *arg, const struct resize_
 		goto out;
 	}
 	{
-		const struct mfs_ioctl_space_chunk *stuck;
+		const struct mfs_space_chunk *stuck;
 		struct mfs_ioctl_restripe_args *a;
 		u64 nmove, bytes;
 		int err = shrink_fits(&sp, devid, new_size, &stuck, &nmove, &bytes);

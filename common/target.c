@@ -108,53 +108,131 @@ static int do_ioctl(struct mfs_target *t, unsigned long cmd, void *arg)
 	return ioctl(t->fd, cmd, arg) < 0 ? -errno : 0;
 }
 
-int mfs_target_space(struct mfs_target *t, struct mfs_space *sp)
+/* The first page: sizes the arrays and gives the figures that are not paged. */
+static int space_first_page(struct mfs_space *sp, const struct mfs_ioctl_space *page)
 {
-	struct mfs_ioctl_space *page = calloc(1, sizeof(*page));
-	u64 cursor = 0;
-	int ret = 0;
-
-	memset(sp, 0, sizeof(*sp));
-	if (!page)
+	if (page->total_devices > INT_MAX || page->total_chunks > INT_MAX)
+		return -EOVERFLOW;
+	sp->devs = calloc(page->total_devices + 1, sizeof(*sp->devs));
+	sp->chunks = calloc(page->total_chunks + 1, sizeof(*sp->chunks));
+	if (!sp->devs || !sp->chunks)
 		return -ENOMEM;
-	while (cursor != (u64)-1) {
-		void *p;
+	sp->data_profile = page->data_profile;
+	sp->metadata_profile = page->metadata_profile;
+	sp->system_profile = page->system_profile;
+	sp->statfs_blocks = page->statfs_blocks;
+	sp->statfs_bfree = page->statfs_bfree;
+	return 0;
+}
 
+/*
+ * Append one page. -EAGAIN when it does not continue the pages before it
+ * (the layout changed in between), -EIO when it makes no sense.
+ */
+static int space_add_page(struct mfs_space *sp, const struct mfs_ioctl_space *page,
+			  const struct mfs_ioctl_space *first, u64 stripe_cursor)
+{
+	u64 i, s = 0;
+
+	if (page->generation != first->generation || page->total_devices != first->total_devices ||
+	    page->total_chunks != first->total_chunks)
+		return -EAGAIN;
+	if (page->nr_devices > MFS_SPACE_MAX_DEVS || page->nr_chunks > MFS_SPACE_MAX_CHUNKS ||
+	    page->nr_stripes > MFS_SPACE_MAX_STRIPES ||
+	    sp->nr_devs + page->nr_devices > page->total_devices)
+		return -EIO;
+	memcpy(sp->devs + sp->nr_devs, page->devs, page->nr_devices * sizeof(*sp->devs));
+	sp->nr_devs += page->nr_devices;
+	for (i = 0; i < page->nr_chunks; i++) {
+		const struct mfs_ioctl_space_chunk *pc = &page->chunks[i];
+		struct mfs_space_chunk *c;
+
+		if (pc->num_stripes == 0 || pc->first_stripe + pc->nr_stripes > pc->num_stripes ||
+		    s + pc->nr_stripes > page->nr_stripes)
+			return -EIO;
+		if (i == 0 && stripe_cursor && !pc->first_stripe)
+			return -EAGAIN;
+		if (pc->first_stripe) {
+			/* the rest of the last chunk of the page before */
+			c = sp->nr_chunks ? &sp->chunks[sp->nr_chunks - 1] : NULL;
+			if (i || !c || c->logical != pc->logical || pc->first_stripe != stripe_cursor)
+				return -EAGAIN;
+		} else {
+			if (sp->nr_chunks + 1 > (int)page->total_chunks)
+				return -EIO;
+			c = &sp->chunks[sp->nr_chunks++];
+			c->logical = pc->logical;
+			c->length = pc->length;
+			c->type = pc->type;
+			c->used = pc->used;
+			c->num_stripes = pc->num_stripes;
+			c->stripe_size = pc->stripe_size;
+			c->stripes = calloc(pc->num_stripes, sizeof(*c->stripes));
+			if (!c->stripes)
+				return -ENOMEM;
+		}
+		memcpy(c->stripes + pc->first_stripe, page->stripes + s,
+		       pc->nr_stripes * sizeof(*c->stripes));
+		s += pc->nr_stripes;
+	}
+	return 0;
+}
+
+/* Every page, once; -EAGAIN when the layout changed on the way. */
+static int space_read(struct mfs_target *t, struct mfs_space *sp, struct mfs_ioctl_space *page,
+		      struct mfs_ioctl_space *first)
+{
+	u64 dev_cursor = 0, chunk_cursor = 0, stripe_cursor = 0;
+	int ret = 0, n;
+
+	for (n = 0; dev_cursor != MFS_SPACE_END || chunk_cursor != MFS_SPACE_END; n++) {
 		memset(page, 0, sizeof(*page));
-		page->cursor = cursor;
+		page->dev_cursor = dev_cursor;
+		page->chunk_cursor = chunk_cursor;
+		page->stripe_cursor = stripe_cursor;
 		if (t->online)
 			ret = do_ioctl(t, MFS_IOC_SPACE, page);
 		else
 			mfs_admin_space(t->fs, page);
 		if (ret)
-			break;
-		if (!sp->devs) {
-			sp->devs = calloc(page->nr_devices + 1, sizeof(*sp->devs));
-			if (!sp->devs) {
-				ret = -ENOMEM;
-				break;
-			}
-			memcpy(sp->devs, page->devs, page->nr_devices * sizeof(*sp->devs));
-			sp->nr_devs = page->nr_devices;
-			sp->data_profile = page->data_profile;
-			sp->metadata_profile = page->metadata_profile;
-			sp->system_profile = page->system_profile;
-			sp->statfs_blocks = page->statfs_blocks;
-			sp->statfs_bfree = page->statfs_bfree;
+			return ret;
+		if (n == 0) {
+			memcpy(first, page, sizeof(*first));
+			ret = space_first_page(sp, page);
+			if (ret)
+				return ret;
 		}
-		p = realloc(sp->chunks, (sp->nr_chunks + page->nr_chunks + 1) * sizeof(*sp->chunks));
-		if (!p) {
-			ret = -ENOMEM;
+		ret = space_add_page(sp, page, first, stripe_cursor);
+		if (ret)
+			return ret;
+		/* every page must move a cursor on */
+		if (!page->nr_devices && !page->nr_stripes)
+			return -EIO;
+		dev_cursor = page->dev_cursor;
+		chunk_cursor = page->chunk_cursor;
+		stripe_cursor = page->stripe_cursor;
+	}
+	/* every chunk complete, every device there */
+	if (sp->nr_devs != (int)first->total_devices || sp->nr_chunks != (int)first->total_chunks)
+		return -EAGAIN;
+	return 0;
+}
+
+int mfs_target_space(struct mfs_target *t, struct mfs_space *sp)
+{
+	struct mfs_ioctl_space *page = calloc(1, sizeof(*page));
+	struct mfs_ioctl_space *first = calloc(1, sizeof(*first));
+	int ret = -ENOMEM, tries;
+
+	memset(sp, 0, sizeof(*sp));
+	for (tries = 0; page && first && tries < 10; tries++) {
+		ret = space_read(t, sp, page, first);
+		if (ret != -EAGAIN)
 			break;
-		}
-		sp->chunks = p;
-		memcpy(sp->chunks + sp->nr_chunks, page->chunks, page->nr_chunks * sizeof(*sp->chunks));
-		sp->nr_chunks += page->nr_chunks;
-		cursor = page->cursor;
-		if (!page->nr_chunks)
-			break;
+		mfs_space_free(sp);
 	}
 	free(page);
+	free(first);
 	if (ret)
 		mfs_space_free(sp);
 	return ret;
@@ -162,6 +240,10 @@ int mfs_target_space(struct mfs_target *t, struct mfs_space *sp)
 
 void mfs_space_free(struct mfs_space *sp)
 {
+	int i;
+
+	for (i = 0; i < sp->nr_chunks; i++)
+		free(sp->chunks[i].stripes);
 	free(sp->devs);
 	free(sp->chunks);
 	memset(sp, 0, sizeof(*sp));
@@ -195,6 +277,16 @@ int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd)
 		return mfs_admin_restripe_ctl(t->fs, cmd);
 	ret = do_ioctl(t, MFS_IOC_RESTRIPE_CTL, &c);
 	return ret ? ret : c.result;
+}
+
+int mfs_target_restripe_estimate(struct mfs_target *t, struct mfs_ioctl_restripe_estimate *e)
+{
+	int ret;
+
+	if (!t->online)
+		return mfs_admin_restripe_estimate(t->fs, e);
+	ret = do_ioctl(t, MFS_IOC_RESTRIPE_ESTIMATE, e);
+	return ret ? ret : e->result;
 }
 
 int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid)

@@ -17,11 +17,18 @@ struct mfs_target {
 	char mnt[PATH_MAX];		/* mount point or first device, for messages */
 };
 
-/* Every device and chunk, gathered page by page. */
+/* A chunk with all its stripes. */
+struct mfs_space_chunk {
+	u64 logical, length, type, used;
+	u64 num_stripes, stripe_size;
+	struct mfs_ioctl_space_stripe *stripes;	/* num_stripes of them */
+};
+
+/* Every device and chunk, gathered page by page from one layout. */
 struct mfs_space {
 	struct mfs_ioctl_space_dev *devs;
 	int nr_devs;
-	struct mfs_ioctl_space_chunk *chunks;
+	struct mfs_space_chunk *chunks;
 	int nr_chunks;
 	u64 data_profile, metadata_profile, system_profile;
 	u64 statfs_blocks, statfs_bfree;
@@ -42,6 +49,7 @@ void mfs_space_free(struct mfs_space *sp);
 int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_args *a);
 int mfs_target_restripe_status(struct mfs_target *t, struct mfs_ioctl_restripe_status *st);
 int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd);
+int mfs_target_restripe_estimate(struct mfs_target *t, struct mfs_ioctl_restripe_estimate *e);
 int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid);
 int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
 

@@ -969,6 +969,40 @@ static bool caller_is_admin(fuse_req_t req)
 	return admin;
 }
 
+/*
+ * The argument of a restricted ioctl: a zeroed struct of the size the
+ * command number encodes, holding the caller's copy when the command takes
+ * one in. NULL after replying EINVAL (a buffer smaller than the struct) or
+ * ENOMEM.
+ */
+static void *ioctl_arg(fuse_req_t req, unsigned int cmd, const void *in_buf, size_t in_bufsz,
+		       size_t out_bufsz)
+{
+	size_t size = _IOC_SIZE(cmd);
+	bool in = _IOC_DIR(cmd) & _IOC_WRITE, out = _IOC_DIR(cmd) & _IOC_READ;
+	void *arg;
+
+	if ((in && in_bufsz < size) || (out && out_bufsz < size)) {
+		fuse_reply_err(req, EINVAL);
+		return NULL;
+	}
+	arg = calloc(1, size);
+	if (!arg) {
+		fuse_reply_err(req, ENOMEM);
+		return NULL;
+	}
+	if (in)
+		memcpy(arg, in_buf, size);
+	return arg;
+}
+
+/* Reply with the argument ioctl_arg gave, as the command left it, and free it. */
+static void ioctl_reply_arg(fuse_req_t req, unsigned int cmd, void *arg)
+{
+	fuse_reply_ioctl(req, 0, arg, _IOC_SIZE(cmd));
+	free(arg);
+}
+
 /* MFS_IOC_DEV_STATS: every device's error counters; optionally reset them. */
 static void ioctl_dev_stats(fuse_req_t req, struct server *s, const void *in_buf,
 			    size_t in_bufsz, size_t out_bufsz)
@@ -982,16 +1016,11 @@ static void ioctl_dev_stats(fuse_req_t req, struct server *s, const void *in_buf
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (in_bufsz < sizeof(*ds) || out_bufsz < sizeof(*ds)) {
-		fuse_reply_err(req, EINVAL);
+	ds = ioctl_arg(req, MFS_IOC_DEV_STATS, in_buf, in_bufsz, out_bufsz);
+	if (!ds)
 		return;
-	}
-	ds = calloc(1, sizeof(*ds));
-	if (!ds) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	reset = ((const struct mfs_ioctl_dev_stats *)in_buf)->flags & MFS_DEV_STATS_RESET;
+	reset = ds->flags & MFS_DEV_STATS_RESET;
+	memset(ds, 0, sizeof(*ds));
 	if (reset && s->opts->ro) {
 		free(ds);
 		fuse_reply_err(req, EROFS);
@@ -1026,8 +1055,7 @@ static void ioctl_dev_stats(fuse_req_t req, struct server *s, const void *in_buf
 			return;
 		}
 	}
-	fuse_reply_ioctl(req, 0, ds, sizeof(*ds));
-	free(ds);
+	ioctl_reply_arg(req, MFS_IOC_DEV_STATS, ds);
 }
 
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
@@ -1038,8 +1066,6 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 
 	(void)arg;
 	(void)fi;
-	(void)in_buf;
-	(void)in_bufsz;
 	if (ino != FUSE_ROOT_ID || !(flags & FUSE_IOCTL_DIR)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
@@ -1050,17 +1076,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	}
 	switch (cmd) {
 	case MFS_IOC_FS_INFO: {
-		struct mfs_ioctl_fs_info *info;
+		struct mfs_ioctl_fs_info *info = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (out_bufsz < sizeof(*info)) {
-			fuse_reply_err(req, EINVAL);
+		if (!info)
 			return;
-		}
-		info = calloc(1, sizeof(*info));
-		if (!info) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
 		info->daemon_pid = getpid();
 		pthread_mutex_lock(&s->fs->lock);
 		memcpy(info->fsid, s->fs->fsid, sizeof(info->fsid));
@@ -1071,22 +1090,16 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		snprintf(info->first_device, sizeof(info->first_device), "%s",
 			 s->opts->fsname ? s->opts->fsname : "");
 		pthread_mutex_unlock(&s->fs->lock);
-		fuse_reply_ioctl(req, 0, info, sizeof(*info));
-		free(info);
+		ioctl_reply_arg(req, cmd, info);
 		return;
 	}
 	case MFS_IOC_SPACE: {
-		struct mfs_ioctl_space *sp = calloc(1, sizeof(*sp));
+		struct mfs_ioctl_space *sp = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (!sp || in_bufsz < sizeof(*sp) || out_bufsz < sizeof(*sp)) {
-			free(sp);
-			fuse_reply_err(req, sp ? EINVAL : ENOMEM);
+		if (!sp)
 			return;
-		}
-		memcpy(sp, in_buf, sizeof(*sp));
 		mfs_admin_space(s->fs, sp);
-		fuse_reply_ioctl(req, 0, sp, sizeof(*sp));
-		free(sp);
+		ioctl_reply_arg(req, cmd, sp);
 		return;
 	}
 	}
@@ -1094,7 +1107,8 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (s->opts->ro && cmd != MFS_IOC_RESTRIPE_STATUS) {
+	/* the read-only inspections */
+	if (s->opts->ro && cmd != MFS_IOC_RESTRIPE_STATUS && cmd != MFS_IOC_RESTRIPE_ESTIMATE) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
@@ -1103,72 +1117,61 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_ioctl(req, mfs_sync_fs(s->fs), NULL, 0);
 		return;
 	case MFS_IOC_RESTRIPE_START: {
-		struct mfs_ioctl_restripe_args *a = malloc(sizeof(*a));
+		struct mfs_ioctl_restripe_args *a = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (!a || in_bufsz < sizeof(*a) || out_bufsz < sizeof(*a)) {
-			free(a);
-			fuse_reply_err(req, a ? EINVAL : ENOMEM);
+		if (!a)
 			return;
-		}
-		memcpy(a, in_buf, sizeof(*a));
 		if (mfs_admin_restripe_start(s->fs, a) == 0)
 			a->result = start_restriper(s);
-		fuse_reply_ioctl(req, 0, a, sizeof(*a));
-		free(a);
+		ioctl_reply_arg(req, cmd, a);
 		return;
 	}
 	case MFS_IOC_RESTRIPE_STATUS: {
-		struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
+		struct mfs_ioctl_restripe_status *st = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (!st || out_bufsz < sizeof(*st)) {
-			free(st);
-			fuse_reply_err(req, st ? EINVAL : ENOMEM);
+		if (!st)
 			return;
-		}
 		mfs_admin_restripe_status(s->fs, st);
-		fuse_reply_ioctl(req, 0, st, sizeof(*st));
-		free(st);
+		ioctl_reply_arg(req, cmd, st);
+		return;
+	}
+	case MFS_IOC_RESTRIPE_ESTIMATE: {
+		struct mfs_ioctl_restripe_estimate *e = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
+
+		if (!e)
+			return;
+		mfs_admin_restripe_estimate(s->fs, e);
+		ioctl_reply_arg(req, cmd, e);
 		return;
 	}
 	case MFS_IOC_RESTRIPE_CTL: {
-		struct mfs_ioctl_restripe_ctl c;
+		struct mfs_ioctl_restripe_ctl *c = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (in_bufsz < sizeof(c) || out_bufsz < sizeof(c)) {
-			fuse_reply_err(req, EINVAL);
+		if (!c)
 			return;
-		}
-		memcpy(&c, in_buf, sizeof(c));
-		c.result = mfs_admin_restripe_ctl(s->fs, c.cmd);
-		if (c.result == 0 && c.cmd == MFS_RESTRIPE_CTL_RESUME)
-			c.result = start_restriper(s);
-		fuse_reply_ioctl(req, 0, &c, sizeof(c));
+		c->result = mfs_admin_restripe_ctl(s->fs, c->cmd);
+		if (c->result == 0 && c->cmd == MFS_RESTRIPE_CTL_RESUME)
+			c->result = start_restriper(s);
+		ioctl_reply_arg(req, cmd, c);
 		return;
 	}
 	case MFS_IOC_DEV_ADD: {
-		struct mfs_ioctl_dev_add *d = malloc(sizeof(*d));
+		struct mfs_ioctl_dev_add *d = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (!d || in_bufsz < sizeof(*d) || out_bufsz < sizeof(*d)) {
-			free(d);
-			fuse_reply_err(req, d ? EINVAL : ENOMEM);
+		if (!d)
 			return;
-		}
-		memcpy(d, in_buf, sizeof(*d));
 		d->path[sizeof(d->path) - 1] = 0;
 		d->result = mfs_admin_device_add(s->fs, d->path, &d->devid);
-		fuse_reply_ioctl(req, 0, d, sizeof(*d));
-		free(d);
+		ioctl_reply_arg(req, cmd, d);
 		return;
 	}
 	case MFS_IOC_RESIZE: {
-		struct mfs_ioctl_resize r;
+		struct mfs_ioctl_resize *r = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
-		if (in_bufsz < sizeof(r) || out_bufsz < sizeof(r)) {
-			fuse_reply_err(req, EINVAL);
+		if (!r)
 			return;
-		}
-		memcpy(&r, in_buf, sizeof(r));
-		r.result = mfs_admin_grow(s->fs, r.devid, r.new_size);
-		fuse_reply_ioctl(req, 0, &r, sizeof(r));
+		r->result = mfs_admin_grow(s->fs, r->devid, r->new_size);
+		ioctl_reply_arg(req, cmd, r);
 		return;
 	}
 	}

@@ -120,6 +120,25 @@ int mfs_admin_restripe_start(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_a
 	return ret;
 }
 
+int mfs_admin_restripe_estimate(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_estimate *io)
+{
+	struct mfs_restripe_estimate est;
+	struct mfs_restripe_args a;
+
+	mfs_restripe_args_from_ioctl(&a, &io->args);
+	pthread_mutex_lock(&fs->lock);
+	io->result = mfs_restripe_estimate(fs, &a, &est);
+	pthread_mutex_unlock(&fs->lock);
+	if (!io->result) {
+		io->chunks = est.chunks;
+		io->bytes = est.bytes;
+		io->raw_needed = est.raw_needed;
+		io->raw_available = est.raw_available;
+		io->fits = est.fits;
+	}
+	return io->result;
+}
+
 int mfs_admin_restripe_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 {
 	struct mfs_restripe_status *st = fs->restripe;
@@ -151,23 +170,12 @@ int mfs_admin_restripe_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 	return ret;
 }
 
-/* One page of the space picture (devices always, chunks from cursor). */
-void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
+static void space_devices(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u64 first)
 {
-	u64 first = sp->cursor;
-	struct statvfs sv;
-	int i;
+	u64 i;
 
-	mfs_statfs(fs, &sv);
-	pthread_mutex_lock(&fs->lock);
-	memset(sp, 0, sizeof(*sp));
-	sp->statfs_blocks = (u64)sv.f_blocks * sv.f_frsize;
-	sp->statfs_bfree = (u64)sv.f_bavail * sv.f_frsize;
-	sp->data_profile = fs->data_profile;
-	sp->metadata_profile = fs->metadata_profile;
-	sp->system_profile = fs->system_profile;
-	for (i = 0; i < fs->nr_devices && i < MFS_SPACE_MAX_DEVS; i++) {
-		struct mfs_device *d = fs->devices[i];
+	for (i = 0; first + i < (u64)fs->nr_devices && i < MFS_SPACE_MAX_DEVS; i++) {
+		struct mfs_device *d = fs->devices[first + i];
 		struct mfs_ioctl_space_dev *o = &sp->devs[i];
 
 		o->devid = d->devid;
@@ -179,26 +187,63 @@ void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
 		snprintf(o->path, sizeof(o->path), "%s", d->path ? d->path : "");
 	}
 	sp->nr_devices = i;
-	sp->total_chunks = fs->nr_chunks;
-	for (i = 0; first + i < (u64)fs->nr_chunks && i < MFS_SPACE_MAX_CHUNKS; i++) {
-		struct mfs_chunk_map *m = fs->chunks[first + i];
-		struct mfs_block_group *bg = mfs_lookup_block_group(fs, m->logical);
-		struct mfs_ioctl_space_chunk *c = &sp->chunks[i];
-		int s;
+	sp->dev_cursor = first + i < (u64)fs->nr_devices ? first + i : MFS_SPACE_END;
+}
 
+/* Chunks from index first, stripes of the first one from stripe on, while they fit. */
+static void space_chunks(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u64 first, u64 stripe)
+{
+	u64 idx = first;
+
+	while (idx < (u64)fs->nr_chunks && sp->nr_chunks < MFS_SPACE_MAX_CHUNKS &&
+	       sp->nr_stripes < MFS_SPACE_MAX_STRIPES) {
+		struct mfs_chunk_map *m = fs->chunks[idx];
+		struct mfs_block_group *bg = mfs_lookup_block_group(fs, m->logical);
+		struct mfs_ioctl_space_chunk *c = &sp->chunks[sp->nr_chunks++];
+
+		/* a cursor from an older layout: the caller starts over */
+		if (stripe >= (u64)m->num_stripes)
+			stripe = 0;
 		c->logical = m->logical;
 		c->length = m->length;
 		c->type = m->type;
 		c->used = bg ? bg->used : 0;
 		c->num_stripes = m->num_stripes;
 		c->stripe_size = mfs_map_stripe_size(m);
-		for (s = 0; s < m->num_stripes && s < 16; s++) {
-			c->devids[s] = m->stripes[s].devid;
-			c->physical[s] = m->stripes[s].physical;
+		c->first_stripe = stripe;
+		for (; stripe < (u64)m->num_stripes && sp->nr_stripes < MFS_SPACE_MAX_STRIPES; stripe++) {
+			sp->stripes[sp->nr_stripes].devid = m->stripes[stripe].devid;
+			sp->stripes[sp->nr_stripes++].physical = m->stripes[stripe].physical;
+			c->nr_stripes++;
 		}
+		if (stripe < (u64)m->num_stripes)
+			break;		/* the rest of this chunk on the next page */
+		idx++;
+		stripe = 0;
 	}
-	sp->nr_chunks = i;
-	sp->cursor = first + i < (u64)fs->nr_chunks ? first + i : (u64)-1;
+	sp->chunk_cursor = idx < (u64)fs->nr_chunks ? idx : MFS_SPACE_END;
+	sp->stripe_cursor = idx < (u64)fs->nr_chunks ? stripe : 0;
+}
+
+void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
+{
+	u64 dev_cursor = sp->dev_cursor, chunk_cursor = sp->chunk_cursor;
+	u64 stripe_cursor = sp->stripe_cursor;
+	struct statvfs sv;
+
+	mfs_statfs(fs, &sv);
+	pthread_mutex_lock(&fs->lock);
+	memset(sp, 0, sizeof(*sp));
+	sp->generation = fs->generation;
+	sp->total_devices = fs->nr_devices;
+	sp->total_chunks = fs->nr_chunks;
+	sp->statfs_blocks = (u64)sv.f_blocks * sv.f_frsize;
+	sp->statfs_bfree = (u64)sv.f_bavail * sv.f_frsize;
+	sp->data_profile = fs->data_profile;
+	sp->metadata_profile = fs->metadata_profile;
+	sp->system_profile = fs->system_profile;
+	space_devices(fs, sp, dev_cursor);
+	space_chunks(fs, sp, chunk_cursor, stripe_cursor);
 	pthread_mutex_unlock(&fs->lock);
 }
 

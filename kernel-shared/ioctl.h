@@ -74,6 +74,21 @@ struct mfs_ioctl_restripe_ctl {
 };
 #define MFS_IOC_RESTRIPE_CTL	_IOWR(MFS_IOCTL_MAGIC, 12, struct mfs_ioctl_restripe_ctl)
 
+/*
+ * balance start --dry-run: what the restripe `args` describe would move and
+ * whether it fits; nothing is changed. Allowed on a read-only mount.
+ */
+struct mfs_ioctl_restripe_estimate {
+	struct mfs_ioctl_restripe_args args;	/* in (its result and msg unused) */
+	uint64_t chunks;		/* out: chunks selected */
+	uint64_t bytes;			/* out: used bytes in them */
+	uint64_t raw_needed;		/* out: raw space their new layouts take */
+	uint64_t raw_available;		/* out: unallocated raw space usable for them */
+	uint32_t fits;			/* out: 1 when every chunk can be placed */
+	int32_t result;			/* out: 0 or -errno */
+};
+#define MFS_IOC_RESTRIPE_ESTIMATE _IOWR(MFS_IOCTL_MAGIC, 16, struct mfs_ioctl_restripe_estimate)
+
 struct mfs_ioctl_dev_add {
 	char path[4096];
 	uint64_t devid;			/* out */
@@ -81,9 +96,20 @@ struct mfs_ioctl_dev_add {
 };
 #define MFS_IOC_DEV_ADD		_IOWR(MFS_IOCTL_MAGIC, 13, struct mfs_ioctl_dev_add)
 
-/* ---- space: devices and chunks, a page at a time ---- */
-#define MFS_SPACE_MAX_DEVS	32
+/*
+ * ---- space: devices and chunks, a page at a time ----
+ * A filesystem has any number of devices (device add has no limit) and a
+ * raid0/10/5/6 chunk has a stripe on each of them, so devices, chunks and
+ * the stripes of one chunk are all paged. Start with every cursor 0 and
+ * call again with the cursors returned until dev_cursor and chunk_cursor
+ * are both MFS_SPACE_END. When generation, total_devices or total_chunks
+ * differ from the first page's, the layout changed in between: start over.
+ */
+#define MFS_SPACE_MAX_DEVS	16
 #define MFS_SPACE_MAX_CHUNKS	32
+/* small enough that a test filesystem of 34 devices spans pages mid-chunk */
+#define MFS_SPACE_MAX_STRIPES	64
+#define MFS_SPACE_END		(~(uint64_t)0)
 struct mfs_ioctl_space_dev {
 	uint64_t devid;
 	uint64_t total_bytes;
@@ -91,25 +117,35 @@ struct mfs_ioctl_space_dev {
 	uint64_t flags;
 	uint64_t missing;
 	uint64_t device_size;		/* size of the underlying device */
-	char path[128];
+	char path[512];
 };
 struct mfs_ioctl_space_chunk {
 	uint64_t logical;
 	uint64_t length;
 	uint64_t type;
 	uint64_t used;
-	uint64_t num_stripes;
+	uint64_t num_stripes;		/* of the whole chunk */
 	uint64_t stripe_size;
-	uint64_t devids[16];
-	uint64_t physical[16];		/* where each stripe starts on its device */
+	uint64_t first_stripe;		/* index in the chunk of its first stripe on this page */
+	uint64_t nr_stripes;		/* its stripes on this page, next in stripes[] */
+};
+struct mfs_ioctl_space_stripe {
+	uint64_t devid;
+	uint64_t physical;		/* where the stripe starts on its device */
 };
 struct mfs_ioctl_space {
-	uint64_t cursor;		/* in: first chunk index; out: next, or ~0 at the end */
-	uint64_t nr_devices, nr_chunks, total_chunks;
+	/* in: where this page starts; out: where the next one does (or MFS_SPACE_END) */
+	uint64_t dev_cursor;		/* device index */
+	uint64_t chunk_cursor;		/* chunk index, in logical order */
+	uint64_t stripe_cursor;		/* first stripe of chunk chunk_cursor */
+	uint64_t generation;		/* out: of the last commit */
+	uint64_t total_devices, total_chunks;
+	uint64_t nr_devices, nr_chunks, nr_stripes;	/* out: on this page */
 	uint64_t data_profile, metadata_profile, system_profile;
 	uint64_t statfs_blocks, statfs_bfree;	/* df figures, bytes */
 	struct mfs_ioctl_space_dev devs[MFS_SPACE_MAX_DEVS];
 	struct mfs_ioctl_space_chunk chunks[MFS_SPACE_MAX_CHUNKS];
+	struct mfs_ioctl_space_stripe stripes[MFS_SPACE_MAX_STRIPES];
 };
 #define MFS_IOC_SPACE		_IOWR(MFS_IOCTL_MAGIC, 14, struct mfs_ioctl_space)
 
@@ -124,6 +160,7 @@ struct mfs_ioctl_resize {
 _Static_assert(sizeof(struct mfs_ioctl_restripe_status) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_space) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_dev_add) < 16384, "restricted ioctl size");
+_Static_assert(sizeof(struct mfs_ioctl_restripe_estimate) < 16384, "restricted ioctl size");
 
 /* ---- device error counters (mfs device stats) ---- */
 #define MFS_DEV_STATS_MAX_DEVS	64

@@ -348,6 +348,70 @@ ui_profile() {
 	verify_offline "$T/img1"
 }
 
+@test "balance --dry-run online: the offline output, by mount point or device; nothing moves; root only" {
+	# the filesystem of the offline test: a raid1 convert of the data cannot
+	# fit. (A device is resolved to its mount point when it is the one the
+	# filesystem was mounted from.)
+	make_images 2 256M
+	mkdir -p "$T/src"
+	gen_file "$T/src/a" 200
+	mkfs.mfs -q -d single -m raid1 -r "$T/src" $(imgs 2)
+	sums "$T/src" >"$T/want"
+	chunk_layout "$T/img1" >"$T/before"
+	opts=("-d" "-dconvert=raid1" "-dusage=90..100,limit=2" "-mconvert=dup -f" "")
+
+	# offline first: the reference, output and exit code
+	for o in "${!opts[@]}"; do
+		run --separate-stderr mfs balance start --dry-run ${opts[$o]} "$T/img1"
+		echo "exit $status" >"$T/off.$o"
+		echo "$output" >>"$T/off.$o"
+		assert_stderr_empty
+	done
+	grep -qx "It fits." "$T/off.0"
+	grep -qx "exit 1" "$T/off.1"
+	grep -qx "It does NOT fit." "$T/off.1"
+
+	mnt "$T/img1"
+	mfs filesystem usage -b "$T/mnt" >"$T/usage.before"
+	mfs filesystem df -b "$T/mnt" >"$T/df.before"
+	for o in "${!opts[@]}"; do
+		for target in "$T/mnt" "$T/img1"; do
+			run --separate-stderr mfs balance start --dry-run ${opts[$o]} "$target"
+			assert_stderr_empty
+			diff -u "$T/off.$o" - <<<"exit $status
+$output"
+		done
+	done
+
+	# nothing moved and no operation was started or persisted
+	mfs filesystem usage -b "$T/mnt" | diff -u "$T/usage.before" -
+	mfs filesystem df -b "$T/mnt" | diff -u "$T/df.before" -
+	run mfs balance status "$T/mnt"
+	assert_success
+	assert_output "No balance found on '$T/mnt'"
+
+	# an admin operation, as balance start is; allowed on a read-only mount
+	d=$T
+	while [ "$d" != / ] && [ "$d" != /tmp ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+	id nobody >/dev/null 2>&1 || useradd -r -M nobody
+	run --separate-stderr setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" \
+		--clear-groups --inh-caps=-all env MFS_REGISTRY="$T/noreg" \
+		"$MFS_BUILD/mfs" balance start --dry-run -d "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot estimate: Operation not permitted"
+	verify_online
+	umnt
+	chunk_layout "$T/img1" | diff -u "$T/before" -
+	run mfs inspect-internal dump-tree -t root "$T/img1"
+	refute_output --partial BALANCE_ITEM
+	mnt -o ro "$T/img1"
+	run --separate-stderr mfs balance start --dry-run -dconvert=raid1 "$T/mnt"
+	diff -u "$T/off.1" - <<<"exit $status
+$output"
+	umnt
+	verify_offline "$T/img1"
+}
+
 # A closed walk through the complete directed graph of the nine profiles
 # (with loops): every ordered pair A->B appears exactly once among its 81
 # steps, and it ends where it starts.

@@ -596,3 +596,47 @@ shrink_online() {
 	run mfs check $(imgs 2)
 	assert_success
 }
+
+@test "filesystem usage / df / device usage: 34 devices, chunks striped over all; online equals offline" {
+	# More devices than one page of the space ioctl holds, and chunks of 34
+	# stripes (more than a page holds with the others): every device and
+	# every stripe must still be counted, mounted or not.
+	local c want got
+	make_images 34 256M
+	mkdir -p "$T/src"
+	head -c $((40 * MiB)) /dev/urandom >"$T/src/a"
+	mkfs.mfs -q -d raid0 -m raid6 -r "$T/src" $(imgs 34)
+	chunk_info "$T/img1" >"$T/info"
+
+	cmds=("filesystem usage -b" "filesystem usage -b -T" "device usage -b" "filesystem df -b")
+	for c in "${!cmds[@]}"; do
+		run --separate-stderr mfs ${cmds[$c]} "$T/img1"
+		assert_success
+		assert_stderr_empty
+		echo "$output" >"$T/off.$c"
+	done
+
+	# the truth, from the chunk tree: every device, with all it holds
+	run cat "$T/off.2"
+	[ "$(count_lines ', ID: [0-9]+$')" -eq 34 ]
+	[ "$(count_lines '^   Data,RAID0/34: +26214400$')" -eq 34 ]
+	[ "$(count_lines '^   Metadata,RAID6/34: ')" -eq 34 ]
+	want=$(awk '$1 == "dev" { print $2, $4 }' "$T/info")
+	got=$(awk '/, ID: / { id = $NF } /^   (Data|Metadata|System),/ { sum[id] += $NF }
+		END { for (d in sum) print d, sum[d] }' "$T/off.2" | sort -n)
+	[ "$want" = "$got" ]
+	run cat "$T/off.0"
+	[ "$(field 'Device size')" -eq $((34 * 256 * MiB)) ]
+	[ "$(field 'Device allocated')" -eq "$(awk '$1 == "dev" { s += $4 } END { print s }' "$T/info")" ]
+
+	mkdir -p "$T/mnt"
+	mfs mount "$T/img1" "$T/mnt"
+	echo "$T/mnt" >>"$T/.mounts"
+	for c in "${!cmds[@]}"; do
+		run --separate-stderr mfs ${cmds[$c]} "$T/mnt"
+		assert_success
+		assert_stderr_empty
+		diff -u "$T/off.$c" - <<<"$output"
+	done
+	mfs umount "$T/mnt"
+}
