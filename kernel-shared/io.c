@@ -318,6 +318,63 @@ int mfs_io_read_direct(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
 	return 0;
 }
 
+/* preadv/pwritev until all of iov is done (iov is consumed). */
+static int rw_vec(int fd, struct iovec *iov, int n, u64 off, bool write)
+{
+	while (n) {
+		ssize_t done = write ? pwritev(fd, iov, n, off) : preadv(fd, iov, n, off);
+
+		if (done < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (done == 0)
+			return -EIO;
+		off += done;
+		while (n && (size_t)done >= iov->iov_len) {
+			done -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + done;
+			iov->iov_len -= done;
+		}
+	}
+	return 0;
+}
+
+int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
+			 bool write)
+{
+	struct iovec v[n];
+	uintptr_t misalign = off;
+	u64 pos = off;
+	int i, fd = -1, ret;
+
+	for (i = 0; i < n; i++) {
+		v[i] = iov[i];
+		misalign |= (uintptr_t)iov[i].iov_base | iov[i].iov_len;
+	}
+	if (!(misalign & (MFS_IO_DIRECT_ALIGN - 1)))
+		fd = direct_fd(dev);
+	if (fault_hit(dev, write ? MFS_IO_WRITE : MFS_IO_READ))
+		return -EIO;
+	if (write) {
+		for (i = 0; i < n; pos += iov[i].iov_len, i++)
+			log_record(dev, MFS_IO_WRITE, iov[i].iov_base, iov[i].iov_len, pos);
+	}
+	ret = rw_vec(fd >= 0 ? fd : dev->fd, v, n, off, write);
+	/* a file system that refuses O_DIRECT gets it buffered */
+	if (ret == -EINVAL && fd >= 0) {
+		for (i = 0; i < n; i++)
+			v[i] = iov[i];
+		ret = rw_vec(dev->fd, v, n, off, write);
+	}
+	return ret;
+}
+
 int mfs_io_flush(struct mfs_io_dev *dev)
 {
 	if (fault_hit(dev, MFS_IO_FLUSH))

@@ -5,6 +5,7 @@
 #ifndef MFS_IO_H
 #define MFS_IO_H
 
+#include <sys/uio.h>
 #include <pthread.h>
 #include "kerncompat.h"
 
@@ -41,6 +42,12 @@ int mfs_io_flush(struct mfs_io_dev *dev);
  * devices that take no O_DIRECT, get a buffered write.
  */
 #define MFS_IO_DIRECT_ALIGN 4096
+/*
+ * One vectored transfer at off: iov's pieces lie back to back on the device.
+ * O_DIRECT when every piece is aligned; a write is logged piece by piece.
+ */
+int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
+			 bool write);
 int mfs_io_read_direct(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
 int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
 /* A hint, neither counted nor logged: start reading [off, +len) into the page cache. */

@@ -988,42 +988,99 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
  * logical range (a reserved extent it writes, or an extent it read the
  * location of under the lock). Chunks with parity keep their open rows
  * under fs->lock and are refused with -EAGAIN.
+ *
+ * The pieces of a range (one per stripe unit and copy) are gathered into
+ * one vectored transfer per run of adjacent space on a device, and the
+ * transfers to different devices run in parallel.
  */
-int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+#define BATCH_IOV 64
+
+struct dev_batch {
+	struct mfs_device *dev;
+	u64 physical;		/* where the run starts on dev */
+	u64 len;
+	int n;
+	struct iovec iov[BATCH_IOV];
+	bool write;
+	int ret;
+};
+
+struct batch_set {
+	struct dev_batch *b;
+	int n, max;
+};
+
+static int batch_add(struct batch_set *set, struct mfs_device *dev, u64 physical, void *buf,
+		     u64 len, bool write)
 {
-	const u8 *p = buf;
+	struct dev_batch *b;
+	int i;
 
-	while (len) {
-		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
-		struct mfs_io_map io;
-		u64 n;
-		int i, ret;
-
-		if (!map)
-			return -EUCLEAN;
-		if (mfs_profile(map->type)->nparity)
-			return -EAGAIN;
-		ret = mfs_map_block(map, logical, &io);
-		if (ret)
-			return ret;
-		n = min_t(u64, len, io.length);
-		for (i = 0; i < io.ncopies; i++) {
-			struct mfs_map_stripe *s = &map->stripes[io.stripe[i]];
-
-			if (!s->dev || !s->dev->io)
-				return -EIO;
-			ret = mfs_io_write_direct(s->dev->io, p, n, io.physical[i]);
-			if (ret)
-				return ret;
-		}
-		logical += n;
-		p += n;
-		len -= n;
+	for (i = 0; i < set->n; i++) {
+		b = &set->b[i];
+		if (b->dev == dev && b->physical + b->len == physical && b->n < BATCH_IOV)
+			goto append;
 	}
+	if (set->n == set->max) {
+		int nmax = set->max ? set->max * 2 : 8;
+		void *p = realloc(set->b, nmax * sizeof(*set->b));
+
+		if (!p)
+			return -ENOMEM;
+		set->b = p;
+		set->max = nmax;
+	}
+	b = &set->b[set->n++];
+	b->dev = dev;
+	b->physical = physical;
+	b->len = 0;
+	b->n = 0;
+	b->write = write;
+	b->ret = 0;
+append:
+	b->iov[b->n].iov_base = buf;
+	b->iov[b->n].iov_len = len;
+	b->n++;
+	b->len += len;
 	return 0;
 }
 
-/* The copy of a piece whose device has the fewest reads in flight. */
+static void *batch_run(void *arg)
+{
+	struct dev_batch *b = arg;
+
+	if (!b->write)
+		__atomic_add_fetch(&b->dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+	b->ret = mfs_io_rw_vec_direct(b->dev->io, b->iov, b->n, b->physical, b->write);
+	if (!b->write)
+		__atomic_sub_fetch(&b->dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Run every batch, those after the first on their own threads; the first error. */
+static int batches_run(struct batch_set *set)
+{
+	pthread_t tid[set->n];
+	bool started[set->n];
+	int i, ret = 0;
+
+	for (i = 1; i < set->n; i++)
+		started[i] = pthread_create(&tid[i], NULL, batch_run, &set->b[i]) == 0;
+	if (set->n)
+		batch_run(&set->b[0]);
+	for (i = 1; i < set->n; i++) {
+		if (started[i])
+			pthread_join(tid[i], NULL);
+		else
+			batch_run(&set->b[i]);
+	}
+	for (i = 0; i < set->n; i++)
+		if (set->b[i].ret && !ret)
+			ret = set->b[i].ret;
+	return ret;
+}
+
+/* The copy of a piece whose device has the fewest reads in flight (the first on a tie). */
 static int least_busy_copy(const struct mfs_chunk_map *map, const struct mfs_io_map *io)
 {
 	int i, best = -1, best_load = 0;
@@ -1043,39 +1100,62 @@ static int least_busy_copy(const struct mfs_chunk_map *map, const struct mfs_io_
 	return best;
 }
 
-int mfs_read_logical_unlocked(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len)
+static int rw_unlocked(struct mfs_fs_info *fs, u64 logical, u8 *p, u32 len, bool write)
 {
-	u8 *p = buf;
+	struct batch_set set = { 0 };
+	int ret = 0;
 
-	while (len) {
+	while (!ret && len) {
 		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
-		struct mfs_device *dev;
 		struct mfs_io_map io;
 		u64 n;
-		int c, ret;
+		int c;
 
-		if (!map)
-			return -EUCLEAN;
-		if (mfs_profile(map->type)->nparity)
-			return -EAGAIN;
+		if (!map) {
+			ret = -EUCLEAN;
+			break;
+		}
+		if (mfs_profile(map->type)->nparity) {
+			ret = -EAGAIN;
+			break;
+		}
 		ret = mfs_map_block(map, logical, &io);
 		if (ret)
-			return ret;
+			break;
 		n = min_t(u64, len, io.length);
-		c = least_busy_copy(map, &io);
-		if (c < 0)
-			return -EIO;
-		dev = map->stripes[io.stripe[c]].dev;
-		__atomic_add_fetch(&dev->reads_in_flight, 1, __ATOMIC_RELAXED);
-		ret = mfs_io_read_direct(dev->io, p, n, io.physical[c]);
-		__atomic_sub_fetch(&dev->reads_in_flight, 1, __ATOMIC_RELAXED);
-		if (ret)
-			return ret;
+		for (c = write ? 0 : least_busy_copy(map, &io); !ret && c < io.ncopies; c++) {
+			struct mfs_map_stripe *s;
+
+			if (c < 0) {
+				ret = -EIO;
+				break;
+			}
+			s = &map->stripes[io.stripe[c]];
+			if (!s->dev || !s->dev->io)
+				ret = -EIO;
+			else
+				ret = batch_add(&set, s->dev, io.physical[c], p, n, write);
+			if (!write)
+				break;
+		}
 		logical += n;
 		p += n;
 		len -= n;
 	}
-	return 0;
+	if (!ret)
+		ret = batches_run(&set);
+	free(set.b);
+	return ret;
+}
+
+int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	return rw_unlocked(fs, logical, (u8 *)buf, len, true);
+}
+
+int mfs_read_logical_unlocked(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len)
+{
+	return rw_unlocked(fs, logical, buf, len, false);
 }
 
 /*
