@@ -76,7 +76,7 @@ static void stat_to_fuse(const struct mfs_stat *m, struct stat *st)
 	st->st_rdev = m->rdev;
 	st->st_size = m->size;
 	st->st_blksize = 4096;
-	st->st_blocks = m->nbytes / 512;
+	st->st_blocks = (m->nbytes + 4095) / 4096 * 8;	/* whole 4 KiB blocks, as btrfs */
 	st->st_atim = m->atime;
 	st->st_mtim = m->mtime;
 	st->st_ctim = m->ctime;

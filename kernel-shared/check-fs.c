@@ -541,29 +541,41 @@ static void check_xattr_item(struct fs_check *c, struct cur_inode *cur,
 	}
 }
 
+/*
+ * Inline file extents: a symlink's target, or the data of a small regular
+ * file, which then has no other extent (and counts it in nbytes).
+ */
 static void check_inline_extent(struct fs_check *c, struct cur_inode *cur,
 				const struct mfs_key *key, const struct mfs_file_extent_item *fi,
 				u32 size)
 {
 	u64 ino = cur->ino;
+	const char *what = S_ISLNK(cur->rec->mode) ? "symlink" : "file";
 
-	if (!S_ISLNK(cur->rec->mode)) {
-		problem(c->ctl, "inode %llu (%s) has an inline file extent at %llu; only symlinks have them",
+	if (!S_ISLNK(cur->rec->mode) && !S_ISREG(cur->rec->mode)) {
+		problem(c->ctl, "inode %llu (%s) has an inline file extent at %llu; only symlinks and regular files have them",
 			(unsigned long long)ino, mode_kind(cur->rec->mode),
 			(unsigned long long)key->offset);
 		return;
 	}
 	if (key->offset != 0) {
-		problem(c->ctl, "symlink %llu has an inline file extent at %llu, expected 0",
-			(unsigned long long)ino, (unsigned long long)key->offset);
+		problem(c->ctl, "%s %llu has an inline file extent at %llu, expected 0",
+			what, (unsigned long long)ino, (unsigned long long)key->offset);
 		return;
 	}
 	if (fi->compression != MFS_COMPRESS_NONE)
-		problem(c->ctl, "symlink %llu: inline file extent is compressed (%u)",
-			(unsigned long long)ino, fi->compression);
+		problem(c->ctl, "%s %llu: inline file extent is compressed (%u)",
+			what, (unsigned long long)ino, fi->compression);
 	cur->has_inline = true;
 	cur->inline_len = size - MFS_FILE_EXTENT_INLINE_DATA_START;
 	cur->extent_end = cur->inline_len;
+	if (S_ISREG(cur->rec->mode)) {
+		if (!cur->inline_len || cur->inline_len >= DATA_SECTOR)
+			problem(c->ctl, "file %llu: inline file extent of %llu bytes (1 to %llu allowed)",
+				(unsigned long long)ino, (unsigned long long)cur->inline_len,
+				(unsigned long long)DATA_SECTOR - 1);
+		cur->rec->extent_bytes += cur->inline_len;
+	}
 }
 
 static int add_data_ref(struct fs_check *c, u64 ino, u64 offset,
@@ -624,6 +636,9 @@ static void check_file_extent(struct fs_check *c, struct cur_inode *cur,
 			ino, mode_kind(cur->rec->mode), pos);
 		return;
 	}
+	if (cur->has_inline)
+		problem(c->ctl, "file %llu has an inline file extent and another one at %llu",
+			ino, pos);
 	bytenr = le64_to_cpu(fi->disk_bytenr);
 	disk_len = le64_to_cpu(fi->disk_num_bytes);
 	offset = le64_to_cpu(fi->offset);
@@ -691,6 +706,11 @@ static void finish_inode(struct fs_check *c, struct cur_inode *cur)
 				(unsigned long long)cur->rec->size,
 				(unsigned long long)cur->inline_len);
 	}
+	if (cur->rec && !cur->rec->bad && S_ISREG(cur->rec->mode) && cur->has_inline &&
+	    cur->inline_len > cur->rec->size)
+		problem(c->ctl, "file %llu has size %llu, less than its %llu bytes of inline data",
+			(unsigned long long)cur->ino, (unsigned long long)cur->rec->size,
+			(unsigned long long)cur->inline_len);
 	cur->nr_entries = 0;
 	cur->names_len = 0;
 	cur->extent_end = 0;

@@ -156,7 +156,7 @@ static int trim_one_extent(struct mfs_trans_handle *trans, u64 ino, const struct
 		ret = mfs_del_item(trans, fs->fs_root, &path);
 		if (!ret && has_disk_extent(fe))
 			ret = mfs_free_extent(trans, fe->disk_bytenr, fe->disk_num_bytes);
-		*nbytes -= fe->type == MFS_FILE_EXTENT_INLINE ? 0 : fe->len;
+		*nbytes -= fe->len;
 		goto out;
 	}
 	if (fe->type == MFS_FILE_EXTENT_INLINE) {
@@ -219,11 +219,12 @@ int mfs_drop_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 start, u6
 
 /* ---------------- inline (symlink targets) ---------------- */
 
-int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, size_t len)
+static int insert_inline_item(struct mfs_trans_handle *trans, u64 ino, const void *data,
+			      size_t len)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, 0 };
-	struct mfs_inode_item ii;
+	struct mfs_file_extent_item *fi;
 	struct mfs_path path;
 	u8 *item;
 	int ret;
@@ -233,17 +234,26 @@ int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, 
 	mfs_init_path(&path);
 	ret = mfs_insert_empty_item(trans, fs->fs_root, &path, &key,
 				    MFS_FILE_EXTENT_INLINE_DATA_START + len);
-	if (ret) {
-		mfs_release_path(&path);
-		return ret;
+	if (!ret) {
+		item = leaf_item_data(path.nodes[0], path.slots[0]);
+		fi = (struct mfs_file_extent_item *)item;
+		fi->generation = cpu_to_le64(trans->transid);
+		fi->type = MFS_FILE_EXTENT_INLINE;
+		fi->compression = MFS_COMPRESS_NONE;
+		memcpy(item + MFS_FILE_EXTENT_INLINE_DATA_START, data, len);
 	}
-	item = leaf_item_data(path.nodes[0], path.slots[0]);
-	((struct mfs_file_extent_item *)item)->generation = cpu_to_le64(trans->transid);
-	((struct mfs_file_extent_item *)item)->type = MFS_FILE_EXTENT_INLINE;
-	((struct mfs_file_extent_item *)item)->compression = MFS_COMPRESS_NONE;
-	memcpy(item + MFS_FILE_EXTENT_INLINE_DATA_START, data, len);
 	mfs_release_path(&path);
-	ret = mfs_read_inode(fs, ino, &ii);
+	return ret;
+}
+
+int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, size_t len)
+{
+	struct mfs_inode_item ii;
+	int ret = insert_inline_item(trans, ino, data, len);
+
+	if (ret)
+		return ret;
+	ret = mfs_read_inode(trans->fs_info, ino, &ii);
 	if (ret)
 		return ret;
 	ii.size = cpu_to_le64(len);
@@ -369,7 +379,8 @@ static int read_extent(struct mfs_fs_info *fs, u64 ino, const struct file_extent
 	u8 *csums = NULL, *tmp;
 	int ret;
 
-	if (fe->type == MFS_FILE_EXTENT_PREALLOC || !fe->disk_bytenr) {
+	if (fe->type == MFS_FILE_EXTENT_PREALLOC ||
+	    (fe->type == MFS_FILE_EXTENT_REG && !fe->disk_bytenr)) {
 		memset(out, 0, len);
 		return 0;
 	}
@@ -766,6 +777,109 @@ static int write_locked(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 o
 	return ret;
 }
 
+/*
+ * Small files live inline in the fs tree (as btrfs does up to max_inline):
+ * an inline extent is then the file's only extent, at offset 0, and it
+ * counts its length in nbytes. A file growing past MAX_INLINE_FILE, or
+ * getting any other extent, has it turned into a regular extent first.
+ */
+#define MAX_INLINE_FILE 2048
+
+/* 1 when the file's data is one inline extent (*len its length), 0 when not. */
+static int inline_extent(struct mfs_fs_info *fs, u64 ino, u64 *len)
+{
+	struct file_extent fe;
+	int ret = next_file_extent(fs, ino, 0, &fe);
+
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	if (fe.type != MFS_FILE_EXTENT_INLINE)
+		return 0;
+	*len = fe.len;
+	return 1;
+}
+
+/* Does the file have no extent at all? */
+static int no_extents(struct mfs_fs_info *fs, u64 ino)
+{
+	struct file_extent fe;
+	int ret = next_file_extent(fs, ino, 0, &fe);
+
+	return ret < 0 ? ret : ret > 0;
+}
+
+/* Replace the file's inline extent (if any) by its first len bytes inline (none if 0). */
+static int rewrite_inline(struct mfs_trans_handle *trans, u64 ino, const u8 *data, u64 len)
+{
+	int ret = mfs_drop_file_extents(trans, ino, 0, SECTOR);
+
+	if (!ret && len)
+		ret = insert_inline_item(trans, ino, data, len);
+	if (!ret)
+		ret = adjust_nbytes(trans, ino, len);
+	return ret;
+}
+
+/* Turn an inline extent into a regular one, before the file gets other extents. */
+static int uninline(struct mfs_trans_handle *trans, u64 ino)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u8 buf[SECTOR];
+	u64 len = 0;
+	ssize_t n;
+	int ret = inline_extent(fs, ino, &len);
+
+	if (ret <= 0)
+		return ret;
+	memset(buf, 0, sizeof(buf));
+	n = mfs_read_inline(fs, ino, buf, len);
+	if (n < 0)
+		return n;
+	ret = mfs_drop_file_extents(trans, ino, 0, SECTOR);
+	if (!ret)
+		ret = write_aligned(trans, ino, 0, buf, SECTOR);
+	return ret;
+}
+
+/*
+ * Write [off, off+len) of a file of size bytes: inline while the file stays
+ * small and has no other extent, else as extents (an inline one converted).
+ */
+static int write_small_or_locked(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 off,
+				 u64 len, const u8 *data)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	u64 end = max_t(u64, size, off + len), ilen = 0;
+	int inl, ret;
+
+	inl = inline_extent(fs, ino, &ilen);
+	if (inl < 0)
+		return inl;
+	if (end <= MAX_INLINE_FILE && size <= MAX_INLINE_FILE) {
+		u8 buf[MAX_INLINE_FILE];
+		ssize_t n = 0;
+
+		ret = inl ? 0 : no_extents(fs, ino);
+		if (ret < 0)
+			return ret;
+		if (inl || ret) {
+			memset(buf, 0, sizeof(buf));
+			if (inl)
+				n = mfs_read_inline(fs, ino, buf, min_t(u64, ilen, size));
+			if (n < 0)
+				return n;
+			memcpy(buf + off, data, len);
+			return rewrite_inline(trans, ino, buf, end);
+		}
+	}
+	if (inl) {
+		ret = uninline(trans, ino);
+		if (ret)
+			return ret;
+	}
+	return write_locked(trans, ino, size, off, len, data);
+}
+
 /* Commit when the transaction has grown large, to bound memory. */
 static int maybe_commit(struct mfs_fs_info *fs)
 {
@@ -916,6 +1030,8 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
 		ret = S_ISDIR(le32_to_cpu(ii.mode)) ? -EISDIR : -EINVAL;
 	if (!ret)
+		ret = uninline(trans, ino);
+	if (!ret)
 		ret = reserve_pieces(trans, off, buf, len, pieces, &npieces);
 	mfs_end_transaction(trans);
 	if (ret)
@@ -985,7 +1101,7 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
 		ret = S_ISDIR(le32_to_cpu(ii.mode)) ? -EISDIR : -EINVAL;
 	if (!ret)
-		ret = write_locked(trans, ino, le64_to_cpu(ii.size), off, len, data);
+		ret = write_small_or_locked(trans, ino, le64_to_cpu(ii.size), off, len, data);
 	if (!ret)
 		ret = finish_write(trans, ino, off + len);
 	mfs_end_transaction(trans);
@@ -1011,14 +1127,27 @@ int mfs_truncate(struct mfs_trans_handle *trans, u64 ino, u64 newsize)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_inode_item ii;
-	u64 size;
+	u64 size, ilen = 0;
 	int ret;
 
 	ret = mfs_read_inode(fs, ino, &ii);
 	if (ret)
 		return ret;
 	size = le64_to_cpu(ii.size);
-	if (newsize < size) {
+	ret = inline_extent(fs, ino, &ilen);
+	if (ret < 0)
+		return ret;
+	if (ret && newsize < ilen) {
+		/* a small file stays inline: keep its first newsize bytes */
+		u8 buf[SECTOR];
+		ssize_t n = mfs_read_inline(fs, ino, buf, newsize);
+
+		ret = n < 0 ? n : rewrite_inline(trans, ino, buf, newsize);
+		if (!ret)
+			ret = mfs_read_inode(fs, ino, &ii);
+		if (ret)
+			return ret;
+	} else if (!ret && newsize < size) {
 		ret = mfs_drop_file_extents(trans, ino, round_up(newsize, SECTOR), (u64)-1);
 		if (!ret && newsize % SECTOR)
 			ret = zero_partial_sector(trans, ino, size, newsize,
@@ -1100,6 +1229,11 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 	ret = mfs_read_inode(fs, ino, &ii);
 	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
 		ret = -ENODEV;
+	/* extents other than an inline one: make that a regular one first */
+	if (!ret)
+		ret = uninline(trans, ino);
+	if (!ret)
+		ret = mfs_read_inode(fs, ino, &ii);
 	if (ret)
 		goto end;
 	size = le64_to_cpu(ii.size);

@@ -368,10 +368,19 @@ with open(sys.argv[1] + "/comp", "wb") as f:
 	"$CORRUPT" "$T/img1" del fs "$S" EXTENT_DATA 0
 	check_reports "symlink $S has no target (no inline file extent)"
 
-	# an inline extent on a regular file
+	# a/f ("hello") is a small file: its data is inline, at offset 0 only
 	restore_fs
 	"$CORRUPT" "$T/img1" insert fs "$F" EXTENT_DATA 1048576 0100000000000000000078
-	check_reports "inode $F (regular file) has an inline file extent at 1048576; only symlinks have them"
+	check_reports "file $F has an inline file extent at 1048576, expected 0"
+
+	restore_fs
+	"$CORRUPT" "$T/img1" set fs "$F" INODE_ITEM 0 size 3
+	check_reports "file $F has size 3, less than its 6 bytes of inline data"
+
+	# no inline extent on a directory
+	restore_fs
+	"$CORRUPT" "$T/img1" insert fs "$D" EXTENT_DATA 0 0100000000000000000078
+	check_reports "inode $D (directory) has an inline file extent at 0; only symlinks and regular files have them"
 }
 
 @test "check-fs: a loop of directories cut off from the root" {
