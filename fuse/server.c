@@ -1254,8 +1254,10 @@ static void unescape_mountinfo(char *p)
 
 /*
  * The kernel caps a FUSE mount's readahead at 128 KiB whatever max_readahead
- * says, so sequential reads arrive as 128 KiB requests. Raise it through the
- * mount's backing device (root only; a failure just leaves the default).
+ * says, so sequential reads arrive as 128 KiB requests, one or two at a time.
+ * Raise it through the mount's backing device (root only; a failure leaves
+ * the default) to 4 MiB, what btrfs gives its own mounts: up to four 1 MiB
+ * requests in flight.
  */
 static void raise_readahead(const char *mountpoint, unsigned int kib)
 {
@@ -1327,7 +1329,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		fprintf(stderr, "ERROR: cannot mount on %s\n", opts->mountpoint);
 		goto out_session;
 	}
-	raise_readahead(opts->mountpoint, 1024);
+	raise_readahead(opts->mountpoint, 4096);
 	if (fuse_daemonize(opts->foreground || opts->debug))
 		goto out_unmount;
 	if (fuse_set_signal_handlers(s->se))
