@@ -522,10 +522,15 @@ static int read_seg_unlocked(struct mfs_fs_info *fs, const struct read_seg *r)
 	u64 a = compressed ? 0 : round_down(in_ext, SECTOR);
 	u64 b = compressed ? fe->disk_num_bytes : round_up(in_ext + r->len, SECTOR);
 	u8 *tmp = NULL, *plain = NULL;
+	/* whole aligned sectors go straight into the caller's buffer */
+	bool direct = !compressed && a == in_ext && b - a == r->len &&
+		      !((uintptr_t)r->out % MFS_IO_DIRECT_ALIGN);
 	u64 i;
 	int ret;
 
-	if (posix_memalign((void **)&tmp, MFS_IO_DIRECT_ALIGN, b - a))
+	if (direct)
+		tmp = r->out;
+	else if (posix_memalign((void **)&tmp, MFS_IO_DIRECT_ALIGN, b - a))
 		return -ENOMEM;
 	ret = mfs_read_logical_unlocked(fs, fe->disk_bytenr + a, tmp, b - a);
 	for (i = 0; !ret && i < (b - a) / SECTOR; i++)
@@ -536,11 +541,12 @@ static int read_seg_unlocked(struct mfs_fs_info *fs, const struct read_seg *r)
 		ret = plain ? mfs_decompress(tmp, b - a, plain, fe->ram_bytes) : -ENOMEM;
 		if (!ret)
 			memcpy(r->out, plain + in_ext, r->len);
-	} else if (!ret) {
+	} else if (!ret && !direct) {
 		memcpy(r->out, tmp + (in_ext - a), r->len);
 	}
 	free(plain);
-	free(tmp);
+	if (!direct)
+		free(tmp);
 	return ret && ret != -ENOMEM ? -EAGAIN : ret;
 }
 
@@ -556,20 +562,18 @@ static int plan_read(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf,
 	struct file_extent fe;
 	int max = 0, ret;
 
-	memset(buf, 0, len);
 	while (pos < end) {
 		struct mfs_chunk_map *map;
 		u64 s, e;
 
 		ret = next_file_extent(fs, ino, pos, &fe);
-		if (ret > 0)
-			break;
-		if (ret)
+		if (ret < 0)
 			return ret;
-		if (fe.start >= end)
+		if (ret > 0 || fe.start >= end)
 			break;
 		s = max_t(u64, pos, fe.start);
 		e = min_t(u64, end, fe.start + fe.len);
+		memset(buf + (pos - off), 0, s - pos);	/* a hole before the extent */
 		pos = e;
 		if (fe.type != MFS_FILE_EXTENT_REG || !fe.disk_bytenr)
 			map = NULL;
@@ -598,6 +602,7 @@ static int plan_read(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf,
 			return ret;
 		(*nsegs)++;
 	}
+	memset(buf + (pos - off), 0, end - pos);	/* a hole to the end */
 	return 0;
 }
 

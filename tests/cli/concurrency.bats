@@ -119,23 +119,30 @@ def block(b, gen):
 with open(path, "wb") as f:
     for b in range(N):
         f.write(block(b, 0))
+import mmap
 pid = os.fork()
 if pid == 0:
-    fd = os.open(path, os.O_WRONLY)
+    # one direct write per block: a buffered writer can be caught half-way
+    # through copying a block into the page cache, on any filesystem
+    fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+    wbuf = mmap.mmap(-1, 1 << 20)
     for gen in range(1, 9):
         for b in range(N):
-            os.pwrite(fd, block(b, gen), b << 20)
+            wbuf[:] = block(b, gen)
+            os.pwritev(fd, [wbuf], b << 20)
         os.fsync(fd)
     os._exit(0)
 bad = 0
 fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-import mmap
 buf = mmap.mmap(-1, 1 << 20)
 while os.waitpid(pid, os.WNOHANG) == (0, 0):
     for b in range(N):
         n = os.preadv(fd, [buf], b << 20)
         data = buf[:n]
         if n != 1 << 20 or data.count(data[0:1]) != n or (data[0] - b) % 17 != 0:
+            if not bad:
+                kinds = sorted(set(data))
+                print("block %d: %d bytes, values %s" % (b, n, kinds[:8]))
             bad += 1
 sys.exit(1 if bad else 0)
 ' "$T/mnt/f"
