@@ -21,7 +21,16 @@
 #include "kernel-shared/admin.h"
 #include "kernel-shared/restripe.h"
 
+/*
+ * How long the kernel may trust what we told it. Names: as long as it
+ * likes, positive or negative: every change to the namespace goes through
+ * this mount's kernel side, which updates its dentries itself (offline
+ * tools refuse a mounted filesystem). Attributes: briefly, because some
+ * change here without the kernel knowing: st_blocks when written-back
+ * pages reach us (the kernel refreshes it only at close), atime on reads.
+ */
 #define ATTR_TIMEOUT 1.0
+#define ENTRY_TIMEOUT 3600.0
 
 struct ino_count {
 	u64 ino;
@@ -154,7 +163,7 @@ static void reply_entry(fuse_req_t req, const struct mfs_stat *st)
 	e.ino = to_fuse(st->ino);
 	e.generation = st->generation;
 	e.attr_timeout = ATTR_TIMEOUT;
-	e.entry_timeout = ATTR_TIMEOUT;
+	e.entry_timeout = ENTRY_TIMEOUT;
 	stat_to_fuse(st, &e.attr);
 	count_lookup(srv(req), st->ino);
 	if (fuse_reply_entry(req, &e) == -ENOENT)
@@ -449,6 +458,20 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mfs_stat st;
 	int ret = mfs_lookup(srv(req)->fs, to_mfs(parent), name, &st);
 
+	if (ret == -ENOENT) {
+		/*
+		 * A negative entry the kernel may keep: a name that does not
+		 * exist is asked for again and again (PATH and include-path
+		 * searches, imports), and only a create through the kernel,
+		 * which replaces the entry, can make it exist.
+		 */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = ENTRY_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -599,7 +622,8 @@ static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		memset(&e, 0, sizeof(e));
 		e.ino = to_fuse(st.ino);
 		e.generation = st.generation;
-		e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+		e.attr_timeout = ATTR_TIMEOUT;
+		e.entry_timeout = ENTRY_TIMEOUT;
 		stat_to_fuse(&st, &e.attr);
 		count_lookup(srv(req), st.ino);
 		if (fuse_reply_create(req, &e, fi) == -ENOENT)
@@ -816,7 +840,7 @@ static int fill_dir_plus(void *arg, const char *name, u64 ino, u32 type, u64 nex
 		e.ino = to_fuse(st->ino);
 		e.generation = st->generation;
 		e.attr_timeout = ATTR_TIMEOUT;
-		e.entry_timeout = ATTR_TIMEOUT;
+		e.entry_timeout = ENTRY_TIMEOUT;
 		stat_to_fuse(st, &e.attr);
 	} else {
 		/* no attributes: a plain entry (ino 0 tells the kernel so) */

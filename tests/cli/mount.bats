@@ -391,6 +391,16 @@ listing_probe() {
 		fi
 		rm a sub2/a3 t2
 		listing removed
+		# names looked up while missing (cached as missing), then made
+		stat n1 n2 n3 n4 n5 sub2/n6 >/dev/null 2>&1 || true
+		ln t n1
+		mv fifo n2
+		mkdir n3
+		ln -s t n4
+		echo n5 >n5
+		mv n3 sub2/n6
+		stat -c '%n %F' n1 n2 n4 n5 sub2/n6
+		listing made-after-lookup
 	)
 }
 
