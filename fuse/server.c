@@ -23,7 +23,16 @@
 #include "kernel-shared/admin.h"
 #include "kernel-shared/restripe.h"
 
+/*
+ * How long the kernel may trust what we told it. Names: as long as it
+ * likes, positive or negative: every change to the namespace goes through
+ * this mount's kernel side, which updates its dentries itself (offline
+ * tools refuse a mounted filesystem). Attributes: briefly, because some
+ * change here without the kernel knowing: st_blocks when written-back
+ * pages reach us (the kernel refreshes it only at close), atime on reads.
+ */
 #define ATTR_TIMEOUT 1.0
+#define ENTRY_TIMEOUT 3600.0
 
 struct ino_count {
 	u64 ino;
@@ -156,7 +165,7 @@ static void reply_entry(fuse_req_t req, const struct mfs_stat *st)
 	e.ino = to_fuse(st->ino);
 	e.generation = st->generation;
 	e.attr_timeout = ATTR_TIMEOUT;
-	e.entry_timeout = ATTR_TIMEOUT;
+	e.entry_timeout = ENTRY_TIMEOUT;
 	stat_to_fuse(st, &e.attr);
 	count_lookup(srv(req), st->ino);
 	if (fuse_reply_entry(req, &e) == -ENOENT)
@@ -431,6 +440,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	}
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/*
+	 * Always readdirplus: ls -l, find -type and friends then need no
+	 * LOOKUP per name. (With the "auto" heuristic the kernel falls back
+	 * to plain READDIR after the first batch when the stats hit its cache,
+	 * and every later name costs a LOOKUP.)
+	 */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
 	/* let the kernel clear suid/sgid on writes by others */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
@@ -441,6 +460,20 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mfs_stat st;
 	int ret = mfs_lookup(srv(req)->fs, to_mfs(parent), name, &st);
 
+	if (ret == -ENOENT) {
+		/*
+		 * A negative entry the kernel may keep: a name that does not
+		 * exist is asked for again and again (PATH and include-path
+		 * searches, imports), and only a create through the kernel,
+		 * which replaces the entry, can make it exist.
+		 */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = ENTRY_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -591,7 +624,8 @@ static void do_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		memset(&e, 0, sizeof(e));
 		e.ino = to_fuse(st.ino);
 		e.generation = st.generation;
-		e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+		e.attr_timeout = ATTR_TIMEOUT;
+		e.entry_timeout = ENTRY_TIMEOUT;
 		stat_to_fuse(&st, &e.attr);
 		count_lookup(srv(req), st.ino);
 		if (fuse_reply_create(req, &e, fi) == -ENOENT)
@@ -736,13 +770,6 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, n);
 }
 
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)fi;
-	fuse_reply_err(req, 0);
-}
-
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -758,6 +785,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, -mfs_sync_fs(srv(req)->fs));
 }
 
+/* The file type of a directory entry (MFS_FT_*) as st_mode bits. */
+static const mode_t ft_to_mode[] = { 0, S_IFREG, S_IFDIR, S_IFCHR, S_IFBLK, S_IFIFO,
+				     S_IFSOCK, S_IFLNK };
+
 struct dirbuf {
 	fuse_req_t req;
 	char *buf;
@@ -766,20 +797,97 @@ struct dirbuf {
 
 static int fill_dir(void *arg, const char *name, u64 ino, u32 type, u64 next)
 {
-	static const mode_t ft_mode[] = { 0, S_IFREG, S_IFDIR, S_IFCHR, S_IFBLK, S_IFIFO,
-					  S_IFSOCK, S_IFLNK };
 	struct dirbuf *d = arg;
 	struct stat st;
 	size_t len;
 
 	memset(&st, 0, sizeof(st));
 	st.st_ino = to_fuse(ino);
-	st.st_mode = type < ARRAY_SIZE(ft_mode) ? ft_mode[type] : 0;
+	st.st_mode = type < ARRAY_SIZE(ft_to_mode) ? ft_to_mode[type] : 0;
 	len = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, &st, next);
 	if (len > d->size - d->used)
 		return 1;
 	d->used += len;
 	return 0;
+}
+
+/*
+ * readdirplus: the entries with their attributes, so that ls -l and the
+ * like need no LOOKUP per name. Every entry but "." and ".." counts as a
+ * lookup, as the kernel counts it; if the reply does not reach the kernel
+ * (the request was interrupted), those counts are taken back.
+ */
+struct dirbuf_plus {
+	struct dirbuf d;
+	u64 *counted;
+	size_t ncounted, alloc;
+};
+
+static int fill_dir_plus(void *arg, const char *name, u64 ino, u32 type, u64 next,
+			 const struct mfs_stat *st)
+{
+	struct dirbuf_plus *p = arg;
+	struct dirbuf *d = &p->d;
+	struct fuse_entry_param e;
+	size_t len;
+
+	memset(&e, 0, sizeof(e));
+	if (st) {
+		if (p->ncounted == p->alloc) {
+			size_t n = p->alloc ? 2 * p->alloc : 64;
+			u64 *c = realloc(p->counted, n * sizeof(*c));
+
+			if (!c)
+				return 1;
+			p->counted = c;
+			p->alloc = n;
+		}
+		e.ino = to_fuse(st->ino);
+		e.generation = st->generation;
+		e.attr_timeout = ATTR_TIMEOUT;
+		e.entry_timeout = ENTRY_TIMEOUT;
+		stat_to_fuse(st, &e.attr);
+	} else {
+		/* no attributes: a plain entry (ino 0 tells the kernel so) */
+		e.attr.st_ino = to_fuse(ino);
+		e.attr.st_mode = type < ARRAY_SIZE(ft_to_mode) ? ft_to_mode[type] : 0;
+	}
+	len = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e,
+				     next);
+	if (len > d->size - d->used)
+		return 1;
+	d->used += len;
+	if (st) {
+		count_lookup(srv(d->req), st->ino);
+		p->counted[p->ncounted++] = st->ino;
+	}
+	return 0;
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	struct dirbuf_plus p = { { req, malloc(size), size, 0 }, NULL, 0, 0 };
+	struct server *s = srv(req);
+	size_t i;
+	int ret;
+
+	(void)fi;
+	if (!p.d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = mfs_readdirplus(s->fs, to_mfs(ino), off, fill_dir_plus, &p);
+	/* an error after some entries: return those, the next call reports it */
+	if (ret && !p.d.used) {
+		fuse_reply_err(req, -ret);
+	} else if (fuse_reply_buf(req, p.d.buf, p.d.used) == -ENOENT) {
+		for (i = 0; i < p.ncounted; i++)
+			if (count_forget(s, p.counted[i], 1))
+				mfs_evict(s->fs, p.counted[i]);
+	}
+	free(p.counted);
+	free(p.d.buf);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1199,10 +1307,16 @@ static const struct fuse_lowlevel_ops mfs_ops = {
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,
-	.flush = op_flush,
+	/*
+	 * No flush: the kernel writes dirty pages back at close by itself,
+	 * and there is nothing more to do (no locks are kept here). Without
+	 * the op, the first FLUSH gets ENOSYS and the kernel sends no more:
+	 * one round trip less for every close().
+	 */
 	.release = op_release,
 	.fsync = op_fsync,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.setxattr = op_setxattr,

@@ -909,30 +909,44 @@ int mfs_rename(struct mfs_fs_info *fs, u64 olddir, const char *oldname, u64 newd
 
 /* ---------------- readdir ---------------- */
 
-int mfs_readdir(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill, void *arg)
+/*
+ * One walk for readdir and readdirplus: with fill_plus, each entry comes
+ * with its inode's attributes (read from the leaf next to the one before
+ * it, usually: children are numbered in creation order, as DIR_INDEX is).
+ */
+static int readdir_locked(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill,
+			  mfs_filldir_plus_t fill_plus, void *arg)
 {
 	struct mfs_key key = { dir, MFS_DIR_INDEX_KEY, pos < 2 ? 2 : pos };
 	struct mfs_inode_item ii;
 	struct mfs_path path;
 	int ret;
 
-	pthread_mutex_lock(&fs->lock);
 	ret = mfs_read_inode(fs, dir, &ii);
 	if (!ret && !S_ISDIR(le32_to_cpu(ii.mode)))
 		ret = -ENOTDIR;
 	if (ret)
-		goto out;
-	if (pos == 0 && fill(arg, ".", dir, MFS_FT_DIR, 1))
-		goto out;
-	if (pos <= 1 && fill(arg, "..", dir, MFS_FT_DIR, 2))
-		goto out;
+		return ret;
+	if (fill_plus) {
+		if (pos == 0 && fill_plus(arg, ".", dir, MFS_FT_DIR, 1, NULL))
+			return 0;
+		if (pos <= 1 && fill_plus(arg, "..", dir, MFS_FT_DIR, 2, NULL))
+			return 0;
+	} else {
+		if (pos == 0 && fill(arg, ".", dir, MFS_FT_DIR, 1))
+			return 0;
+		if (pos <= 1 && fill(arg, "..", dir, MFS_FT_DIR, 2))
+			return 0;
+	}
 	mfs_init_path(&path);
 	ret = mfs_search_forward(fs->fs_root, &key, &path);
 	while (ret == 0) {
 		struct extent_buffer *leaf = path.nodes[0];
 		const struct mfs_dir_item *di;
 		char name[MFS_NAME_LEN + 1];
+		u64 child;
 		u32 nlen;
+		int stop;
 
 		leaf_item_key(leaf, path.slots[0], &key);
 		if (key.objectid != dir || key.type != MFS_DIR_INDEX_KEY)
@@ -945,14 +959,45 @@ int mfs_readdir(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill, vo
 		}
 		memcpy(name, di + 1, nlen);
 		name[nlen] = 0;
-		if (fill(arg, name, le64_to_cpu(di->child), di->type, key.offset + 1))
+		child = le64_to_cpu(di->child);
+		if (fill_plus) {
+			struct mfs_stat st;
+
+			/* an unreadable inode is left to lookup, which reports it */
+			if (mfs_read_inode(fs, child, &ii) == 0) {
+				mfs_inode_to_stat(child, &ii, &st);
+				stop = fill_plus(arg, name, child, di->type, key.offset + 1, &st);
+			} else {
+				stop = fill_plus(arg, name, child, di->type, key.offset + 1, NULL);
+			}
+		} else {
+			stop = fill(arg, name, child, di->type, key.offset + 1);
+		}
+		if (stop)
 			break;
 		ret = mfs_next_item(fs->fs_root, &path);
 	}
 	mfs_release_path(&path);
-	if (ret > 0)
-		ret = 0;
-out:
+	return ret > 0 ? 0 : ret;
+}
+
+int mfs_readdir(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill, void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = readdir_locked(fs, dir, pos, fill, NULL, arg);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_readdirplus(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_plus_t fill,
+		    void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = readdir_locked(fs, dir, pos, NULL, fill, arg);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }

@@ -68,6 +68,15 @@ int mfs_evict(struct mfs_fs_info *fs, u64 ino);
  */
 typedef int (*mfs_filldir_t)(void *arg, const char *name, u64 ino, u32 type, u64 next);
 int mfs_readdir(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill, void *arg);
+/*
+ * The same with each entry's attributes, for FUSE readdirplus. st is NULL
+ * for "." and "..", and for an entry whose inode cannot be read (a lookup
+ * of the name then reports why).
+ */
+typedef int (*mfs_filldir_plus_t)(void *arg, const char *name, u64 ino, u32 type, u64 next,
+				  const struct mfs_stat *st);
+int mfs_readdirplus(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_plus_t fill,
+		    void *arg);
 
 int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 		const struct mfs_stat *in, struct mfs_stat *out);

@@ -336,6 +336,129 @@ btrfs_mount() {
 	assert_success
 }
 
+# listing_probe DIR: namespace and attribute changes, each followed at once
+# by ls -ln of the directory (the kernel's cached attributes) and again after
+# the kernel dropped its dentries and inodes (attributes from readdirplus).
+# Times, directory sizes and directory link counts (always 1 on btrfs)
+# differ between the filesystems and are left out.
+listing_probe() {
+	local d=$1
+
+	listing() {
+		echo "== $1"
+		ls -lnA --time-style=+ "$d" | awk '$1 != "total" { if ($1 ~ /^d/) $2 = $5 = "-"; print }'
+		echo 2 >/proc/sys/vm/drop_caches
+		ls -lnA --time-style=+ "$d" | awk '$1 != "total" { if ($1 ~ /^d/) $2 = $5 = "-"; print }'
+	}
+	(
+		cd "$d" || exit 1
+		umask 022
+		echo a >a
+		echo bb >b
+		mkdir sub
+		listing created
+		ln a a2
+		ln a sub/a3
+		listing linked
+		rm a2
+		listing unlinked
+		chmod 600 b
+		chown 123:456 a
+		listing chmod-chown
+		mv b c
+		listing renamed
+		echo longer-contents >>a
+		truncate -s 5000 c
+		listing resized
+		mkdir sub/x sub/y
+		listing mkdir
+		mv sub/x .
+		listing moved-dir
+		rmdir x
+		rmdir sub/y
+		listing rmdir
+		echo t >t
+		ln t t2
+		mv c t
+		listing rename-over-linked
+		mv -T sub sub2
+		ln -s a sym
+		mkfifo fifo
+		listing symlink-fifo
+		if command -v setfacl >/dev/null; then
+			setfacl -m u:1234:r,m::rw a
+			listing acl-mode
+		fi
+		rm a sub2/a3 t2
+		listing removed
+		# names looked up while missing (cached as missing), then made
+		stat n1 n2 n3 n4 n5 sub2/n6 >/dev/null 2>&1 || true
+		ln t n1
+		mv fifo n2
+		mkdir n3
+		ln -s t n4
+		echo n5 >n5
+		mv n3 sub2/n6
+		stat -c '%n %F' n1 n2 n4 n5 sub2/n6
+		listing made-after-lookup
+	)
+}
+
+@test "ls -l right after link, unlink, rename, chmod, resize, mkdir, rmdir shows what btrfs shows" {
+	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"
+	btrfs_mount "$T/btrfs"
+	mfs_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	mkdir "$T/btrfs/l" "$T/mnt/l"
+	listing_probe "$T/btrfs/l" >"$T/btrfs.ls" 2>&1
+	listing_probe "$T/mnt/l" >"$T/mnt.ls" 2>&1
+	(($(wc -l <"$T/mnt.ls") > 80))
+	run diff -u "$T/btrfs.ls" "$T/mnt.ls"
+	assert_success
+	# directory link counts (2 + subdirectories) follow mkdir, rename and rmdir
+	cd "$T/mnt"
+	mkdir -p p/q p/r
+	run bash -c 'ls -lnd p; echo 2 >/proc/sys/vm/drop_caches; ls -ln | grep " p$"'
+	assert_line --index 0 --regexp '^drwxr-xr-x 4 '
+	assert_line --index 1 --regexp '^drwxr-xr-x 4 '
+	mv p/q .
+	run bash -c 'ls -ln | grep -E " (p|q)$"'
+	assert_line --index 0 --regexp '^drwxr-xr-x 3 .* p$'
+	assert_line --index 1 --regexp '^drwxr-xr-x 2 .* q$'
+	rmdir p/r
+	run bash -c 'ls -ln | grep " p$"; echo 2 >/proc/sys/vm/drop_caches; ls -ln | grep " p$"'
+	assert_line --index 0 --regexp '^drwxr-xr-x 2 '
+	assert_line --index 1 --regexp '^drwxr-xr-x 2 '
+	# a file the kernel knows only from a listing counts as looked up: open,
+	# unlinked, it stays readable until closed
+	echo kept >open-unlinked
+	echo 2 >/proc/sys/vm/drop_caches
+	ls -l >/dev/null
+	exec 5<open-unlinked
+	rm open-unlinked
+	echo 2 >/proc/sys/vm/drop_caches
+	run cat <&5
+	exec 5<&-
+	assert_output kept
+	cd "$T"
+	# hard links counted right in a listing of many entries (several readdirplus replies)
+	mkdir "$T/mnt/many"
+	for i in $(seq 1 600); do
+		echo "$i" >"$T/mnt/many/f$i"
+	done
+	for i in $(seq 1 600 | awk '$1 % 3 == 0'); do
+		ln "$T/mnt/many/f$i" "$T/mnt/many/g$i"
+	done
+	echo 2 >/proc/sys/vm/drop_caches
+	run bash -c "ls -ln '$T/mnt/many' | awk '\$2 == 2' | wc -l"
+	assert_output 400
+	run bash -c "ls -ln '$T/mnt/many' | awk 'NR > 1' | wc -l"
+	assert_output 800
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
+
 @test "fallocate, punch hole, zero range, SEEK_DATA/SEEK_HOLE and nanosecond times match kernel btrfs" {
 	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"
 	btrfs_mount "$T/btrfs"
