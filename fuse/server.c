@@ -425,7 +425,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	struct server *s = userdata;
 
 	conn->max_write = 1024 * 1024;
-	conn->max_readahead = 1024 * 1024;
+	conn->max_readahead = 4 * 1024 * 1024;	/* the kernel keeps the smaller of this and the bdi value */
 	if (conn->capable & FUSE_CAP_WRITEBACK_CACHE && !s->opts->ro)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)

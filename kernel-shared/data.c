@@ -507,47 +507,75 @@ struct read_seg {
 	u64 pos, len;		/* file range */
 	u8 *out;
 	u8 *csums;
+	u8 *tmp;		/* the sectors read: out itself, or a bounce buffer */
+	u64 a, b;		/* that sector range, relative to the extent's disk start */
 };
 
-/*
- * Fetch and verify one segment. Any failure (an I/O error, a bad checksum,
- * or the extent freed and reused since it was looked up) is -EAGAIN: the
- * caller then reads under the lock, which repairs what is really bad.
- */
-static int read_seg_unlocked(struct mfs_fs_info *fs, const struct read_seg *r)
+/* Where a segment's sectors go: whole aligned sectors straight into out. */
+static int seg_prepare(struct read_seg *r, struct mfs_read_range *range)
 {
 	const struct file_extent *fe = &r->fe;
 	bool compressed = fe->compression != MFS_COMPRESS_NONE;
 	u64 in_ext = fe->offset + (r->pos - fe->start);
-	u64 a = compressed ? 0 : round_down(in_ext, SECTOR);
-	u64 b = compressed ? fe->disk_num_bytes : round_up(in_ext + r->len, SECTOR);
-	u8 *tmp = NULL, *plain = NULL;
-	/* whole aligned sectors go straight into the caller's buffer */
-	bool direct = !compressed && a == in_ext && b - a == r->len &&
-		      !((uintptr_t)r->out % MFS_IO_DIRECT_ALIGN);
-	u64 i;
-	int ret;
 
-	if (direct)
-		tmp = r->out;
-	else if (posix_memalign((void **)&tmp, MFS_IO_DIRECT_ALIGN, b - a))
+	r->a = compressed ? 0 : round_down(in_ext, SECTOR);
+	r->b = compressed ? fe->disk_num_bytes : round_up(in_ext + r->len, SECTOR);
+	if (!compressed && r->a == in_ext && r->b - r->a == r->len &&
+	    !((uintptr_t)r->out % MFS_IO_DIRECT_ALIGN))
+		r->tmp = r->out;
+	else if (posix_memalign((void **)&r->tmp, MFS_IO_DIRECT_ALIGN, r->b - r->a))
 		return -ENOMEM;
-	ret = mfs_read_logical_unlocked(fs, fe->disk_bytenr + a, tmp, b - a);
-	for (i = 0; !ret && i < (b - a) / SECTOR; i++)
-		if (!sector_ok(fs, tmp + i * SECTOR, r->csums + (a / SECTOR + i) * fs->csum_size))
-			ret = -EAGAIN;
-	if (!ret && compressed) {
+	range->logical = fe->disk_bytenr + r->a;
+	range->buf = r->tmp;
+	range->len = r->b - r->a;
+	return 0;
+}
+
+/*
+ * Verify a segment read and put its bytes in place. A bad checksum (also
+ * an extent freed and reused since it was looked up) is -EAGAIN: the
+ * caller then reads under the lock, which repairs what is really bad.
+ */
+static int seg_finish(struct mfs_fs_info *fs, struct read_seg *r)
+{
+	const struct file_extent *fe = &r->fe;
+	u64 in_ext = fe->offset + (r->pos - fe->start), i;
+	u8 *plain;
+	int ret = 0;
+
+	for (i = 0; i < (r->b - r->a) / SECTOR; i++)
+		if (!sector_ok(fs, r->tmp + i * SECTOR,
+			       r->csums + (r->a / SECTOR + i) * fs->csum_size))
+			return -EAGAIN;
+	if (fe->compression != MFS_COMPRESS_NONE) {
 		plain = malloc(fe->ram_bytes);
-		ret = plain ? mfs_decompress(tmp, b - a, plain, fe->ram_bytes) : -ENOMEM;
+		ret = plain ? mfs_decompress(r->tmp, r->b - r->a, plain, fe->ram_bytes) : -ENOMEM;
 		if (!ret)
 			memcpy(r->out, plain + in_ext, r->len);
-	} else if (!ret && !direct) {
-		memcpy(r->out, tmp + (in_ext - a), r->len);
+		free(plain);
+		return ret && ret != -ENOMEM ? -EAGAIN : ret;
 	}
-	free(plain);
-	if (!direct)
-		free(tmp);
-	return ret && ret != -ENOMEM ? -EAGAIN : ret;
+	if (r->tmp != r->out)
+		memcpy(r->out, r->tmp + (in_ext - r->a), r->len);
+	return 0;
+}
+
+/* Fetch every segment at once (device transfers in parallel) and verify them. */
+static int read_segs_unlocked(struct mfs_fs_info *fs, struct read_seg *segs, int nsegs)
+{
+	struct mfs_read_range *ranges = calloc(nsegs, sizeof(*ranges));
+	int i, ret = ranges ? 0 : -ENOMEM;
+
+	for (i = 0; !ret && i < nsegs; i++)
+		ret = seg_prepare(&segs[i], &ranges[i]);
+	if (!ret)
+		ret = mfs_read_ranges_unlocked(fs, nsegs, ranges);
+	if (ret && ret != -ENOMEM)
+		ret = -EAGAIN;	/* an I/O error: the locked read tries the other copies */
+	for (i = 0; !ret && i < nsegs; i++)
+		ret = seg_finish(fs, &segs[i]);
+	free(ranges);
+	return ret;
 }
 
 /*
@@ -637,12 +665,14 @@ ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf
 	}
 	pthread_rwlock_rdlock(&fs->map_lock);
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; !ret && i < nsegs; i++)
-		ret = read_seg_unlocked(fs, &segs[i]);
+	ret = read_segs_unlocked(fs, segs, nsegs);
 	pthread_rwlock_unlock(&fs->map_lock);
 out:
-	for (i = 0; i < nsegs; i++)
+	for (i = 0; i < nsegs; i++) {
 		free(segs[i].csums);
+		if (segs[i].tmp != segs[i].out)
+			free(segs[i].tmp);
+	}
 	free(segs);
 	if (ret == -EAGAIN)
 		return read_locked(fs, ino, off, len, buf);

@@ -1100,9 +1100,10 @@ static int least_busy_copy(const struct mfs_chunk_map *map, const struct mfs_io_
 	return best;
 }
 
-static int rw_unlocked(struct mfs_fs_info *fs, u64 logical, u8 *p, u32 len, bool write)
+/* Add the pieces of [logical, logical+len) to set: every copy (write) or the least busy. */
+static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8 *p, u64 len,
+		  bool write)
 {
-	struct batch_set set = { 0 };
 	int ret = 0;
 
 	while (!ret && len) {
@@ -1111,30 +1112,23 @@ static int rw_unlocked(struct mfs_fs_info *fs, u64 logical, u8 *p, u32 len, bool
 		u64 n;
 		int c;
 
-		if (!map) {
-			ret = -EUCLEAN;
-			break;
-		}
-		if (mfs_profile(map->type)->nparity) {
-			ret = -EAGAIN;
-			break;
-		}
+		if (!map)
+			return -EUCLEAN;
+		if (mfs_profile(map->type)->nparity)
+			return -EAGAIN;
 		ret = mfs_map_block(map, logical, &io);
 		if (ret)
-			break;
+			return ret;
 		n = min_t(u64, len, io.length);
-		for (c = write ? 0 : least_busy_copy(map, &io); !ret && c < io.ncopies; c++) {
-			struct mfs_map_stripe *s;
+		c = write ? 0 : least_busy_copy(map, &io);
+		if (c < 0)
+			return -EIO;
+		for (; !ret && c < io.ncopies; c++) {
+			struct mfs_map_stripe *s = &map->stripes[io.stripe[c]];
 
-			if (c < 0) {
-				ret = -EIO;
-				break;
-			}
-			s = &map->stripes[io.stripe[c]];
 			if (!s->dev || !s->dev->io)
-				ret = -EIO;
-			else
-				ret = batch_add(&set, s->dev, io.physical[c], p, n, write);
+				return -EIO;
+			ret = batch_add(set, s->dev, io.physical[c], p, n, write);
 			if (!write)
 				break;
 		}
@@ -1142,20 +1136,31 @@ static int rw_unlocked(struct mfs_fs_info *fs, u64 logical, u8 *p, u32 len, bool
 		p += n;
 		len -= n;
 	}
+	return ret;
+}
+
+int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	struct batch_set set = { 0 };
+	int ret = gather(fs, &set, logical, (u8 *)buf, len, true);
+
 	if (!ret)
 		ret = batches_run(&set);
 	free(set.b);
 	return ret;
 }
 
-int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r)
 {
-	return rw_unlocked(fs, logical, (u8 *)buf, len, true);
-}
+	struct batch_set set = { 0 };
+	int i, ret = 0;
 
-int mfs_read_logical_unlocked(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len)
-{
-	return rw_unlocked(fs, logical, buf, len, false);
+	for (i = 0; !ret && i < n; i++)
+		ret = gather(fs, &set, r[i].logical, r[i].buf, r[i].len, false);
+	if (!ret)
+		ret = batches_run(&set);
+	free(set.b);
+	return ret;
 }
 
 /*

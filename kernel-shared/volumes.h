@@ -71,7 +71,13 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
  * copy on the least busy device and neither verify nor repair.
  */
 int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
-int mfs_read_logical_unlocked(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len);
+struct mfs_read_range {
+	u64 logical;
+	void *buf;
+	u64 len;
+};
+/* Several ranges read at once: all their device transfers run in parallel. */
+int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r);
 /* Write out buffered raid5/6 rows with their parity. */
 int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);
