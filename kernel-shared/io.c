@@ -207,48 +207,46 @@ void mfs_io_close(struct mfs_io_dev *dev)
 	free(dev);
 }
 
-int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
+/* preadv/pwritev until all of iov is done (iov is consumed). */
+static int rw_vec(int fd, struct iovec *iov, int n, u64 off, bool write)
 {
-	char *p = buf;
+	while (n) {
+		ssize_t done = write ? pwritev(fd, iov, n, off) : preadv(fd, iov, n, off);
 
-	if (fault_hit(dev, MFS_IO_READ))
-		return -EIO;
-	while (len) {
-		ssize_t n = pread(dev->fd, p, len, off);
-
-		if (n < 0) {
+		if (done < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		if (n == 0)
+		if (done == 0)
 			return -EIO;
-		p += n;
-		off += n;
-		len -= n;
+		off += done;
+		while (n && (size_t)done >= iov->iov_len) {
+			done -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + done;
+			iov->iov_len -= done;
+		}
 	}
 	return 0;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, u64 off)
+/* pread/pwrite of the whole buffer. */
+static int rw_all(int fd, const void *buf, size_t len, u64 off, bool write)
 {
-	const char *p = buf;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
+	return rw_vec(fd, &iov, 1, off, write);
+}
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
+int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
+{
+	if (fault_hit(dev, MFS_IO_READ))
+		return -EIO;
+	return rw_all(dev->fd, buf, len, off, false);
 }
 
 int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
@@ -256,7 +254,7 @@ int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
 	if (fault_hit(dev, MFS_IO_WRITE))
 		return -EIO;
 	log_record(dev, MFS_IO_WRITE, buf, len, off);
-	return pwrite_all(dev->fd, buf, len, off);
+	return rw_all(dev->fd, buf, len, off, true);
 }
 
 /* The O_DIRECT twin of dev->fd, opened at first use (the same file, no path lookup). */
@@ -283,66 +281,11 @@ int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64
 	if (fault_hit(dev, MFS_IO_WRITE))
 		return -EIO;
 	log_record(dev, MFS_IO_WRITE, buf, len, off);
-	ret = pwrite_all(fd, buf, len, off);
+	ret = rw_all(fd, buf, len, off, true);
 	/* a file system that refuses this O_DIRECT write takes it buffered */
 	if (ret == -EINVAL)
-		ret = pwrite_all(dev->fd, buf, len, off);
+		ret = rw_all(dev->fd, buf, len, off, true);
 	return ret;
-}
-
-int mfs_io_read_direct(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
-{
-	char *p = buf;
-	int fd;
-
-	if (((uintptr_t)buf | len | off) & (MFS_IO_DIRECT_ALIGN - 1) || (fd = direct_fd(dev)) < 0)
-		return mfs_io_read(dev, buf, len, off);
-	if (fault_hit(dev, MFS_IO_READ))
-		return -EIO;
-	while (len) {
-		ssize_t n = pread(fd, p, len, off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EINVAL && p == (char *)buf)
-				return mfs_io_read(dev, buf, len, off);
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* preadv/pwritev until all of iov is done (iov is consumed). */
-static int rw_vec(int fd, struct iovec *iov, int n, u64 off, bool write)
-{
-	while (n) {
-		ssize_t done = write ? pwritev(fd, iov, n, off) : preadv(fd, iov, n, off);
-
-		if (done < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (done == 0)
-			return -EIO;
-		off += done;
-		while (n && (size_t)done >= iov->iov_len) {
-			done -= iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (char *)iov->iov_base + done;
-			iov->iov_len -= done;
-		}
-	}
-	return 0;
 }
 
 int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,

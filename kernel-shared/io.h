@@ -48,7 +48,6 @@ int mfs_io_flush(struct mfs_io_dev *dev);
  */
 int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
 			 bool write);
-int mfs_io_read_direct(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
 int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
 /* A hint, neither counted nor logged: start reading [off, +len) into the page cache. */
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len);
