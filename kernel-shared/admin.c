@@ -84,12 +84,17 @@ static void args_to_ioctl(struct mfs_ioctl_restripe_args *i, const struct mfs_re
 
 void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_status *out)
 {
-	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_restripe_status *st;
 	struct timespec ts;
 
 	memset(out, 0, sizeof(*out));
-	if (!st)
+	/* the restriper changes these under the lock (bytes_done alone is atomic) */
+	pthread_mutex_lock(&fs->lock);
+	st = fs->restripe;
+	if (!st) {
+		pthread_mutex_unlock(&fs->lock);
 		return;
+	}
 	out->state = st->state;
 	out->last_result = st->last_result;
 	out->pause_req = st->pause_req;
@@ -105,6 +110,7 @@ void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe
 		out->elapsed_ns = (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec - st->start_ns;
 	}
 	args_to_ioctl(&out->args, &st->args);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 int mfs_admin_restripe_start(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_args *io)

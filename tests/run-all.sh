@@ -74,6 +74,14 @@ else
 	failures+=("sanitizer build failed")
 fi
 
+echo "== race tests under ThreadSanitizer"
+if bash scripts/build.sh --tsan; then
+	run_tap "tsan/races.sh" bash tests/tsan/races.sh
+else
+	failed=$((failed + 1))
+	failures+=("ThreadSanitizer build failed")
+fi
+
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "== failures"
 	printf '  %s\n' "${failures[@]}"
