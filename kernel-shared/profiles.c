@@ -96,3 +96,17 @@ int mfs_profile_min_devices(u64 flags)
 {
 	return mfs_profile(flags)->devs_min;
 }
+
+static bool has_redundancy(const struct mfs_raid_attr *a)
+{
+	return a->ncopies > 1 || a->nparity > 0;
+}
+
+bool mfs_profile_covers(u64 have, u64 want)
+{
+	const struct mfs_raid_attr *h = mfs_profile(have), *w = mfs_profile(want);
+
+	return h->tolerated_failures >= w->tolerated_failures &&
+	       (!has_redundancy(w) || has_redundancy(h));
+}
+

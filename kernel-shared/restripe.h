@@ -89,6 +89,7 @@ struct mfs_restripe_estimate {
 	u64 bytes;		/* used bytes moved */
 	u64 raw_needed;		/* raw space the new layouts take */
 	u64 raw_available;	/* unallocated raw space usable for them */
+	u64 stuck_logical;	/* !fits: the first chunk that finds no room */
 	bool fits;
 };
 int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
