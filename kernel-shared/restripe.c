@@ -124,6 +124,7 @@ static int write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status
 	for (i = 0; i < st->args.nr_devids; i++)
 		bi.devids[i] = cpu_to_le64(st->args.devids[i]);
 	bi.new_size = cpu_to_le64(st->args.new_size);
+	bi.old_size = cpu_to_le64(st->args.old_size);
 	mfs_init_path(&path);
 	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
 	if (ret == 0) {
@@ -211,6 +212,7 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 	for (i = 0; i < st->args.nr_devids; i++)
 		st->args.devids[i] = le64_to_cpu(bi.devids[i]);
 	st->args.new_size = le64_to_cpu(bi.new_size);
+	st->args.old_size = le64_to_cpu(bi.old_size);
 	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_RESIZE)
 		return -EUCLEAN;
 	/* what is left, for status before it is resumed */
@@ -783,6 +785,7 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 {
 	struct mfs_restripe_status *st = status(fs);
 	struct mfs_restripe_estimate est;
+	struct mfs_device *shrunk = NULL;
 	u64 *list;
 	int ret, n, i;
 
@@ -829,14 +832,18 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 		}
 	}
 	if (args->op == MFS_RESTRIPE_OP_RESIZE) {
-		struct mfs_device *dev = mfs_find_device(fs, args->devids[0]);
-
-		dev->total_bytes = args->new_size;
-		dev->dirty = true;
+		/* nothing is allocated past the new end from now on; cancel gives the old size back */
+		shrunk = mfs_find_device(fs, args->devids[0]);
+		st->args.old_size = shrunk->total_bytes;
+		shrunk->total_bytes = args->new_size;
+		shrunk->dirty = true;
 	}
 	ret = persist(fs, false);
-	if (ret)
+	if (ret) {
 		st->state = MFS_RESTRIPE_NONE;
+		if (shrunk)
+			shrunk->total_bytes = st->args.old_size;
+	}
 	return ret;
 }
 
@@ -1694,6 +1701,15 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 
 		if (dev) {
 			dev->flags &= ~MFS_DEV_STATE_DELETING;
+			dev->dirty = true;
+		}
+	}
+	if (st->args.op == MFS_RESTRIPE_OP_RESIZE && st->args.nr_devids == 1 && st->args.old_size) {
+		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[0]);
+
+		/* what moved stays where it went; the space past the new end is free again */
+		if (dev && dev->io && dev->total_bytes < st->args.old_size) {
+			dev->total_bytes = min_t(u64, st->args.old_size, round_down(dev->io->size, SZ_4K));
 			dev->dirty = true;
 		}
 	}

@@ -27,6 +27,7 @@ struct mfs_restripe_args {
 	u64 devids[MFS_RESTRIPE_MAX_DEVIDS];
 	int nr_devids;
 	u64 new_size;
+	u64 old_size;		/* resize: set by the engine at start, for cancel */
 };
 
 enum mfs_restripe_state {

@@ -187,6 +187,64 @@ static void test_dev_stats_item(void)
 	CHECK_EQ(MFS_DEV_STAT_VALUES_MAX, 5);
 }
 
+/* ---- root tree: BALANCE_ITEM (section 7.1) ---- */
+
+static void test_balance_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_disk_balance_args), 136);
+	PIN(struct mfs_disk_balance_args, flags, 0, 8);
+	PIN(struct mfs_disk_balance_args, profiles, 8, 8);
+	PIN(struct mfs_disk_balance_args, usage_min, 16, 8);
+	PIN(struct mfs_disk_balance_args, usage_max, 24, 8);
+	PIN(struct mfs_disk_balance_args, devid, 32, 8);
+	PIN(struct mfs_disk_balance_args, pstart, 40, 8);
+	PIN(struct mfs_disk_balance_args, pend, 48, 8);
+	PIN(struct mfs_disk_balance_args, vstart, 56, 8);
+	PIN(struct mfs_disk_balance_args, vend, 64, 8);
+	PIN(struct mfs_disk_balance_args, target, 72, 8);
+	PIN(struct mfs_disk_balance_args, limit_min, 80, 8);
+	PIN(struct mfs_disk_balance_args, limit_max, 88, 8);
+	PIN(struct mfs_disk_balance_args, stripes_min, 96, 4);
+	PIN(struct mfs_disk_balance_args, stripes_max, 100, 4);
+	PIN(struct mfs_disk_balance_args, reserved, 104, 32);
+
+	CHECK_EQ(sizeof(struct mfs_balance_item), 664);
+	PIN(struct mfs_balance_item, op, 0, 8);
+	PIN(struct mfs_balance_item, flags, 8, 8);
+	PIN(struct mfs_balance_item, data, 16, 136);
+	PIN(struct mfs_balance_item, meta, 152, 136);
+	PIN(struct mfs_balance_item, sys, 288, 136);
+	PIN(struct mfs_balance_item, cursor, 424, 8);
+	PIN(struct mfs_balance_item, completed, 432, 8);
+	PIN(struct mfs_balance_item, considered, 440, 8);
+	PIN(struct mfs_balance_item, bytes_done, 448, 8);
+	PIN(struct mfs_balance_item, nr_devids, 456, 8);
+	PIN(struct mfs_balance_item, devids, 464, 128);
+	PIN(struct mfs_balance_item, new_size, 592, 8);
+	PIN(struct mfs_balance_item, old_size, 600, 8);
+	PIN(struct mfs_balance_item, reserved, 608, 56);
+
+	CHECK_EQ(MFS_RESTRIPE_OP_BALANCE, 1);
+	CHECK_EQ(MFS_RESTRIPE_OP_DELETE, 2);
+	CHECK_EQ(MFS_RESTRIPE_OP_RESIZE, 3);
+	CHECK_EQ(MFS_RESTRIPE_MAX_DEVIDS, 16);
+	CHECK_EQ(MFS_BALANCE_DATA, 0x1);
+	CHECK_EQ(MFS_BALANCE_SYSTEM, 0x2);
+	CHECK_EQ(MFS_BALANCE_METADATA, 0x4);
+	CHECK_EQ(MFS_BALANCE_FORCE, 0x8);
+	CHECK_EQ(MFS_BALANCE_PAUSED, 0x10);
+	CHECK_EQ(MFS_BALANCE_ARGS_PROFILES, 0x1);
+	CHECK_EQ(MFS_BALANCE_ARGS_USAGE, 0x2);
+	CHECK_EQ(MFS_BALANCE_ARGS_DEVID, 0x4);
+	CHECK_EQ(MFS_BALANCE_ARGS_DRANGE, 0x8);
+	CHECK_EQ(MFS_BALANCE_ARGS_VRANGE, 0x10);
+	CHECK_EQ(MFS_BALANCE_ARGS_CONVERT, 0x20);
+	CHECK_EQ(MFS_BALANCE_ARGS_SOFT, 0x40);
+	CHECK_EQ(MFS_BALANCE_ARGS_LIMIT, 0x80);
+	CHECK_EQ(MFS_BALANCE_ARGS_STRIPES, 0x100);
+	CHECK(MFS_AVAIL_ALLOC_BIT_SINGLE == 1ULL << 48);
+}
+
 /* ---- fs tree (section 7.5) ---- */
 
 static void test_timespec(void)
@@ -438,6 +496,7 @@ int main(void)
 	RUN(test_chunk);
 	RUN(test_dev_extent);
 	RUN(test_block_group_item);
+	RUN(test_balance_item);
 	RUN(test_extent_item);
 	RUN(test_root_item);
 	RUN(test_dev_stats_item);
