@@ -57,5 +57,11 @@ int mfs_profile_min_devices(u64 flags);
  * never dup from single).
  */
 bool mfs_profile_covers(u64 have, u64 want);
+/*
+ * Of the profiles in raid_mask (bit i = enum mfs_raid_type i), the most
+ * redundant in btrfs's order: raid1c4, raid6, raid1c3, raid5, raid10,
+ * raid1, dup, raid0, single. Its bg bit (0 for single or an empty mask).
+ */
+u64 mfs_most_redundant_profile(unsigned int raid_mask);
 
 #endif

@@ -171,6 +171,7 @@ static int persist(struct mfs_fs_info *fs, bool paused)
 
 static int select_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
 			 u64 **out, int *nout, u64 *bytes);
+static void apply_targets(struct mfs_fs_info *fs, const struct mfs_restripe_args *args);
 
 int mfs_restripe_load(struct mfs_fs_info *fs)
 {
@@ -215,6 +216,8 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 	st->args.old_size = le64_to_cpu(bi.old_size);
 	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_RESIZE)
 		return -EUCLEAN;
+	/* a convert under way, even paused: new chunks get its targets, as in btrfs */
+	apply_targets(fs, &st->args);
 	/* what is left, for status before it is resumed */
 	if (!select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes)) {
 		st->expected = st->completed + n;
@@ -1718,8 +1721,11 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 		return ret;
 	}
 	ret = mfs_commit_transaction(trans);
-	if (!ret)
+	if (!ret) {
 		st->state = MFS_RESTRIPE_NONE;
+		/* no target any more: the profiles the chunks have decide again */
+		mfs_init_alloc_profiles(fs);
+	}
 	return ret;
 }
 
