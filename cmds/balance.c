@@ -224,8 +224,8 @@ int mfs_check_exclusive(struct mfs_target *t, const char *what, bool allow_pause
 }
 
 /* Start, then follow in the foreground: shared by balance, device delete, resize. */
-int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bool background,
-		     bool quiet, const char *what)
+int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_args *a,
+			     bool background, bool quiet, const char *what, const char *started)
 {
 	struct mfs_ioctl_restripe_status *st;
 	int ret = mfs_target_restripe_start(t, a);
@@ -235,12 +235,18 @@ int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bo
 		if (ret == -EINPROGRESS && st && !mfs_target_restripe_status(t, st) &&
 		    st->state != MFS_RESTRIPE_NONE) {
 			mfs_check_exclusive(t, what, false);
-		} else if (a->msg[0])
+		} else if (a->msg[0] && a->op == MFS_RESTRIPE_OP_RESIZE)
+			error("unable to resize '%s': %s", t->mnt, a->msg);	/* btrfs's words */
+		else if (a->msg[0])
 			error("%s: %s", what, a->msg);
 		else
 			error("%s failed on '%s': %s", what, t->mnt, strerror(-ret));
 		free(st);
 		return 1;
+	}
+	if (started && started[0]) {
+		printf("%s\n", started);
+		fflush(stdout);
 	}
 	if (background && t->online)
 		return 0;
@@ -267,6 +273,12 @@ int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bo
 	}
 	free(st);
 	return ret;
+}
+
+int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bool background,
+		     bool quiet, const char *what)
+{
+	return mfs_run_restripe_started(t, a, background, quiet, what, NULL);
 }
 
 static void full_balance_warning(void)

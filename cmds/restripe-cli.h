@@ -8,6 +8,9 @@ int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *
 /* Returns the exit code; what names the operation in messages. */
 int mfs_run_restripe(struct mfs_target *t, struct mfs_ioctl_restripe_args *a, bool background,
 		     bool quiet, const char *what);
+/* The same, printing started (unless empty) once the operation is accepted. */
+int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_args *a,
+			     bool background, bool quiet, const char *what, const char *started);
 /* 0 when no other exclusive operation runs (or is paused, if allowed); else prints why, 1. */
 int mfs_check_exclusive(struct mfs_target *t, const char *what, bool allow_paused);
 

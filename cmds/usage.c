@@ -830,28 +830,6 @@ static int parse_resize(const char *arg, struct resize_req *r)
 	return parse_size(s, &r->amount);
 }
 
-struct moved_hole {
-	struct mfs_device *dev;
-	u64 start, len;
-};
-
-static int cmp_moved_hole(const void *a, const void *b)
-{
-	const struct moved_hole *x = a, *y = b;
-
-	if (x->len != y->len)
-		return x->len < y->len ? 1 : -1;
-	return x->dev->devid < y->dev->devid ? -1 : 1;
-}
-
-static int cmp_chunk_logical(const void *a, const void *b)
-{
-	const struct mfs_space_chunk *x = *(const struct mfs_space_chunk * const *)a;
-	const struct mfs_space_chunk *y = *(const struct mfs_space_chunk * const *)b;
-
-	return x->logical < y->logical ? -1 : x->logical > y->logical;
-}
-
 static bool chunk_past(const struct mfs_space_chunk *c, u64 devid, u64 new_size)
 {
 	int s;
@@ -862,120 +840,18 @@ static bool chunk_past(const struct mfs_space_chunk *c, u64 devid, u64 new_size)
 	return false;
 }
 
-static void drop_chunk_extents(struct mfs_device *devs, int ndevs,
-			       const struct mfs_space_chunk *c)
+/* What a shrink moves: the chunks with a stripe past the new end, and their used bytes. */
+static void shrink_moves(const struct mfs_space *sp, u64 devid, u64 new_size, u64 *nmove, u64 *bytes)
 {
-	int s, j;
+	int i;
 
-	for (s = 0; (u64)s < c->num_stripes; s++)
-		for (j = 0; j < ndevs; j++)
-			if (devs[j].devid == c->stripes[s].devid)
-				mfs_device_remove_extent(&devs[j], c->stripes[s].physical);
-}
-
-/*
- * A new place for chunk c, as mfs_alloc_chunk_at gives it: the devices
- * with the largest holes, the widest layout that fits, best fit on each.
- * Its old place stays taken (the caller frees it after).
- */
-static int place_chunk(const struct mfs_space *sp, struct mfs_device *devs,
-		       struct moved_hole *holes, u64 *lens, const struct mfs_space_chunk *c)
-{
-	const struct mfs_raid_attr *a = mfs_profile(c->type);
-	int nh = 0, n, j, k;
-	u64 stripe;
-
-	for (j = 0; j < sp->nr_devs; j++) {
-		u64 start, len;
-
-		if (!dev_allocatable(&sp->devs[j]))
-			continue;
-		len = mfs_device_max_hole(&devs[j], &start);
-		if (!len)
-			continue;
-		holes[nh].dev = &devs[j];
-		holes[nh].start = start;
-		holes[nh].len = len;
-		nh++;
-	}
-	qsort(holes, nh, sizeof(*holes), cmp_moved_hole);
-	for (j = 0; j < nh; j++)
-		lens[j] = holes[j].len;
-	n = mfs_layout_for_length(c->type, c->length, lens, nh, &stripe);
-	if (n < 0)
-		return n;
-	for (j = 0; j < n; j++) {
-		u64 start = holes[j].start;
-
-		mfs_device_best_fit(holes[j].dev, stripe * a->dev_stripes, &start);
-		for (k = 0; k < a->dev_stripes; k++)
-			mfs_device_add_extent(holes[j].dev, start + k * stripe, stripe, c->logical);
-	}
-	return 0;
-}
-
-/*
- * Replay the shrink on a copy of the device extents before anything
- * moves, the way the restriper will do it: the empty chunks past the new
- * end are dropped first, then each other one, in logical order, gets a
- * new place while its old one is still taken, and frees the old one
- * after. Returns 0 when all fit, or -ENOSPC and the chunk that does not.
- */
-static int shrink_fits(const struct mfs_space *sp, u64 devid, u64 new_size,
-		       const struct mfs_space_chunk **stuck, u64 *nmove, u64 *bytes)
-{
-	struct mfs_device *devs = calloc(sp->nr_devs + 1, sizeof(*devs));
-	struct moved_hole *holes = calloc(sp->nr_devs + 1, sizeof(*holes));
-	const struct mfs_space_chunk **list = calloc(sp->nr_chunks + 1, sizeof(*list));
-	u64 *lens = calloc(sp->nr_devs + 1, sizeof(*lens));
-	int i, j, s, n = 0, ret = 0;
-
-	*stuck = NULL;
 	*nmove = *bytes = 0;
-	if (!devs || !holes || !list || !lens) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < sp->nr_devs; i++) {
-		devs[i].devid = sp->devs[i].devid;
-		devs[i].total_bytes = sp->devs[i].devid == devid ? new_size : sp->devs[i].total_bytes;
-	}
 	for (i = 0; i < sp->nr_chunks; i++) {
-		const struct mfs_space_chunk *c = &sp->chunks[i];
-
-		for (s = 0; (u64)s < c->num_stripes; s++)
-			for (j = 0; j < sp->nr_devs; j++)
-				if (devs[j].devid == c->stripes[s].devid)
-					mfs_device_add_extent(&devs[j], c->stripes[s].physical, c->stripe_size,
-							      c->logical);
-		if (!chunk_past(c, devid, new_size))
+		if (!chunk_past(&sp->chunks[i], devid, new_size))
 			continue;
 		(*nmove)++;
-		*bytes += c->used;
-		if (c->used)
-			list[n++] = c;
+		*bytes += sp->chunks[i].used;
 	}
-	/* an empty chunk is dropped, not copied */
-	for (i = 0; i < sp->nr_chunks; i++)
-		if (!sp->chunks[i].used && chunk_past(&sp->chunks[i], devid, new_size))
-			drop_chunk_extents(devs, sp->nr_devs, &sp->chunks[i]);
-	qsort(list, n, sizeof(*list), cmp_chunk_logical);
-	for (i = 0; i < n; i++) {
-		if (place_chunk(sp, devs, holes, lens, list[i])) {
-			*stuck = list[i];
-			ret = -ENOSPC;
-			break;
-		}
-		drop_chunk_extents(devs, sp->nr_devs, list[i]);
-	}
-out:
-	for (i = 0; devs && i < sp->nr_devs; i++)
-		free(devs[i].extents);
-	free(devs);
-	free(holes);
-	free(list);
-	free(lens);
-	return ret;
 }
 
 static int resize_cancel(struct mfs_target *t)
@@ -1069,8 +945,13 @@ static int do_resize(struct mfs_target *t, const char *arg, const struct resize_
 			      pretty_size(new_size));
 			goto out;
 		}
+		/* an exclusive operation, as in btrfs: not beside a running or paused one */
+		if (mfs_check_exclusive(t, "resize", false))
+			goto out;
 		err = mfs_target_grow(t, devid, new_size);
-		if (err)
+		if (err == -EINPROGRESS)
+			mfs_check_exclusive(t, "resize", false);
+		else if (err)
 			error("unable to resize '%s': %s", t->mnt,
 			      err == -EFBIG ? "no enough free space" : strerror(-err));
 		else
@@ -1083,25 +964,15 @@ static int do_resize(struct mfs_target *t, const char *arg, const struct resize_
 		goto out;
 	}
 	{
-		const struct mfs_space_chunk *stuck;
 		struct mfs_ioctl_restripe_args *a;
+		char started[128] = "";
 		u64 nmove, bytes;
-		int err = shrink_fits(&sp, devid, new_size, &stuck, &nmove, &bytes);
 
-		if (err == -ENOSPC) {
-			error("unable to resize '%s': no enough free space to move what lies past %s on device %llu: the %s,%s chunk at %llu (%s) fits nowhere else",
-			      t->mnt, pretty_size(new_size), (unsigned long long)devid,
-			      mfs_bg_type_name(stuck->type), mfs_profile_ui_name(stuck->type),
-			      (unsigned long long)stuck->logical, pretty_size(stuck->length));
-			goto out;
-		}
-		if (err) {
-			error("unable to resize '%s': %s", t->mnt, strerror(-err));
-			goto out;
-		}
+		/* whether it fits is the engine's to say, before anything moves */
+		shrink_moves(&sp, devid, new_size, &nmove, &bytes);
 		if (nmove && !quiet)
-			printf("Relocating %llu chunk%s (%s used) past the new end\n",
-			       (unsigned long long)nmove, nmove == 1 ? "" : "s", pretty_size(bytes));
+			snprintf(started, sizeof(started), "Relocating %llu chunk%s (%s used) past the new end",
+				 (unsigned long long)nmove, nmove == 1 ? "" : "s", pretty_size(bytes));
 		a = calloc(1, sizeof(*a));
 		if (!a) {
 			error("out of memory");
@@ -1111,7 +982,7 @@ static int do_resize(struct mfs_target *t, const char *arg, const struct resize_
 		a->devids[0] = devid;
 		a->nr_devids = 1;
 		a->new_size = new_size;
-		ret = mfs_run_restripe(t, a, false, quiet, "resize");
+		ret = mfs_run_restripe_started(t, a, false, quiet, "resize", started);
 		free(a);
 	}
 out:

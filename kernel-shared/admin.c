@@ -270,10 +270,15 @@ int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid)
 
 int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size)
 {
+	struct mfs_restripe_status *st = fs->restripe;
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_device_grow(fs, devid, new_size);
+	/* resize is exclusive, as in btrfs: not even beside a paused balance */
+	if (st && st->state != MFS_RESTRIPE_NONE)
+		ret = -EINPROGRESS;
+	else
+		ret = mfs_device_grow(fs, devid, new_size);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }

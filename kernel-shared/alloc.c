@@ -7,6 +7,7 @@
 #include <string.h>
 #include "ctree.h"
 #include "alloc.h"
+#include "restripe.h"
 #include "volumes.h"
 #include "profiles.h"
 #include "transaction.h"
@@ -396,8 +397,24 @@ static int take_space(struct mfs_block_group *bg, u64 start, u64 len)
 }
 
 /*
- * Find space of a type: chunks of the target profile first, then a new
- * chunk, then any chunk of the type with room (e.g. mid-convert).
+ * A restripe in progress (running or paused) will move a chunk it has not
+ * reached yet: until then that chunk may take new extents of a profile it
+ * is as safe as, since they get the target layout when it moves.
+ */
+static bool restripe_ahead(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	const struct mfs_restripe_status *st = fs->restripe;
+
+	return st && st->state != MFS_RESTRIPE_NONE && bg->start >= st->cursor;
+}
+
+/*
+ * Find space of a type: chunks of the target profile first; mid-convert,
+ * then chunks still to be converted whose profile is at least as safe
+ * (as btrfs does: no whole new chunk for a few tree blocks while the old
+ * ones have room, which a convert on a small filesystem cannot spare);
+ * then a new chunk; then any chunk of the type with room (e.g. mid-convert
+ * to a more redundant profile).
  */
 static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 		      u64 align, u64 *start, u64 *got)
@@ -406,8 +423,8 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 	struct mfs_block_group *bg;
 	int pass, i, ret;
 
-	for (pass = 0; pass < 3; pass++) {
-		if (pass == 1) {
+	for (pass = 0; pass < 4; pass++) {
+		if (pass == 2) {
 			ret = mfs_alloc_chunk(fs, type | profile, 0, &bg);
 			if (ret == 0 && bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);
@@ -416,10 +433,16 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 			continue;
 		}
 		for (i = 0; i < fs->nr_bgs; i++) {
+			u64 p;
+
 			bg = fs->bgs[i];
+			p = bg->flags & MFS_BLOCK_GROUP_PROFILE_MASK;
 			if (bg->ro || (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) != type)
 				continue;
-			if (pass == 0 && (bg->flags & MFS_BLOCK_GROUP_PROFILE_MASK) != profile)
+			if (pass == 0 && p != profile)
+				continue;
+			if (pass == 1 && (p == profile || !mfs_profile_covers(p, profile) ||
+					  !restripe_ahead(fs, bg)))
 				continue;
 			if (bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);

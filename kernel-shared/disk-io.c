@@ -879,23 +879,35 @@ static int read_dev_extents(struct mfs_fs_info *fs)
 	return ret < 0 ? ret : 0;
 }
 
-/* Profiles new chunks get: the most recent chunk of each type decides. */
-static void init_alloc_profiles(struct mfs_fs_info *fs)
+/*
+ * Profiles new chunks get, when no convert is in progress (a paused or
+ * interrupted convert's targets take over in mfs_restripe_load). A type
+ * whose chunks have several profiles (an interrupted or limit= convert)
+ * gets the most redundant of them that the present devices can hold, as
+ * btrfs chooses (btrfs_reduce_alloc_profile): what the filesystem was
+ * asked to keep is never silently weakened, and the choice does not
+ * depend on which chunk happens to lie highest.
+ */
+void mfs_init_alloc_profiles(struct mfs_fs_info *fs)
 {
-	int i;
+	unsigned int seen[3] = { 0, 0, 0 }, ok = 0;
+	u64 *out[3] = { &fs->data_profile, &fs->metadata_profile, &fs->system_profile };
+	int i, present = 0;
 
-	fs->data_profile = fs->metadata_profile = fs->system_profile = 0;
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!fs->devices[i]->missing)
+			present++;
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++)
+		if (mfs_raid_array[i].devs_min <= present)
+			ok |= 1U << i;
 	for (i = 0; i < fs->nr_chunks; i++) {
 		u64 t = fs->chunks[i]->type;
-		u64 p = t & MFS_BLOCK_GROUP_PROFILE_MASK;
+		int k = (t & MFS_BLOCK_GROUP_DATA) ? 0 : (t & MFS_BLOCK_GROUP_SYSTEM) ? 2 : 1;
 
-		if (t & MFS_BLOCK_GROUP_DATA)
-			fs->data_profile = p;
-		else if (t & MFS_BLOCK_GROUP_SYSTEM)
-			fs->system_profile = p;
-		else
-			fs->metadata_profile = p;
+		seen[k] |= 1U << mfs_bg_flags_to_raid_index(t);
 	}
+	for (i = 0; i < 3; i++)
+		*out[i] = mfs_most_redundant_profile(seen[i] & ok ? seen[i] & ok : seen[i]);
 }
 
 static int read_roots(struct mfs_fs_info *fs)
@@ -979,7 +991,7 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	}
 	if (ret)
 		goto fail;
-	init_alloc_profiles(fs);
+	mfs_init_alloc_profiles(fs);
 	ret = mfs_restripe_load(fs);
 	if (ret && !partial(fs))
 		goto fail;

@@ -29,6 +29,8 @@ int mfs_write_all_supers(struct mfs_fs_info *fs);
 
 struct mfs_fs_info *mfs_alloc_fs_info(void);
 int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out);
+/* Profiles new chunks get, from the chunks there are (no convert in progress). */
+void mfs_init_alloc_profiles(struct mfs_fs_info *fs);
 /* Commit pending changes (if writable), close devices, free everything. */
 int mfs_close_fs(struct mfs_fs_info *fs);
 /* Free without committing. */

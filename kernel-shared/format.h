@@ -442,9 +442,10 @@ struct mfs_balance_item {
 	mfs_le64 nr_devids;	/* delete: devices being removed; resize: 1 */
 	mfs_le64 devids[MFS_RESTRIPE_MAX_DEVIDS];
 	mfs_le64 new_size;	/* resize: target size of devids[0] */
-	u8 reserved[64];
+	mfs_le64 old_size;	/* resize: its size before, given back by a cancel (0: unknown) */
+	u8 reserved[56];
 } __attribute__((packed));
-static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 8 + 64, "balance item");
+static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 16 + 56, "balance item");
 
 /* key (ORPHAN_OBJECTID, ORPHAN_ITEM, ino): unlinked while open; freed at mount */
 #define MFS_ORPHAN_OBJECTID	((u64)-5)

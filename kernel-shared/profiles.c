@@ -96,3 +96,32 @@ int mfs_profile_min_devices(u64 flags)
 {
 	return mfs_profile(flags)->devs_min;
 }
+
+static bool has_redundancy(const struct mfs_raid_attr *a)
+{
+	return a->ncopies > 1 || a->nparity > 0;
+}
+
+bool mfs_profile_covers(u64 have, u64 want)
+{
+	const struct mfs_raid_attr *h = mfs_profile(have), *w = mfs_profile(want);
+
+	return h->tolerated_failures >= w->tolerated_failures &&
+	       (!has_redundancy(w) || has_redundancy(h));
+}
+
+/* Most to least redundant, as btrfs's btrfs_reduce_alloc_profile ranks them. */
+static const enum mfs_raid_type redundancy_order[MFS_NR_RAID_TYPES] = {
+	MFS_RAID_RAID1C4, MFS_RAID_RAID6, MFS_RAID_RAID1C3, MFS_RAID_RAID5,
+	MFS_RAID_RAID10, MFS_RAID_RAID1, MFS_RAID_DUP, MFS_RAID_RAID0, MFS_RAID_SINGLE,
+};
+
+u64 mfs_most_redundant_profile(unsigned int raid_mask)
+{
+	int i;
+
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++)
+		if (raid_mask & (1U << redundancy_order[i]))
+			return mfs_raid_array[redundancy_order[i]].bg_flag;
+	return 0;
+}

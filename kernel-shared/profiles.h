@@ -50,5 +50,18 @@ u64 mfs_chunk_logical_length(u64 flags, int num_stripes, u64 stripe_size);
 void mfs_profile_ratio(u64 flags, int num_stripes, u64 *num, u64 *den);
 /* Fewest devices a filesystem can keep and still hold this profile. */
 int mfs_profile_min_devices(u64 flags);
+/*
+ * May what asked for profile want be stored in a chunk of profile have:
+ * it survives as many device failures, and has a second copy or parity
+ * when want has one (btrfs's find_free_extent fills raid0 from raid1,
+ * never dup from single).
+ */
+bool mfs_profile_covers(u64 have, u64 want);
+/*
+ * Of the profiles in raid_mask (bit i = enum mfs_raid_type i), the most
+ * redundant in btrfs's order: raid1c4, raid6, raid1c3, raid5, raid10,
+ * raid1, dup, raid0, single. Its bg bit (0 for single or an empty mask).
+ */
+u64 mfs_most_redundant_profile(unsigned int raid_mask);
 
 #endif

@@ -124,6 +124,7 @@ static int write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status
 	for (i = 0; i < st->args.nr_devids; i++)
 		bi.devids[i] = cpu_to_le64(st->args.devids[i]);
 	bi.new_size = cpu_to_le64(st->args.new_size);
+	bi.old_size = cpu_to_le64(st->args.old_size);
 	mfs_init_path(&path);
 	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
 	if (ret == 0) {
@@ -170,6 +171,7 @@ static int persist(struct mfs_fs_info *fs, bool paused)
 
 static int select_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
 			 u64 **out, int *nout, u64 *bytes);
+static void apply_targets(struct mfs_fs_info *fs, const struct mfs_restripe_args *args);
 
 int mfs_restripe_load(struct mfs_fs_info *fs)
 {
@@ -211,8 +213,11 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 	for (i = 0; i < st->args.nr_devids; i++)
 		st->args.devids[i] = le64_to_cpu(bi.devids[i]);
 	st->args.new_size = le64_to_cpu(bi.new_size);
+	st->args.old_size = le64_to_cpu(bi.old_size);
 	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_RESIZE)
 		return -EUCLEAN;
+	/* a convert under way, even paused: new chunks get its targets, as in btrfs */
+	apply_targets(fs, &st->args);
 	/* what is left, for status before it is resumed */
 	if (!select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes)) {
 		st->expected = st->completed + n;
@@ -419,6 +424,26 @@ static int check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 			return -EINVAL;
 		}
 	}
+	if (a->op == MFS_RESTRIPE_OP_RESIZE) {
+		struct mfs_device *dev = a->nr_devids == 1 ? mfs_find_device(fs, a->devids[0]) : NULL;
+
+		if (!dev || dev->missing || !dev->io) {
+			snprintf(msg, msglen, "cannot find devid: %llu",
+				 (unsigned long long)(a->nr_devids ? a->devids[0] : 0));
+			return -ENODEV;
+		}
+		/* growing is no restripe (mfs_device_grow) */
+		if (a->new_size >= dev->total_bytes || a->new_size % SZ_4K) {
+			snprintf(msg, msglen, "a shrink needs a new size below the current %llu bytes, in whole 4 KiB",
+				 (unsigned long long)dev->total_bytes);
+			return -EINVAL;
+		}
+		if (a->new_size < MFS_MIN_DEVICE_SIZE) {
+			snprintf(msg, msglen, "the new size %llu is below the minimum device size %llu",
+				 (unsigned long long)a->new_size, (unsigned long long)MFS_MIN_DEVICE_SIZE);
+			return -EINVAL;
+		}
+	}
 	if (a->op == MFS_RESTRIPE_OP_DELETE) {
 		if (ndev == 0) {
 			snprintf(msg, msglen, "unable to remove the only writeable device");
@@ -454,44 +479,113 @@ struct released {
 	u64 physical, length, chunk_offset;
 };
 
+struct placed {
+	struct mfs_chunk_map *old;
+	struct mfs_chunk_map **maps;
+	int nmaps;
+};
+
+/* Take back a chunk mfs_alloc_chunk made (a simulation's). */
+static void unalloc_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	struct mfs_chunk_map *map = bg->map;
+	u64 ss = mfs_map_stripe_size(map);
+	int i;
+
+	for (i = 0; i < map->num_stripes; i++) {
+		mfs_device_remove_extent(map->stripes[i].dev, map->stripes[i].physical);
+		map->stripes[i].dev->bytes_used -= min_t(u64, ss, map->stripes[i].dev->bytes_used);
+	}
+	mfs_remove_chunk_map(fs, map);
+	mfs_remove_block_group(fs, bg);
+	free(map);
+}
+
+/*
+ * A conversion sends new tree blocks to the target profile at once
+ * (apply_targets): unless a chunk of it, or of a profile as safe, is
+ * there to take them, the first commit of the operation allocates a
+ * metadata and a system chunk of it. Those chunks are really made, so
+ * they count.
+ */
+static int simulate_target_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+				  struct mfs_block_group **made, int *nmade)
+{
+	static const u64 types[2] = { MFS_BLOCK_GROUP_METADATA, MFS_BLOCK_GROUP_SYSTEM };
+	const struct mfs_balance_filter *f[2] = { &a->meta, &a->sys };
+	u64 sel[2] = { MFS_BALANCE_METADATA, MFS_BALANCE_SYSTEM };
+	int t, i, ret;
+
+	*nmade = 0;
+	for (t = 0; t < 2 && a->op == MFS_RESTRIPE_OP_BALANCE; t++) {
+		u64 flags = types[t] | mfs_filter_bit_to_profile(f[t]->target);
+		bool have = false;
+
+		if (!(a->flags & sel[t]) || !(f[t]->flags & MFS_BALANCE_ARGS_CONVERT))
+			continue;
+		/* as find_space: a chunk of the target, or of a profile as safe */
+		for (i = 0; i < fs->nr_bgs; i++)
+			if ((fs->bgs[i]->flags & MFS_BLOCK_GROUP_TYPE_MASK) == types[t] &&
+			    mfs_profile_covers(fs->bgs[i]->flags, flags))
+				have = true;
+		if (have)
+			continue;
+		ret = mfs_alloc_chunk(fs, flags, 0, &made[*nmade]);
+		if (ret == -ENOSPC)
+			continue;	/* then tree blocks go to chunks of the old profile */
+		if (ret)
+			return ret;
+		(*nmade)++;
+	}
+	return 0;
+}
+
 /*
  * Place every selected chunk's new layout with the real allocator, in the
  * order the run takes them (empty chunks first, they are only removed),
  * giving back each old layout's places once its chunk is placed - then
  * undo all of it. -ENOSPC (with the raw size of the chunk that found no
- * room in *stuck) when some chunk would not fit, holes and all.
+ * room in *stuck and its logical start in *stuck_logical) when some chunk
+ * would not fit, holes, pieces and all.
  */
 static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
-			      const u64 *list, int n, u64 *stuck)
+			      const u64 *list, int n, u64 *stuck, u64 *stuck_logical)
 {
-	struct mfs_chunk_map **placed, **olds;
+	struct mfs_block_group *made[2];
+	struct placed *placed;
 	struct released *rel;
 	u64 excl[MFS_RESTRIPE_MAX_DEVIDS], incompat = fs->incompat_flags;
-	int nexcl = 0, nplaced = 0, nrel = 0, pass, i, j, ret = 0;
+	int nexcl = 0, nplaced = 0, nrel = 0, nmade = 0, pass, i, j, ret = 0;
 
 	placed = calloc(n + 1, sizeof(*placed));
-	olds = calloc(n + 1, sizeof(*olds));
 	rel = calloc((size_t)n * 16 + 1, sizeof(*rel));
-	if (!placed || !olds || !rel) {
+	if (!placed || !rel) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; a->op == MFS_RESTRIPE_OP_DELETE && i < a->nr_devids; i++)
 		excl[nexcl++] = a->devids[i];
+	ret = simulate_target_chunks(fs, a, made, &nmade);
 	for (pass = 0; pass < 2 && !ret; pass++) {
 		for (i = 0; i < n && !ret; i++) {
 			struct mfs_chunk_map *map = mfs_find_chunk(fs, list[i]);
 			struct mfs_block_group *bg = mfs_lookup_block_group(fs, list[i]);
-			struct mfs_chunk_map *new = NULL;
+			struct placed *p = &placed[nplaced];
 			bool empty = bg && bg->used == 0 && bg->reserved == 0;
 
-			if (!map || map->logical != list[i] || empty != (pass == 0))
+			if (!map || !bg || map->logical != list[i] || empty != (pass == 0))
 				continue;
 			if (!empty) {
 				u64 flags = (map->type & MFS_BLOCK_GROUP_TYPE_MASK) |
 					    target_profile(a, map);
+				struct mfs_range *used = NULL;
+				int nused = 0;
 
-				ret = mfs_alloc_chunk_at(fs, map, flags, excl, nexcl, &new);
+				ret = mfs_bg_used_ranges(fs, bg, &used, &nused);
+				if (!ret)
+					ret = mfs_alloc_chunk_at(fs, map, flags, excl, nexcl, used, nused,
+								 &p->maps, &p->nmaps);
+				free(used);
 				if (ret == -ENOSPC) {
 					const struct mfs_raid_attr *t = mfs_profile(flags);
 					int nd = allocatable_devices(fs, a);
@@ -504,17 +598,19 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 					*stuck = map->length /
 						 mfs_nr_data_stripes(flags, nd * t->dev_stripes) *
 						 nd * t->dev_stripes;
+					*stuck_logical = map->logical;
 				}
 				if (ret)
 					break;
-				placed[nplaced] = new;
-				olds[nplaced++] = map;
+				p->old = map;
+				nplaced++;
 			}
 			/* the old places are free once the chunk has moved */
 			for (j = 0; j < map->num_stripes && nrel < n * 16; j++) {
 				struct mfs_device *dev = mfs_find_device(fs, map->stripes[j].devid);
 
-				if (!dev || mfs_stripe_kept(map, j, new))
+				if (!dev || (!empty && p->nmaps == 1 &&
+					     mfs_stripe_kept(map, j, p->maps[0])))
 					continue;
 				if (mfs_device_remove_extent(dev, map->stripes[j].physical))
 					continue;
@@ -526,20 +622,16 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 		}
 	}
 	/* undo: the new places first, then the old ones come back */
-	for (i = nplaced - 1; i >= 0; i--) {
-		for (j = 0; j < placed[i]->num_stripes; j++)
-			if (!mfs_stripe_kept(placed[i], j, olds[i]))
-				mfs_device_remove_extent(placed[i]->stripes[j].dev,
-							 placed[i]->stripes[j].physical);
-		free(placed[i]);
-	}
+	for (i = nplaced - 1; i >= 0; i--)
+		mfs_free_chunk_layout(placed[i].maps, placed[i].nmaps, placed[i].old);
 	for (i = nrel - 1; i >= 0; i--)
 		mfs_device_add_extent(rel[i].dev, rel[i].physical, rel[i].length,
 				      rel[i].chunk_offset);
+	for (i = nmade - 1; i >= 0; i--)
+		unalloc_chunk(fs, made[i]);
 	fs->incompat_flags = incompat;
 out:
 	free(placed);
-	free(olds);
 	free(rel);
 	return ret;
 }
@@ -547,13 +639,21 @@ out:
 int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 			  struct mfs_restripe_estimate *est)
 {
-	u64 *list, bytes, largest = 0;
+	struct mfs_device *shrunk = NULL;
+	u64 *list, bytes, largest = 0, old_size = 0;
 	int n, i, j, ret;
 
 	memset(est, 0, sizeof(*est));
 	ret = select_chunks(fs, a, 0, &list, &n, &bytes);
 	if (ret)
 		return ret;
+	/* a shrink places everything as if the device already had its new size */
+	if (a->op == MFS_RESTRIPE_OP_RESIZE && a->nr_devids == 1)
+		shrunk = mfs_find_device(fs, a->devids[0]);
+	if (shrunk) {
+		old_size = shrunk->total_bytes;
+		shrunk->total_bytes = min_t(u64, a->new_size, old_size);
+	}
 	est->chunks = n;
 	est->bytes = bytes;
 	for (i = 0; i < n; i++) {
@@ -624,7 +724,7 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 	{
 		u64 stuck = 0;
 
-		ret = simulate_placement(fs, a, list, n, &stuck);
+		ret = simulate_placement(fs, a, list, n, &stuck, &est->stuck_logical);
 		est->fits = ret == 0;
 		if (ret == -ENOSPC) {
 			if (est->raw_needed <= est->raw_available)
@@ -634,6 +734,8 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 			est->raw_needed = est->raw_available;
 		}
 	}
+	if (shrunk)
+		shrunk->total_bytes = old_size;
 	free(list);
 	return ret;
 }
@@ -654,11 +756,39 @@ static void apply_targets(struct mfs_fs_info *fs, const struct mfs_restripe_args
 		fs->system_profile = mfs_filter_bit_to_profile(args->sys.target);
 }
 
+/* Why an operation that does not fit is refused, for the command to print. */
+static void no_space_message(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			     const struct mfs_restripe_estimate *est, char *msg, size_t msglen)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, est->stuck_logical);
+	u64 missing = est->raw_needed > est->raw_available ?
+		      est->raw_needed - est->raw_available : 0;
+
+	if (a->op == MFS_RESTRIPE_OP_RESIZE && map) {
+		snprintf(msg, msglen,
+			 "no enough free space to move what lies past %llu bytes on device %llu: the %s,%s chunk at %llu (%llu bytes) fits nowhere else",
+			 (unsigned long long)a->new_size, (unsigned long long)a->devids[0],
+			 mfs_bg_type_name(map->type), mfs_profile(map->type)->ui_name,
+			 (unsigned long long)map->logical, (unsigned long long)map->length);
+	} else if (a->op == MFS_RESTRIPE_OP_DELETE) {
+		snprintf(msg, msglen,
+			 "not enough space on the remaining devices: %llu bytes needed, %llu available (%llu missing)",
+			 (unsigned long long)est->raw_needed,
+			 (unsigned long long)est->raw_available, (unsigned long long)missing);
+	} else {
+		snprintf(msg, msglen,
+			 "not enough free space for the new layouts: %llu bytes needed, %llu available (%llu missing); nothing was moved",
+			 (unsigned long long)est->raw_needed,
+			 (unsigned long long)est->raw_available, (unsigned long long)missing);
+	}
+}
+
 int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
 		       char *msg, size_t msglen)
 {
 	struct mfs_restripe_status *st = status(fs);
 	struct mfs_restripe_estimate est;
+	struct mfs_device *shrunk = NULL;
 	u64 *list;
 	int ret, n, i;
 
@@ -673,18 +803,17 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 	ret = check_args(fs, args, msg, msglen);
 	if (ret)
 		return ret;
-	if (args->op == MFS_RESTRIPE_OP_DELETE) {
-		ret = mfs_restripe_estimate(fs, args, &est);
-		if (ret)
-			return ret;
-		if (!est.fits) {
-			snprintf(msg, msglen,
-				 "not enough space on the remaining devices: %llu bytes needed, %llu available (%llu missing)",
-				 (unsigned long long)est.raw_needed,
-				 (unsigned long long)est.raw_available,
-				 (unsigned long long)(est.raw_needed - est.raw_available));
-			return -ENOSPC;
-		}
+	/*
+	 * Whatever asked (CLI or a direct ioctl): place everything first, the
+	 * way the run will, and refuse before anything moves if it would not
+	 * fit - so a run never stops half-way for want of space.
+	 */
+	ret = mfs_restripe_estimate(fs, args, &est);
+	if (ret)
+		return ret;
+	if (!est.fits) {
+		no_space_message(fs, args, &est, msg, msglen);
+		return -ENOSPC;
 	}
 	memset(st, 0, sizeof(*st));
 	st->args = *args;
@@ -706,16 +835,18 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 		}
 	}
 	if (args->op == MFS_RESTRIPE_OP_RESIZE) {
-		struct mfs_device *dev = mfs_find_device(fs, args->devids[0]);
-
-		if (!dev)
-			return -ENODEV;
-		dev->total_bytes = args->new_size;
-		dev->dirty = true;
+		/* nothing is allocated past the new end from now on; cancel gives the old size back */
+		shrunk = mfs_find_device(fs, args->devids[0]);
+		st->args.old_size = shrunk->total_bytes;
+		shrunk->total_bytes = args->new_size;
+		shrunk->dirty = true;
 	}
 	ret = persist(fs, false);
-	if (ret)
+	if (ret) {
 		st->state = MFS_RESTRIPE_NONE;
+		if (shrunk)
+			shrunk->total_bytes = st->args.old_size;
+	}
 	return ret;
 }
 
@@ -759,23 +890,24 @@ static int delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, con
 }
 
 static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_map *old,
-			       struct mfs_chunk_map *new)
+			       struct mfs_chunk_map **new, int nnew)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_key key = { MFS_FIRST_CHUNK_TREE_OBJECTID, MFS_CHUNK_ITEM_KEY, old->logical };
 	u64 oss = mfs_map_stripe_size(old);
-	int i, ret;
+	int i, m, ret;
 
 	ret = delete_key(trans, fs->chunk_root, &key);
 	if (ret)
 		return ret;
-	if (new) {
-		u32 size = mfs_chunk_item_size(new->num_stripes);
+	for (m = 0; m < nnew; m++) {
+		u32 size = mfs_chunk_item_size(new[m]->num_stripes);
 		u8 *buf = malloc(size);
 
 		if (!buf)
 			return -ENOMEM;
-		mfs_chunk_map_to_item(fs, new, buf);
+		key.offset = new[m]->logical;
+		mfs_chunk_map_to_item(fs, new[m], buf);
 		ret = mfs_insert_item(trans, fs->chunk_root, &key, buf, size);
 		free(buf);
 		if (ret)
@@ -793,32 +925,40 @@ static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_
 			dev->dirty = true;
 		}
 	}
-	for (i = 0; new && i < new->num_stripes; i++) {
-		struct mfs_key dk = { new->stripes[i].devid, MFS_DEV_EXTENT_KEY, new->stripes[i].physical };
-		struct mfs_dev_extent de = {
-			.chunk_offset = cpu_to_le64(new->logical),
-			.length = cpu_to_le64(mfs_map_stripe_size(new)),
-		};
+	for (m = 0; m < nnew; m++) {
+		u64 nss = mfs_map_stripe_size(new[m]);
 
-		ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
-		if (ret)
-			return ret;
-		new->stripes[i].dev->bytes_used += mfs_map_stripe_size(new);
-		new->stripes[i].dev->dirty = true;
+		for (i = 0; i < new[m]->num_stripes; i++) {
+			struct mfs_map_stripe *s = &new[m]->stripes[i];
+			struct mfs_key dk = { s->devid, MFS_DEV_EXTENT_KEY, s->physical };
+			struct mfs_dev_extent de = {
+				.chunk_offset = cpu_to_le64(new[m]->logical),
+				.length = cpu_to_le64(nss),
+			};
+
+			ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
+			if (ret)
+				return ret;
+			s->dev->bytes_used += nss;
+			s->dev->dirty = true;
+		}
 	}
 	return 0;
 }
 
 /* After the swap is committed the old places may be reused. */
 static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *old,
-				const struct mfs_chunk_map *new)
+				struct mfs_chunk_map **new, int nnew)
 {
-	int i;
+	int i, m;
 
 	for (i = 0; i < old->num_stripes; i++) {
 		struct mfs_device *dev = mfs_find_device(fs, old->stripes[i].devid);
+		bool kept = false;
 
-		if (dev && !mfs_stripe_kept(old, i, new))
+		for (m = 0; m < nnew; m++)
+			kept |= mfs_stripe_kept(old, i, new[m]);
+		if (dev && !kept)
 			mfs_device_remove_extent(dev, old->stripes[i].physical);
 	}
 }
@@ -834,7 +974,7 @@ static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		return ret;
-	ret = replace_chunk_items(trans, map, NULL);
+	ret = replace_chunk_items(trans, map, NULL, 0);
 	if (!ret)
 		ret = delete_key(trans, fs->extent_root, &key);
 	if (ret) {
@@ -845,7 +985,7 @@ static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg
 	mfs_remove_block_group(fs, bg);
 	ret = mfs_commit_transaction(trans);
 	if (!ret)
-		release_old_extents(fs, map, NULL);
+		release_old_extents(fs, map, NULL, 0);
 	free(map);
 	return ret;
 }
@@ -1187,16 +1327,83 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 	return ret ?: err;
 }
 
+/*
+ * The chunk went into several pieces: in memory, its map and block group
+ * give way to one per piece, with the used bytes of the extents each
+ * holds (no extent straddles a cut); on disk its block group item goes
+ * and the pieces' are written with this transaction (they are dirty).
+ */
+static int swap_in_pieces(struct mfs_trans_handle *trans, struct mfs_block_group *bg,
+			  struct mfs_chunk_map *old, struct mfs_chunk_map **new, int nnew)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { bg->start, MFS_BLOCK_GROUP_ITEM_KEY, bg->length };
+	struct mfs_range *r = NULL;
+	u64 used[nnew];
+	int nr = 0, i, m, ret;
+
+	ret = mfs_bg_used_ranges(fs, bg, &r, &nr);
+	if (ret)
+		return ret;
+	memset(used, 0, sizeof(used));
+	for (i = 0, m = 0; i < nr; i++) {
+		while (m < nnew && r[i].start >= new[m]->logical + new[m]->length)
+			m++;
+		if (m == nnew || r[i].start + r[i].len > new[m]->logical + new[m]->length) {
+			free(r);
+			return -EUCLEAN;	/* cut through an extent: never placed so */
+		}
+		used[m] += r[i].len;
+	}
+	free(r);
+	mfs_remove_chunk_map(fs, old);
+	mfs_remove_block_group(fs, bg);
+	for (m = 0; m < nnew; m++) {
+		struct mfs_block_group *piece;
+
+		ret = mfs_add_chunk_map(fs, new[m]);
+		if (!ret)
+			ret = mfs_add_block_group(fs, new[m], used[m], false, &piece);
+		if (ret)
+			return ret;
+		piece->dirty = true;
+		ret = mfs_rebuild_bg_space(fs, piece);
+		if (ret)
+			return ret;
+	}
+	ret = delete_key(trans, fs->extent_root, &key);
+	if (!ret)
+		ret = replace_chunk_items(trans, old, new, nnew);
+	return ret;
+}
+
+/* Copy each piece's share of the used ranges (sorted) into it. */
+static int copy_pieces(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map **new,
+		       int nnew, struct mfs_range *r, u8 **csums, int n)
+{
+	int m, first = 0, ret = 0;
+
+	for (m = 0; m < nnew && !ret; m++) {
+		int last = first;
+
+		while (last < n && r[last].start < new[m]->logical + new[m]->length)
+			last++;
+		ret = copy_chunk(fs, old, new[m], r + first, csums + first, last - first);
+		first = last;
+	}
+	return ret;
+}
+
 static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	struct mfs_chunk_map *old, *new = NULL;
+	struct mfs_chunk_map *old, **new = NULL;
 	struct mfs_block_group *bg;
 	struct mfs_trans_handle *trans;
 	struct mfs_range *ranges = NULL;
 	u8 **csums = NULL;
 	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
-	int nexcl = 0, n = 0, i, ret;
+	int nexcl = 0, nnew = 0, n = 0, i, ret;
 	u64 flags;
 
 	pthread_mutex_lock(&fs->lock);
@@ -1246,22 +1453,22 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 		pthread_mutex_unlock(&fs->lock);
 		return ret;
 	}
-	ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, &new);
+	/* the extents first: a layout in pieces is cut between them */
+	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
+	if (!ret)
+		ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, ranges, n, &new, &nnew);
 	if (ret)
 		goto fail_locked;
-	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
-	if (!ret) {
-		csums = calloc(n + 1, sizeof(*csums));
-		if (!csums)
-			ret = -ENOMEM;
-	}
+	csums = calloc(n + 1, sizeof(*csums));
+	if (!csums)
+		ret = -ENOMEM;
 	for (i = 0; !ret && i < n; i++)
 		ret = extent_csums(fs, &ranges[i], &csums[i]);
 	pthread_mutex_unlock(&fs->lock);
 
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
 	if (!ret)
-		ret = copy_chunk(fs, old, new, ranges, csums, n);
+		ret = copy_pieces(fs, old, new, nnew, ranges, csums, n);
 	if (!ret)
 		test_delay();
 
@@ -1275,19 +1482,26 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	 * Swap in memory first: the tree changes below may allocate, and the
 	 * chunk (now in its new layout) can take them, so relocating the only
 	 * metadata chunk needs no second one. The commit makes it all durable
-	 * at once; a failed commit leaves the filesystem read-only.
+	 * at once - one chunk or all its pieces; a failed commit leaves the
+	 * filesystem read-only.
 	 */
-	mfs_replace_chunk_map(fs, old, new);
-	bg->map = new;
-	ret = mfs_rebuild_bg_space(fs, bg);
-	if (!ret)
-		bg->ro = false;
-	if (!ret)
-		ret = replace_chunk_items(trans, old, new);
-	if (!ret && (old->type & MFS_BLOCK_GROUP_PROFILE_MASK) != (new->type & MFS_BLOCK_GROUP_PROFILE_MASK))
-		bg->dirty = true;	/* the block group item records the profile */
 	st->cursor = logical + old->length;
 	st->completed++;
+	if (nnew == 1) {
+		mfs_replace_chunk_map(fs, old, new[0]);
+		bg->map = new[0];
+		ret = mfs_rebuild_bg_space(fs, bg);
+		bg->ro = false;
+		if (!ret)
+			ret = replace_chunk_items(trans, old, new, 1);
+		/* the block group item records the profile */
+		if ((old->type & MFS_BLOCK_GROUP_PROFILE_MASK) !=
+		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+			bg->dirty = true;
+	} else {
+		ret = swap_in_pieces(trans, bg, old, new, nnew);
+	}
+	bg = NULL;	/* freed by a swap in pieces */
 	if (!ret)
 		ret = write_item(trans, st, false);
 	if (ret) {
@@ -1296,20 +1510,18 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	}
 	ret = mfs_commit_transaction(trans);
 	if (!ret) {
-		release_old_extents(fs, old, new);
+		release_old_extents(fs, old, new, nnew);
 		free(old);
 	}
-	bg->ro = false;
 	goto out_locked;
 fail_new:
-	for (i = 0; new && i < new->num_stripes; i++)
-		if (!mfs_stripe_kept(new, i, old))
-			mfs_device_remove_extent(new->stripes[i].dev, new->stripes[i].physical);
-	free(new);
+	mfs_free_chunk_layout(new, nnew, old);
+	new = NULL;
 fail_locked:
 	bg->ro = false;
 out_locked:
 	pthread_mutex_unlock(&fs->lock);
+	free(new);
 	for (i = 0; csums && i < n; i++)
 		free(csums[i]);
 	free(csums);
@@ -1501,13 +1713,25 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 			dev->dirty = true;
 		}
 	}
+	if (st->args.op == MFS_RESTRIPE_OP_RESIZE && st->args.nr_devids == 1 && st->args.old_size) {
+		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[0]);
+
+		/* what moved stays where it went; the space past the new end is free again */
+		if (dev && dev->io && dev->total_bytes < st->args.old_size) {
+			dev->total_bytes = min_t(u64, st->args.old_size, round_down(dev->io->size, SZ_4K));
+			dev->dirty = true;
+		}
+	}
 	if (ret) {
 		mfs_end_transaction(trans);
 		return ret;
 	}
 	ret = mfs_commit_transaction(trans);
-	if (!ret)
+	if (!ret) {
 		st->state = MFS_RESTRIPE_NONE;
+		/* no target any more: the profiles the chunks have decide again */
+		mfs_init_alloc_profiles(fs);
+	}
 	return ret;
 }
 

@@ -27,6 +27,7 @@ struct mfs_restripe_args {
 	u64 devids[MFS_RESTRIPE_MAX_DEVIDS];
 	int nr_devids;
 	u64 new_size;
+	u64 old_size;		/* resize: set by the engine at start, for cancel */
 };
 
 enum mfs_restripe_state {
@@ -89,6 +90,7 @@ struct mfs_restripe_estimate {
 	u64 bytes;		/* used bytes moved */
 	u64 raw_needed;		/* raw space the new layouts take */
 	u64 raw_available;	/* unallocated raw space usable for them */
+	u64 stuck_logical;	/* !fits: the first chunk that finds no room */
 	bool fits;
 };
 int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,

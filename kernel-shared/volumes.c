@@ -1534,31 +1534,12 @@ static int alloc_keeping_stripes(struct mfs_fs_info *fs, const struct mfs_chunk_
 	return 0;
 }
 
-/*
- * A new layout of type|profile for the logical range [logical, +length),
- * on devices not in excl. Its dev extents are recorded in memory; the map
- * is not added to the chunk table (the caller swaps it in). With old given
- * and the profile unchanged, stripes on staying devices are kept.
- */
-int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
-		       const u64 *excl, int nexcl, struct mfs_chunk_map **out)
+/* Allocatable devices not in excl and their largest holes, largest first. */
+static int gather_holes(struct mfs_fs_info *fs, const u64 *excl, int nexcl,
+			struct dev_hole *holes)
 {
-	const struct mfs_raid_attr *a = mfs_profile(flags);
-	u64 logical = old->logical, length = old->length;
-	struct dev_hole *holes;
-	struct mfs_chunk_map *map;
-	u64 *lens, stripe = 0;
-	int ndevs = 0, n, i, j, ret;
+	int i, n = 0;
 
-	if (nexcl && old->type == flags) {
-		ret = alloc_keeping_stripes(fs, old, excl, nexcl, out);
-		/* no room beside the kept stripes (raid5 on 3 devices losing one): a new layout */
-		if (ret != -ENOSPC)
-			return ret;
-	}
-	holes = calloc(fs->nr_devices + 1, sizeof(*holes));
-	if (!holes)
-		return -ENOMEM;
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
 		u64 start, len;
@@ -1568,31 +1549,30 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, 
 		len = mfs_device_max_hole(dev, &start);
 		if (!len)
 			continue;
-		holes[ndevs].dev = dev;
-		holes[ndevs].start = start;
-		holes[ndevs].len = len;
-		ndevs++;
+		holes[n].dev = dev;
+		holes[n].start = start;
+		holes[n].len = len;
+		n++;
 	}
-	qsort(holes, ndevs, sizeof(*holes), cmp_hole_desc);
-	lens = calloc(ndevs + 1, sizeof(*lens));
-	if (!lens) {
-		free(holes);
-		return -ENOMEM;
-	}
-	for (i = 0; i < ndevs; i++)
-		lens[i] = holes[i].len;
-	/* widest layout whose stripes divide the range and fit the holes */
-	n = mfs_layout_for_length(flags, length, lens, ndevs, &stripe);
-	free(lens);
-	if (n < 0) {
-		ret = n;
-		goto out;
-	}
+	qsort(holes, n, sizeof(*holes), cmp_hole_desc);
+	return n;
+}
+
+/*
+ * A map of type|profile flags for [logical, +length) over the first n
+ * devices of holes[], stripe bytes per stripe, best fit on each device;
+ * its dev extents are recorded in memory.
+ */
+static int place_layout(struct mfs_fs_info *fs, const struct dev_hole *holes, int n, u64 flags,
+			u64 logical, u64 length, u64 stripe, struct mfs_chunk_map **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	struct mfs_chunk_map *map;
+	int i, j, ret;
+
 	map = mfs_alloc_chunk_map(n * a->dev_stripes);
-	if (!map) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!map)
+		return -ENOMEM;
 	map->logical = logical;
 	map->length = length;
 	map->type = flags;
@@ -1621,16 +1601,199 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, 
 				mfs_device_remove_extent(map->stripes[i].dev,
 							 map->stripes[i].physical);
 			free(map);
-			goto out;
+			return ret;
 		}
 	}
 	if (a->incompat)
 		fs->incompat_flags |= a->incompat;
 	*out = map;
-	ret = 0;
+	return 0;
+}
+
+/* The widest layout of the whole range in one chunk (-ENOSPC if none fits). */
+static int alloc_whole(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
+		       const u64 *excl, int nexcl, struct mfs_chunk_map **out)
+{
+	struct dev_hole *holes;
+	u64 *lens, stripe = 0;
+	int ndevs, n, i, ret;
+
+	holes = calloc(fs->nr_devices + 1, sizeof(*holes));
+	lens = calloc(fs->nr_devices + 1, sizeof(*lens));
+	if (!holes || !lens) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ndevs = gather_holes(fs, excl, nexcl, holes);
+	for (i = 0; i < ndevs; i++)
+		lens[i] = holes[i].len;
+	/* widest layout whose stripes divide the range and fit the holes */
+	n = mfs_layout_for_length(flags, old->length, lens, ndevs, &stripe);
+	ret = n < 0 ? n : place_layout(fs, holes, n, flags, old->logical, old->length, stripe, out);
 out:
 	free(holes);
+	free(lens);
 	return ret;
+}
+
+/* Does an extent of used[] (sorted by start) straddle pos? Its start if so. */
+static bool cut_inside_extent(const struct mfs_range *used, int nused, u64 pos, u64 *extent_start)
+{
+	int lo = 0, hi = nused - 1;
+
+	/* the last extent starting below pos */
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (used[mid].start < pos)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	if (hi >= 0 && used[hi].start + used[hi].len > pos) {
+		*extent_start = used[hi].start;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The longest piece of [cur, end) that n devices of holes[] take: the
+ * whole rest if it fits, else whole MiBs per stripe, cut where no extent
+ * straddles the cut (an extent lies in one block group). 0 if none.
+ */
+static u64 piece_length(u64 flags, const struct dev_hole *holes, int n, u64 cur, u64 end,
+			const struct mfs_range *used, int nused)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	int num_stripes = n * a->dev_stripes;
+	int ndata = mfs_nr_data_stripes(flags, num_stripes);
+	bool striped = a->nparity || a->sub_stripes > 1 || (a->ncopies == 1 && num_stripes > 1);
+	u64 max_stripe = round_down(holes[n - 1].len / a->dev_stripes, MFS_CHUNK_ALIGN);
+	u64 rest = end - cur, unit = (u64)ndata * MFS_CHUNK_ALIGN, len, ext;
+
+	if (rest % ndata == 0 && rest / ndata <= holes[n - 1].len / a->dev_stripes &&
+	    (!striped || (rest / ndata) % MFS_STRIPE_LEN == 0))
+		return rest;
+	len = round_down(min_t(u64, rest, max_stripe * ndata), unit);
+	while (len && cut_inside_extent(used, nused, cur + len, &ext))
+		len = ext > cur ? round_down(ext - cur, unit) : 0;
+	return len;
+}
+
+/* Bytes a chunk of num_stripes takes in the superblock's bootstrap array. */
+static u64 sys_array_item(int num_stripes)
+{
+	return sizeof(struct mfs_disk_key) + mfs_chunk_item_size(num_stripes);
+}
+
+/*
+ * The range in pieces, each as wide and as long as the holes allow at
+ * the time it is placed (so later pieces see the earlier ones' space
+ * taken). SYSTEM pieces must all fit the bootstrap array in place of old.
+ */
+static int alloc_pieces(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
+			const u64 *excl, int nexcl, const struct mfs_range *used, int nused,
+			struct mfs_chunk_map ***out, int *nout)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	u64 cur = old->logical, end = old->logical + old->length;
+	u64 sys_room = MFS_SYSTEM_CHUNK_ARRAY_SIZE - sys_array_used(fs) +
+		       sys_array_item(old->num_stripes);
+	struct mfs_chunk_map **maps = NULL;
+	struct dev_hole *holes;
+	int nmaps = 0, ret = 0;
+
+	holes = calloc(fs->nr_devices + 1, sizeof(*holes));
+	if (!holes)
+		return -ENOMEM;
+	while (cur < end) {
+		int ndevs = gather_holes(fs, excl, nexcl, holes);
+		int n = a->devs_max ? min_t(int, ndevs, a->devs_max) : ndevs;
+		int best_n = 0;
+		u64 best_len = 0;
+		void *p;
+
+		for (; n >= a->devs_min && n > 0; n--) {
+			u64 len;
+
+			if (n % a->devs_increment)
+				continue;
+			len = piece_length(flags, holes, n, cur, end, used, nused);
+			if (len > best_len) {
+				best_len = len;
+				best_n = n;
+			}
+		}
+		if (!best_len || ((flags & MFS_BLOCK_GROUP_SYSTEM) &&
+				  sys_array_item(best_n * a->dev_stripes) > sys_room)) {
+			ret = -ENOSPC;
+			break;
+		}
+		if (flags & MFS_BLOCK_GROUP_SYSTEM)
+			sys_room -= sys_array_item(best_n * a->dev_stripes);
+		p = realloc(maps, (nmaps + 1) * sizeof(*maps));
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		maps = p;
+		ret = place_layout(fs, holes, best_n, flags, cur, best_len,
+				   best_len / mfs_nr_data_stripes(flags, best_n * a->dev_stripes),
+				   &maps[nmaps]);
+		if (ret)
+			break;
+		cur += best_len;
+		nmaps++;
+	}
+	free(holes);
+	if (ret) {
+		mfs_free_chunk_layout(maps, nmaps, NULL);
+		return ret;
+	}
+	*out = maps;
+	*nout = nmaps;
+	return 0;
+}
+
+int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
+		       const u64 *excl, int nexcl, const struct mfs_range *used, int nused,
+		       struct mfs_chunk_map ***out, int *nout)
+{
+	struct mfs_chunk_map **maps = calloc(1, sizeof(*maps));
+	int ret = -ENOSPC;
+
+	if (!maps)
+		return -ENOMEM;
+	if (nexcl && old->type == flags)
+		ret = alloc_keeping_stripes(fs, old, excl, nexcl, &maps[0]);
+	/* no room beside the kept stripes (raid5 on 3 devices losing one): a new layout */
+	if (ret == -ENOSPC)
+		ret = alloc_whole(fs, old, flags, excl, nexcl, &maps[0]);
+	if (!ret) {
+		*out = maps;
+		*nout = 1;
+		return 0;
+	}
+	free(maps);
+	/* no room for it in one piece: several chunks over the same range (DESIGN §5) */
+	if (ret == -ENOSPC)
+		ret = alloc_pieces(fs, old, flags, excl, nexcl, used, nused, out, nout);
+	return ret;
+}
+
+void mfs_free_chunk_layout(struct mfs_chunk_map **maps, int nmaps, const struct mfs_chunk_map *old)
+{
+	int i, j;
+
+	for (i = 0; i < nmaps; i++) {
+		for (j = 0; j < maps[i]->num_stripes; j++)
+			if (!mfs_stripe_kept(maps[i], j, old))
+				mfs_device_remove_extent(maps[i]->stripes[j].dev,
+							 maps[i]->stripes[j].physical);
+		free(maps[i]);
+	}
+	free(maps);
 }
 
 /* Read through a given map (no open rows: the range takes no writes). */

@@ -522,7 +522,7 @@ end_on() {
 	run --separate-stderr mfs filesystem resize 1:300m "$T/img1"
 	assert_failure 1
 	assert_line "Resize device id 1 ($T/img1) from 1.00GiB to 300.00MiB"
-	assert_stderr_regex "^ERROR: unable to resize '$T/img1': no enough free space to move what lies past 300\\.00MiB on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9.]+MiB\\) fits nowhere else$"
+	assert_stderr_regex "^ERROR: unable to resize '$T/img1': no enough free space to move what lies past $((300 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
 	assert_untouched "$T/img1" "$fp1"
 	assert_untouched "$T/img2" "$fp2"
 }

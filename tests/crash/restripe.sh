@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Crash consistency of the restriper: log every write and flush of a convert
-# (raid0 -> raid5) and of a device delete, rebuild the devices as they were
+# (raid0 -> raid5), of a convert on small devices that replaces chunks by
+# several pieces each, and of a device delete, rebuild the devices as they were
 # at each flush point, and require that every state checks clean, mounts,
 # and holds every file written before the operation began. A state from the
 # middle of the operation must also finish it when mounted read-write.
@@ -27,13 +28,14 @@ tap() {	# tap OK|FAIL description
 }
 
 # make_fs N PROFILE_ARGS...: N images with files on them, hashes in $tmp/sums
+# (DEV_SIZE: image size, 512M by default; FILL_MIB: one more file that big)
 make_fs() {
 	local n=$1 i
 	shift
 	rm -f "$tmp"/d*.img "$tmp"/b*.img "$tmp/registry"
 	imgs=()
 	for i in $(seq 1 "$n"); do
-		truncate -s 512M "$tmp/d$i.img"
+		truncate -s "${DEV_SIZE:-512M}" "$tmp/d$i.img"
 		imgs+=("$tmp/d$i.img")
 	done
 	"$mkfs" -q -f -K "$@" "${imgs[@]}" || return 1
@@ -41,6 +43,7 @@ make_fs() {
 	for i in 1 2 3 4 5 6; do
 		head -c $((i * 3))M /dev/urandom > "$tmp/mnt/file$i"
 	done
+	[ -n "${FILL_MIB:-}" ] && head -c "${FILL_MIB}M" /dev/urandom > "$tmp/mnt/filefill"
 	mkdir "$tmp/mnt/dir" && echo small > "$tmp/mnt/dir/small"
 	(cd "$tmp/mnt" && sha256sum file* dir/small) > "$tmp/sums"
 	"$mfs" umount "$tmp/mnt" || return 1
@@ -117,6 +120,13 @@ if make_fs 3 -d raid0 -m raid1; then
 	run_config "convert raid0 -> raid5" "$mfs" balance start -q -dconvert=raid5 "${imgs[@]}"
 else
 	tap FAIL "convert raid0 -> raid5: setup"
+fi
+# 3 x 256M with 138 MiB: the metadata chunk as DUP fits no device whole
+if DEV_SIZE=256M FILL_MIB=75 make_fs 3 -d raid0 -m raid1; then
+	run_config "convert in pieces (raid0 -> single, raid1 -> dup)" \
+		"$mfs" balance start -q -f -dconvert=single -mconvert=dup "${imgs[@]}"
+else
+	tap FAIL "convert in pieces: setup"
 fi
 if make_fs 3 -d raid1 -m raid1; then
 	run_config "device delete" "$mfs" device delete -q 3 "${imgs[0]}"

@@ -234,7 +234,8 @@ static void test_balance_item(void)
 	PIN(struct mfs_balance_item, nr_devids, 456, 8);
 	PIN(struct mfs_balance_item, devids, 464, 128);
 	PIN(struct mfs_balance_item, new_size, 592, 8);
-	PIN(struct mfs_balance_item, reserved, 600, 64);
+	PIN(struct mfs_balance_item, old_size, 600, 8);
+	PIN(struct mfs_balance_item, reserved, 608, 56);
 	CHECK_EQ(offsetof(struct mfs_balance_item, sys.stripes_max), 388);
 	CHECK_EQ(MFS_RESTRIPE_MAX_DEVIDS, 16);
 	CHECK_EQ(MFS_RESTRIPE_OP_BALANCE, 1);
@@ -498,6 +499,7 @@ int main(void)
 	RUN(test_chunk);
 	RUN(test_dev_extent);
 	RUN(test_block_group_item);
+	RUN(test_balance_item);
 	RUN(test_extent_item);
 	RUN(test_root_item);
 	RUN(test_dev_stats_item);
