@@ -120,30 +120,42 @@ EOF
 moved_bytes() {
 	python3 - "$mnt" "$1" "$2" "${3:-0}" <<'EOF'
 import fcntl, os, struct, sys
-NDEV, NCHUNK = 32, 32
-DEV = 6 * 8 + 128
-CHUNK = 6 * 8 + 16 * 8 + 16 * 8
-HDR = 9 * 8
+# struct mfs_ioctl_space (kernel-shared/ioctl.h): devices, chunks and the
+# stripes of a chunk come a page at a time, each with its cursor
+NDEV, NCHUNK, NSTRIPE = 16, 32, 64
+DEV = 6 * 8 + 512
+CHUNK = 8 * 8
+STRIPE = 2 * 8
+HDR = 14 * 8
+END = (1 << 64) - 1
 BG_DATA = 1                                     # MFS_BLOCK_GROUP_DATA
-size = HDR + NDEV * DEV + NCHUNK * CHUNK
+size = HDR + NDEV * DEV + NCHUNK * CHUNK + NSTRIPE * STRIPE
 req = (3 << 30) | (size << 16) | (0xE5 << 8) | 14  # _IOWR(0xE5, 14, ...)
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 fdata, fmeta, devid = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-cursor, moved, written = 0, 0, 0.0
-while cursor != (1 << 64) - 1:
+chunks = {}                                     # logical -> [type, used, devids]
+cur = [0, 0, 0]
+while True:
     buf = bytearray(size)
-    struct.pack_into("<Q", buf, 0, cursor)
+    struct.pack_into("<3Q", buf, 0, *cur)
     fcntl.ioctl(fd, req, buf)
-    cursor, ndev, nchunk = struct.unpack_from("<QQQ", buf, 0)
-    if nchunk == 0:
-        break
+    cur = list(struct.unpack_from("<3Q", buf, 0))
+    nchunk, nstripe = struct.unpack_from("<QQ", buf, 8 * 7)
+    s = 0
     for i in range(nchunk):
         off = HDR + NDEV * DEV + i * CHUNK
-        logical, length, typ, used, nstripes, ssize = struct.unpack_from("<6Q", buf, off)
-        devids = struct.unpack_from("<16Q", buf, off + 48)[:nstripes]
-        if used and (devid == 0 or devid in devids):
-            moved += used
-            written += used * (fdata if typ & BG_DATA else fmeta)
+        logical, length, typ, used, nst, ssize, first, nr = struct.unpack_from("<8Q", buf, off)
+        c = chunks.setdefault(logical, [typ, used, set()])
+        for k in range(nr):
+            c[2].add(struct.unpack_from("<Q", buf, HDR + NDEV * DEV + NCHUNK * CHUNK + (s + k) * STRIPE)[0])
+        s += nr
+    if cur[0] == END and cur[1] == END:
+        break
+moved, written = 0, 0.0
+for typ, used, devids in chunks.values():
+    if used and (devid == 0 or devid in devids):
+        moved += used
+        written += used * (fdata if typ & BG_DATA else fmeta)
 print(moved, int(written))
 EOF
 }
