@@ -721,21 +721,21 @@ static int write_aligned(struct mfs_trans_handle *trans, u64 ino, u64 pos, const
 		u8 compression = MFS_COMPRESS_NONE;
 		const u8 *src = data + done;
 
-		ret = mfs_drop_file_extents(trans, ino, pos + done, pos + done + want);
-		if (ret)
-			return ret;
 		disk_len = want;
 		if (fs->compress && want > SECTOR &&
 		    mfs_compress(fs->compress, src, want, &cbuf, &disk_len) == 0) {
 			compression = MFS_COMPRESS_ZLIB;
 			src = cbuf;
 		}
+		/* space first: on ENOSPC the old contents must still be there */
 		ret = mfs_reserve_data_extent(trans, disk_len, disk_len, &bytenr, &got);
 		if (ret) {
 			free(cbuf);
 			return ret;
 		}
-		ret = mfs_write_logical(fs, bytenr, src, disk_len);
+		ret = mfs_drop_file_extents(trans, ino, pos + done, pos + done + want);
+		if (!ret)
+			ret = mfs_write_logical(fs, bytenr, src, disk_len);
 		if (!ret)
 			ret = insert_csums(trans, bytenr, src, disk_len);
 		if (!ret)
