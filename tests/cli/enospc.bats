@@ -38,6 +38,72 @@ mounted_rw() {
 	fi
 }
 
+# full_cycle MODE MKFS-OPTIONS... -- IMAGES: fill, delete, refill, verify.
+full_cycle() {
+	local mode=$1 n avail
+	shift
+
+	mkfs.mfs -q -f "$@"
+	mfs_mount "$T/img1" "$T/mnt"
+	run fill fill "$mode" "$T/mnt" "$T/manifest"
+	echo "$output"
+	assert_success
+	mounted_rw "$T/mnt"
+	avail=$(avail_mib "$T/mnt")
+	echo "avail after filling: $avail MiB"
+	[ "$avail" -le 8 ]
+	n=$(wc -l <"$T/manifest")
+	[ "$n" -gt 0 ]
+
+	# deleting on the full filesystem works and gives the space back
+	run fill free "$T/mnt" "$T/manifest" 0.3
+	echo "$output"
+	assert_success
+	run fill refill "$T/mnt" "$T/manifest" "$mode"
+	echo "$output"
+	assert_success
+	[ "$(wc -l <"$T/manifest")" -gt $((n * 7 / 10)) ]
+	mounted_rw "$T/mnt"
+	run fill verify "$T/mnt" "$T/manifest"
+	echo "$output"
+	assert_success
+	mfs umount "$T/mnt"
+
+	run mfs check "$T/img1"
+	echo "$output"
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	run fill verify "$T/mnt" "$T/manifest"
+	echo "$output"
+	assert_success
+	mounted_rw "$T/mnt"
+}
+
+@test "small files fill a single-device filesystem (-m dup): ENOSPC, nothing lost" {
+	make_images 1 256M
+	full_cycle small -d single -m dup "$T/img1"
+}
+
+@test "large files fill a single-device filesystem (-m dup): ENOSPC, nothing lost" {
+	make_images 1 256M
+	full_cycle large -d single -m dup "$T/img1"
+}
+
+@test "xattrs and directories fill a single-device filesystem (-m single)" {
+	make_images 1 256M
+	full_cycle xattr -d single -m single "$T/img1"
+}
+
+@test "small files fill a two-device raid1 filesystem" {
+	make_images 2 256M
+	full_cycle small -d raid1 -m raid1 $(imgs 2)
+}
+
+@test "large files fill a two-device raid1 filesystem" {
+	make_images 2 256M
+	full_cycle large -d raid1 -m raid1 $(imgs 2)
+}
+
 @test "an unaligned overwrite on a full filesystem fails with ENOSPC and keeps the old bytes" {
 	make_images 1 256M
 	mkfs.mfs -q -f -d single -m dup "$T/img1"
@@ -84,4 +150,27 @@ sys.exit(1)
 	mfs umount "$T/mnt"
 	mfs_mount "$T/img1" "$T/mnt"
 	cmp "$T/model" "$T/mnt/keep"
+}
+
+@test "truncating a file of many extents to 0 works on a full filesystem" {
+	make_images 1 256M
+	mkfs.mfs -q -f -d single -m dup "$T/img1"
+	mfs_mount "$T/img1" "$T/mnt"
+	# 200 extents: every 4 KiB block written and committed on its own
+	"$MFS_PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+for i in range(200):
+    os.pwrite(fd, os.urandom(4096), i * 4096)
+    os.fsync(fd)
+os.close(fd)
+' "$T/mnt/many"
+	run fill fill small "$T/mnt" "$T/manifest"
+	assert_success
+	truncate -s 0 "$T/mnt/many"
+	sync "$T/mnt/many"
+	[ "$(stat -c %s "$T/mnt/many")" = 0 ]
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
 }
