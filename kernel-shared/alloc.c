@@ -409,6 +409,30 @@ static bool restripe_ahead(struct mfs_fs_info *fs, const struct mfs_block_group 
 }
 
 /*
+ * Before a new data chunk takes unallocated space, metadata gets a chunk of
+ * its own if its block groups are short of twice the global reserve: the
+ * space reservation (space.c) counts unallocated space as metadata that
+ * can still come, and data must not take it from under it.
+ */
+static void keep_metadata_headroom(struct mfs_fs_info *fs)
+{
+	u64 free = 0;
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++) {
+		struct mfs_block_group *bg = fs->bgs[i];
+
+		if (!bg->ro && (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) == MFS_BLOCK_GROUP_METADATA)
+			free += mfs_free_space_total(bg);
+	}
+	if (free / fs->nodesize >= 2 * mfs_global_reserve_blocks(fs))
+		return;
+	/* no room for one is fine: the reservation sees that too */
+	mfs_alloc_chunk(fs, MFS_BLOCK_GROUP_METADATA |
+			mfs_target_profile(fs, MFS_BLOCK_GROUP_METADATA), 0, NULL);
+}
+
+/*
  * Find space of a type: chunks of the target profile first; mid-convert,
  * then chunks still to be converted whose profile is at least as safe
  * (as btrfs does: no whole new chunk for a few tree blocks while the old
@@ -425,6 +449,8 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 
 	for (pass = 0; pass < 4; pass++) {
 		if (pass == 2) {
+			if (type & MFS_BLOCK_GROUP_DATA)
+				keep_metadata_headroom(fs);
 			ret = mfs_alloc_chunk(fs, type | profile, 0, &bg);
 			if (ret == 0 && bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);

@@ -18,6 +18,8 @@
 #include "profiles.h"
 
 #define SECTOR 4096ULL
+/* Items turning an inline extent into a regular one changes, at most. */
+#define UNINLINE_ITEMS 6
 
 /* Data extents are capped so their checksums fit in one csum item. */
 static u64 max_extent_size(struct mfs_fs_info *fs)
@@ -215,6 +217,36 @@ int mfs_drop_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 start, u6
 	if (!ret)
 		ret = adjust_nbytes(trans, ino, nbytes);
 	return ret;
+}
+
+/*
+ * How many file extents of ino overlap [start, end), counting no more than
+ * limit; *next is where the extent after the counted ones starts (end if
+ * none). Space reservations size drops and truncates with it.
+ */
+int mfs_count_file_extents(struct mfs_fs_info *fs, u64 ino, u64 start, u64 end,
+			   u64 limit, u64 *n, u64 *next)
+{
+	struct file_extent fe;
+	u64 pos = start;
+	int ret;
+
+	*n = 0;
+	*next = end;
+	while (pos < end) {
+		ret = next_file_extent(fs, ino, pos, &fe);
+		if (ret < 0)
+			return ret;
+		if (ret || fe.start >= end)
+			break;
+		if (*n == limit) {
+			*next = max_t(u64, fe.start, start);
+			break;
+		}
+		(*n)++;
+		pos = fe.start + fe.len;
+	}
+	return 0;
 }
 
 /* ---------------- inline (symlink targets) ---------------- */
@@ -751,21 +783,21 @@ static int write_aligned(struct mfs_trans_handle *trans, u64 ino, u64 pos, const
 		u8 compression = MFS_COMPRESS_NONE;
 		const u8 *src = data + done;
 
-		ret = mfs_drop_file_extents(trans, ino, pos + done, pos + done + want);
-		if (ret)
-			return ret;
 		disk_len = want;
 		if (fs->compress && want > SECTOR &&
 		    mfs_compress(fs->compress, src, want, &cbuf, &disk_len) == 0) {
 			compression = MFS_COMPRESS_ZLIB;
 			src = cbuf;
 		}
+		/* space first: on ENOSPC the old contents must still be there */
 		ret = mfs_reserve_data_extent(trans, disk_len, disk_len, &bytenr, &got);
 		if (ret) {
 			free(cbuf);
 			return ret;
 		}
-		ret = mfs_write_logical(fs, bytenr, src, disk_len);
+		ret = mfs_drop_file_extents(trans, ino, pos + done, pos + done + want);
+		if (!ret)
+			ret = mfs_write_logical(fs, bytenr, src, disk_len);
 		if (!ret)
 			ret = insert_csums(trans, bytenr, src, disk_len);
 		if (!ret)
@@ -1036,6 +1068,37 @@ static int link_pieces(struct mfs_trans_handle *trans, u64 ino, struct write_pie
 	return ret;
 }
 
+/* Items a write of [off, off+len) in npieces new extents changes, at most. */
+static int write_items(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u64 npieces,
+		       unsigned int *items)
+{
+	u64 n, next;
+	int ret;
+
+	ret = mfs_count_file_extents(fs, ino, round_down(off, SECTOR),
+				     round_up(off + len, SECTOR), 1U << 20, &n, &next);
+	if (ret)
+		return ret;
+	/*
+	 * each old extent: its item goes or is cut in two, its reference
+	 * changes; each new one: file extent and checksum items, nbytes;
+	 * then size and times
+	 */
+	*items = 2 * n + 3 * npieces + 2;
+	return 0;
+}
+
+static int start_write_transaction(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len,
+				   u64 npieces, struct mfs_trans_handle **trans)
+{
+	unsigned int items;
+	int ret = write_items(fs, ino, off, len, npieces, &items);
+
+	if (ret)
+		return ret;
+	return mfs_start_transaction_reserve(fs, items, MFS_RESERVE_NORMAL, trans);
+}
+
 /*
  * A write of whole sectors (nothing old to merge in): the data goes to
  * disk without fs->lock, so writers of other ranges and readers proceed
@@ -1058,7 +1121,11 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	memcpy(buf, data, len);
 
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	/* the data, a sector for an inline extent turned regular, and its items */
+	ret = mfs_data_space_check(fs, len + SECTOR);
+	if (!ret)
+		ret = mfs_start_transaction_reserve(fs, UNINLINE_ITEMS, MFS_RESERVE_NORMAL,
+						    &trans);
 	if (ret)
 		goto unlock;
 	ret = mfs_read_inode(fs, ino, &ii);
@@ -1088,7 +1155,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	pthread_mutex_lock(&fs->lock);
 	if (ret)
 		goto undo;
-	ret = mfs_start_transaction(fs, &trans);
+	ret = start_write_transaction(fs, ino, off, len, npieces, &trans);
 	if (ret)
 		goto undo;
 	ret = link_pieces(trans, ino, pieces, npieces);
@@ -1129,7 +1196,11 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 		return ret ? ret : (ssize_t)len;
 	}
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	/* whole sectors around the bytes, and an inline extent turned regular */
+	ret = mfs_data_space_check(fs, round_up(len, SECTOR) + 2 * SECTOR);
+	if (!ret)
+		ret = start_write_transaction(fs, ino, off, len,
+					      len / max_extent_size(fs) + 2, &trans);
 	if (ret)
 		goto unlock;
 	ret = mfs_read_inode(fs, ino, &ii);
@@ -1242,6 +1313,32 @@ static int prealloc_range(struct mfs_trans_handle *trans, u64 ino, u64 start, u6
 	return 0;
 }
 
+/*
+ * Data for the partial sectors (and, unless punching, the whole range),
+ * metadata for the extents dropped and the new ones: punching a hole
+ * frees space and may use the global reserve.
+ */
+static int fallocate_reserve(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len,
+			     struct mfs_trans_handle **trans)
+{
+	bool punch = mode & FALLOC_FL_PUNCH_HOLE;
+	u64 n, next, data = 2 * SECTOR;
+	int ret;
+
+	if (!punch)
+		data += round_up(len, SECTOR);
+	ret = mfs_data_space_check(fs, data);
+	if (!ret)
+		ret = mfs_count_file_extents(fs, ino, round_down(off, SECTOR),
+					     round_up(off + len, SECTOR), 1U << 20, &n, &next);
+	if (ret)
+		return ret;
+	n = 2 * n + (punch ? 0 : 3 * (len / max_extent_size(fs) + 1)) + UNINLINE_ITEMS + 8;
+	return mfs_start_transaction_reserve(fs, min_t(u64, n, 1U << 30),
+					     punch ? MFS_RESERVE_FREEING : MFS_RESERVE_NORMAL,
+					     trans);
+}
+
 int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 {
 	struct mfs_trans_handle *trans;
@@ -1258,7 +1355,7 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 	if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))
 		return -EINVAL;
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = fallocate_reserve(fs, ino, mode, off, len, &trans);
 	if (ret)
 		goto unlock;
 	ret = mfs_read_inode(fs, ino, &ii);

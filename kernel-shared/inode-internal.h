@@ -27,6 +27,8 @@ ssize_t mfs_read_inline(struct mfs_fs_info *fs, u64 ino, void *buf, size_t size)
 /* Remove file extents in [start, end), splitting those that straddle. */
 int mfs_drop_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 start, u64 end);
 int mfs_truncate(struct mfs_trans_handle *trans, u64 ino, u64 size);
+int mfs_count_file_extents(struct mfs_fs_info *fs, u64 ino, u64 start, u64 end,
+			   u64 limit, u64 *n, u64 *next);
 int mfs_read_compressed(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u64 ram_bytes,
 			u64 in_ext, u64 len, u8 *out);
 

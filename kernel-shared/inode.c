@@ -14,6 +14,19 @@
 #include "alloc.h"
 #include "volumes.h"
 
+/*
+ * Tree items an operation changes, at most: what it reserves metadata
+ * space for (Documentation/space-reservation.md).
+ */
+#define CREATE_ITEMS	6	/* inode, dir item, dir index, parent, symlink target */
+#define LINK_ITEMS	5	/* dir item, dir index, inode, orphan, parent */
+#define UNLINK_ITEMS	6	/* dir item, dir index, child, orphan, parent */
+#define RENAME_ITEMS	14	/* both names twice, a replaced target, four inodes */
+#define EVICT_ITEMS	16	/* inode, inline extent, xattrs, orphan */
+#define EVICT_BATCH	8	/* file extents dropped per transaction */
+#define XATTR_ITEMS	2	/* the xattr item, the inode */
+#define SETATTR_ITEMS	2
+
 /* ---------------- inode items ---------------- */
 
 void mfs_now(struct mfs_timespec *ts)
@@ -623,7 +636,7 @@ int mfs_create(struct mfs_fs_info *fs, u64 dir, const char *name, u32 mode, u64 
 	if (S_ISLNK(mode) && (!target || strlen(target) > MFS_MAX_INLINE(fs)))
 		return target ? -ENAMETOOLONG : -EINVAL;
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = mfs_start_transaction_reserve(fs, CREATE_ITEMS, MFS_RESERVE_NORMAL, &trans);
 	if (!ret) {
 		ret = create_locked(trans, dir, name, mode, rdev, uid, gid, target, st);
 		mfs_end_transaction(trans);
@@ -640,7 +653,7 @@ int mfs_link(struct mfs_fs_info *fs, u64 ino, u64 dir, const char *name, struct 
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = mfs_start_transaction_reserve(fs, LINK_ITEMS, MFS_RESERVE_NORMAL, &trans);
 	if (ret)
 		goto unlock;
 	ret = mfs_read_inode(fs, ino, &ii);
@@ -750,7 +763,7 @@ int mfs_unlink(struct mfs_fs_info *fs, u64 dir, const char *name, bool rmdir,
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = mfs_start_transaction_reserve(fs, UNLINK_ITEMS, MFS_RESERVE_FREEING, &trans);
 	if (!ret) {
 		ret = unlink_locked(trans, dir, name, rmdir, victim, orphaned);
 		mfs_end_transaction(trans);
@@ -785,6 +798,33 @@ static int delete_items_of(struct mfs_trans_handle *trans, struct mfs_root *root
 	}
 }
 
+/*
+ * Drop the file extents of ino from pos on, EVICT_BATCH per transaction,
+ * each reserved as freeing space: a file of any size can be deleted on a
+ * full filesystem. The orphan item keeps a half-dropped file found at the
+ * next mount.
+ */
+static int drop_extents_batched(struct mfs_fs_info *fs, u64 ino, u64 pos)
+{
+	struct mfs_trans_handle *trans;
+	u64 n, next;
+	int ret;
+
+	for (;;) {
+		ret = mfs_count_file_extents(fs, ino, pos, (u64)-1, EVICT_BATCH, &n, &next);
+		if (ret || !n)
+			return ret;
+		ret = mfs_start_transaction_reserve(fs, 2 * n + 1, MFS_RESERVE_FREEING, &trans);
+		if (ret)
+			return ret;
+		ret = mfs_drop_file_extents(trans, ino, pos, next);
+		mfs_end_transaction(trans);
+		if (ret || next == (u64)-1)
+			return ret;
+		pos = next;
+	}
+}
+
 /* Every item of the inode goes; its data extents lose their references. */
 static int evict_locked(struct mfs_fs_info *fs, u64 ino)
 {
@@ -792,7 +832,10 @@ static int evict_locked(struct mfs_fs_info *fs, u64 ino)
 	struct mfs_trans_handle *trans;
 	int ret;
 
-	ret = mfs_start_transaction(fs, &trans);
+	ret = drop_extents_batched(fs, ino, 0);
+	if (ret)
+		return ret;
+	ret = mfs_start_transaction_reserve(fs, EVICT_ITEMS, MFS_RESERVE_FREEING, &trans);
 	if (ret)
 		return ret;
 	ret = mfs_drop_file_extents(trans, ino, 0, (u64)-1);
@@ -897,7 +940,7 @@ int mfs_rename(struct mfs_fs_info *fs, u64 olddir, const char *oldname, u64 newd
 	if ((flags & MFS_RENAME_NOREPLACE) && (flags & MFS_RENAME_EXCHANGE))
 		return -EINVAL;
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = mfs_start_transaction_reserve(fs, RENAME_ITEMS, MFS_RESERVE_NORMAL, &trans);
 	if (!ret) {
 		ret = rename_locked(trans, olddir, oldname, newdir, newname, flags, victim,
 				    orphaned);
@@ -1004,6 +1047,87 @@ int mfs_readdirplus(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_plus_t
 
 /* ---------------- setattr ---------------- */
 
+/*
+ * Shrink a file with many extents past newsize in steps from the end,
+ * EVICT_BATCH extents per transaction, each setting the size to where it
+ * cut: every step is a consistent shorter file, and each fits the global
+ * reserve on a full filesystem. The last step is the caller's.
+ */
+static int shrink_batched(struct mfs_fs_info *fs, u64 ino, u64 newsize)
+{
+	u64 pos = round_up(newsize, 4096), n, next, *cuts = NULL;
+	size_t nr = 0, i;
+	int ret;
+
+	/* where each extent past the new size starts */
+	for (;;) {
+		u64 *p = realloc(cuts, (nr + 1) * sizeof(*cuts));
+
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		cuts = p;
+		cuts[nr++] = pos;
+		ret = mfs_count_file_extents(fs, ino, pos, (u64)-1, 1, &n, &next);
+		if (ret || !n || next == (u64)-1)
+			break;
+		pos = next;
+	}
+	for (i = nr - 1; !ret && i >= EVICT_BATCH; i -= EVICT_BATCH) {
+		u64 cut = cuts[i - EVICT_BATCH + 1];
+		struct mfs_trans_handle *trans;
+		struct mfs_inode_item ii;
+
+		ret = mfs_read_inode(fs, ino, &ii);
+		if (!ret)
+			ret = mfs_start_transaction_reserve(fs, 2 * EVICT_BATCH + SETATTR_ITEMS,
+							    MFS_RESERVE_FREEING, &trans);
+		if (ret)
+			break;
+		/* preallocated extents past the size go without moving it */
+		if (cut < le64_to_cpu(ii.size))
+			ret = mfs_truncate(trans, ino, cut);
+		else
+			ret = mfs_drop_file_extents(trans, ino, cut, (u64)-1);
+		mfs_end_transaction(trans);
+	}
+out:
+	free(cuts);
+	return ret;
+}
+
+/*
+ * A shrinking truncate frees space (and may use the global reserve); it
+ * changes the items of the extents past the new size, and rewrites the
+ * sector the new size falls in.
+ */
+static int setattr_reserve(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
+			   const struct mfs_stat *in, struct mfs_trans_handle **trans)
+{
+	struct mfs_inode_item ii;
+	u64 n, next, from;
+	int ret;
+
+	if (!(mask & MFS_SET_SIZE))
+		return mfs_start_transaction_reserve(fs, SETATTR_ITEMS, MFS_RESERVE_NORMAL, trans);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		return ret;
+	if (in->size >= le64_to_cpu(ii.size))
+		return mfs_start_transaction_reserve(fs, SETATTR_ITEMS, MFS_RESERVE_NORMAL, trans);
+	from = in->size & ~4095ULL;
+	ret = shrink_batched(fs, ino, in->size);
+	if (!ret)
+		ret = mfs_count_file_extents(fs, ino, from, (u64)-1, 1U << 20, &n, &next);
+	if (!ret && in->size != from)
+		ret = mfs_data_space_check(fs, 4096);
+	if (ret)
+		return ret;
+	return mfs_start_transaction_reserve(fs, 2 * n + 6 + SETATTR_ITEMS,
+					     MFS_RESERVE_FREEING, trans);
+}
+
 int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 		const struct mfs_stat *in, struct mfs_stat *out)
 {
@@ -1013,7 +1137,7 @@ int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = setattr_reserve(fs, ino, mask, in, &trans);
 	if (ret)
 		goto unlock;
 	ret = mfs_read_inode(fs, ino, &ii);
@@ -1115,7 +1239,7 @@ int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *
 	if (sizeof(struct mfs_xattr_item) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
 		return -E2BIG;
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction(fs, &trans);
+	ret = mfs_start_transaction_reserve(fs, XATTR_ITEMS, MFS_RESERVE_NORMAL, &trans);
 	if (ret)
 		goto unlock;
 	ret = mfs_read_inode(fs, ino, &ii);
@@ -1303,7 +1427,8 @@ int mfs_removexattr(struct mfs_fs_info *fs, u64 ino, const char *name)
 	}
 	mfs_release_path(&path);
 	if (!ret)
-		ret = mfs_start_transaction(fs, &trans);
+		ret = mfs_start_transaction_reserve(fs, XATTR_ITEMS, MFS_RESERVE_FREEING,
+						    &trans);
 	if (!ret) {
 		ret = item_cut(trans, fs->fs_root, &key, off, esize);
 		mfs_end_transaction(trans);
@@ -1333,7 +1458,7 @@ int mfs_touch_atime(struct mfs_fs_info *fs, u64 ino)
 	if (at > le64_to_cpu(ii.mtime.sec) && at > le64_to_cpu(ii.ctime.sec) &&
 	    le64_to_cpu(now.sec) < at + 24 * 3600)
 		goto out;
-	ret = mfs_start_transaction(fs, &trans);
+	ret = mfs_start_transaction_reserve(fs, 1, MFS_RESERVE_NORMAL, &trans);
 	if (ret)
 		goto out;
 	ii.atime = now;
