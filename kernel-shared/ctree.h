@@ -225,6 +225,7 @@ struct mfs_fs_info {
 
 	/* set when a commit fails: nothing more is written */
 	int fatal_error;
+	struct extent_buffer *aborted;	/* blocks of the failed transaction, kept readable */
 
 	/* raid5/6 open rows waiting for their parity write */
 	struct mfs_open_row *open_rows;

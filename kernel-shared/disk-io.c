@@ -576,6 +576,13 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 	mfs_free_root(fs, fs->dev_root);
 	mfs_free_root(fs, fs->fs_root);
 	mfs_free_root(fs, fs->csum_root);
+	while (fs->aborted) {
+		struct extent_buffer *eb = fs->aborted;
+
+		fs->aborted = eb->dirty_next;
+		eb->dirty_next = NULL;
+		mfs_eb_put(fs, eb);
+	}
 	cache_free_all(fs);
 	free(fs->eb_hash);
 	mfs_free_block_groups(fs);

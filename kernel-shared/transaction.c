@@ -40,8 +40,7 @@ void mfs_end_transaction(struct mfs_trans_handle *trans)
 	free(trans);
 }
 
-static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t,
-			       bool forget)
+static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t)
 {
 	struct extent_buffer *eb = t->dirty_list;
 
@@ -49,8 +48,6 @@ static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t
 		struct extent_buffer *next = eb->dirty_next;
 
 		eb->dirty_next = NULL;
-		if (forget && eb->dirty)
-			mfs_eb_forget(fs, eb->start);
 		eb->dirty = false;
 		mfs_eb_put(fs, eb);
 		eb = next;
@@ -73,7 +70,22 @@ void mfs_abort_transaction(struct mfs_fs_info *fs)
 
 	if (!t)
 		return;
-	release_dirty_list(fs, t, true);
+	/*
+	 * The filesystem turns read-only with what it had in memory: the
+	 * blocks this transaction changed stay cached, each with a reference
+	 * kept (fs->aborted), so they are never evicted and read back from
+	 * where they never reached. Lookups and reads go on working; the
+	 * disk keeps the last committed generation, which the next mount sees.
+	 */
+	while (t->dirty_list) {
+		struct extent_buffer *eb = t->dirty_list;
+
+		t->dirty_list = eb->dirty_next;
+		eb->dirty = false;
+		eb->dirty_next = fs->aborted;
+		fs->aborted = eb;
+	}
+	t->nr_dirty = 0;
 	mfs_drop_open_rows(fs);
 	free_transaction(t);
 	fs->running = NULL;
@@ -289,7 +301,7 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans)
 
 	mfs_seal_open_rows(fs);
 	mfs_unpin_extents(fs, t);
-	release_dirty_list(fs, t, false);
+	release_dirty_list(fs, t);
 	free_transaction(t);
 	fs->running = NULL;
 	free(trans);

@@ -53,3 +53,60 @@ load helpers
 	assert_output --regexp "copy 1 \(on devid 1\)"
 	assert_output --partial "Input/output error"
 }
+
+@test "fault: a failed commit turns the mount read-only; everything stays readable; the disk keeps the last commit" {
+	make_images 1 512M
+	mkfs.mfs -q -f -d single -m dup img1
+	mkdir mnt
+	mfs mount img1 mnt 3>&-
+	echo mnt >>"$T/.mounts"
+	echo committed >mnt/a
+	head -c 100000 /dev/urandom >src
+	cp src mnt/big
+	# enough items for a tree of several levels: the blocks the failed
+	# transaction changed are not all reachable from the root node alone
+	mkdir mnt/many
+	for ((n = 0; n < 3000; n++)); do echo "$n"; done | (cd mnt/many && xargs touch)
+	mfs umount mnt
+	# every write to img1 fails from the first on: the next commit cannot
+	# write its tree blocks (b is small: inline, no data write of its own)
+	MFS_FAULT="write:1:s@img1" mfs mount img1 mnt 3>&-
+	run "$MFS_PY" -c '
+import os
+fd = os.open("mnt/b", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"fresh\n")
+try:
+    os.fsync(fd)
+    print("fsync ok")
+except OSError as e:
+    print("fsync", e.strerror)
+os.close(fd)
+print(sorted(os.listdir("mnt")), open("mnt/a").read().strip(), open("mnt/b").read().strip(),
+      len(os.listdir("mnt/many")))
+for what, f in (("create", lambda: open("mnt/c", "w")), ("mkdir", lambda: os.mkdir("mnt/d")),
+                ("unlink", lambda: os.unlink("mnt/a"))):
+    try:
+        f()
+        print(what, "ok")
+    except OSError as e:
+        print(what, e.strerror)
+'
+	assert_success
+	assert_output "fsync Input/output error
+['a', 'b', 'big', 'many'] committed fresh 3000
+create Read-only file system
+mkdir Read-only file system
+unlink Read-only file system"
+	cmp src mnt/big
+	mfs umount mnt
+	# the failed transaction never reached the disk: a and big, no b
+	mfs mount img1 mnt 3>&-
+	run ls mnt
+	assert_output "a
+big
+many"
+	cmp src mnt/big
+	mfs umount mnt
+	run mfs check img1
+	assert_success
+}
