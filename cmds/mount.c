@@ -1,4 +1,5 @@
 /* mfs mount, mount.mfs (mount -t mfs, /etc/fstab) and mfs umount. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,11 +331,24 @@ static int wait_for_exit(pid_t pid)
 	return 0;
 }
 
+/* MFS_IOC_SYNC on a mount point: 0 or -errno. */
+static int sync_mount(const char *mnt)
+{
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, MFS_IOC_SYNC) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
 	const char *mnt;
-	int ret, i;
+	int ret, i, synced;
 
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_exact(argc - optind, 1) || !info) {
@@ -349,6 +363,16 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 	/*
+	 * Commit first, where its result can be told: the commit the server
+	 * makes as it exits has no one to report a failure to.
+	 */
+	synced = sync_mount(mnt);
+	if (synced == -EROFS)
+		synced = 0;	/* mounted read-only: nothing to write */
+	if (synced)
+		error("cannot write the last changes to %s: %s; they are lost (the disk keeps the last commit)",
+		      mnt, strerror(-synced));
+	/*
 	 * Busy can be fleeting: admin commands open the mount points of
 	 * every mfs to find theirs. Give those a moment before giving up.
 	 */
@@ -361,6 +385,6 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	wait_for_exit((pid_t)info->daemon_pid);
 	free(info);
-	return 0;
+	return synced ? 1 : 0;
 }
 DEFINE_SIMPLE_COMMAND(umount, "umount");

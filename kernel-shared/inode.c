@@ -1474,7 +1474,8 @@ int mfs_sync_fs(struct mfs_fs_info *fs)
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
-	ret = mfs_commit_if_dirty(fs);
+	/* after a failed commit nothing since the last one will reach the disk */
+	ret = fs->fatal_error ? -EIO : mfs_commit_if_dirty(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }

@@ -83,8 +83,14 @@ except OSError as e:
 os.close(fd)
 print(sorted(os.listdir("mnt")), open("mnt/a").read().strip(), open("mnt/b").read().strip(),
       len(os.listdir("mnt/many")))
+def fsync_again():
+    fd = os.open("mnt/big", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 for what, f in (("create", lambda: open("mnt/c", "w")), ("mkdir", lambda: os.mkdir("mnt/d")),
-                ("unlink", lambda: os.unlink("mnt/a"))):
+                ("unlink", lambda: os.unlink("mnt/a")), ("fsync again", fsync_again)):
     try:
         f()
         print(what, "ok")
@@ -96,9 +102,15 @@ for what, f in (("create", lambda: open("mnt/c", "w")), ("mkdir", lambda: os.mkd
 ['a', 'b', 'big', 'many'] committed fresh 3000
 create Read-only file system
 mkdir Read-only file system
-unlink Read-only file system"
+unlink Read-only file system
+fsync again Input/output error"
 	cmp src mnt/big
-	mfs umount mnt
+	# umount says the last changes are lost, and still unmounts
+	run --separate-stderr mfs umount mnt
+	assert_failure
+	assert_stderr_regex "^ERROR: cannot write the last changes to mnt: .*they are lost"
+	run mountpoint -q mnt
+	assert_failure
 	# the failed transaction never reached the disk: a and big, no b
 	mfs mount img1 mnt 3>&-
 	run ls mnt
