@@ -183,6 +183,7 @@ static const char *op_name(int op)
 	switch (op) {
 	case MFS_RESTRIPE_OP_DELETE: return "Device delete";
 	case MFS_RESTRIPE_OP_RESIZE: return "Resize";
+	case MFS_RESTRIPE_OP_REPLACE: return "Device replace";
 	}
 	return "Balance";
 }

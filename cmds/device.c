@@ -447,6 +447,7 @@ static const struct cmd_group device_cmd_group = {
 		&cmd_struct_device_add,
 		&cmd_struct_device_delete,
 		&cmd_struct_device_remove,
+		&cmd_struct_replace,
 		&cmd_struct_device_scan,
 		&cmd_struct_device_ready,
 		&cmd_struct_device_stats,

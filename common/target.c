@@ -309,6 +309,20 @@ int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid)
 	return ret;
 }
 
+int mfs_target_replace_start(struct mfs_target *t, struct mfs_ioctl_replace_start *r)
+{
+	char real[PATH_MAX];
+	int ret;
+
+	/* the daemon has another working directory */
+	if (realpath(r->path, real))
+		snprintf(r->path, sizeof(r->path), "%s", real);
+	if (!t->online)
+		return mfs_admin_replace_start(t->fs, r);
+	ret = do_ioctl(t, MFS_IOC_REPLACE_START, r);
+	return ret ? ret : r->result;
+}
+
 int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size)
 {
 	struct mfs_ioctl_resize r = { .devid = devid, .new_size = new_size };

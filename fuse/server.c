@@ -1044,6 +1044,16 @@ static int start_restriper(struct server *s)
 	return 0;
 }
 
+static int restripe_state(struct server *s)
+{
+	int state;
+
+	pthread_mutex_lock(&s->fs->lock);
+	state = s->fs->restripe ? s->fs->restripe->state : MFS_RESTRIPE_NONE;
+	pthread_mutex_unlock(&s->fs->lock);
+	return state;
+}
+
 static void stop_restriper(struct server *s)
 {
 	if (!s->restriper_started)
@@ -1237,6 +1247,16 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_reply_arg(req, cmd, a);
 		return;
 	}
+	case MFS_IOC_REPLACE_START: {
+		struct mfs_ioctl_replace_start *r = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
+
+		if (!r)
+			return;
+		if (mfs_admin_replace_start(s->fs, r) == 0)
+			r->result = start_restriper(s);
+		ioctl_reply_arg(req, cmd, r);
+		return;
+	}
 	case MFS_IOC_RESTRIPE_STATUS: {
 		struct mfs_ioctl_restripe_status *st = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 
@@ -1257,11 +1277,16 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	}
 	case MFS_IOC_RESTRIPE_CTL: {
 		struct mfs_ioctl_restripe_ctl *c = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
+		int was;
 
 		if (!c)
 			return;
+		was = restripe_state(s);
 		c->result = mfs_admin_restripe_ctl(s->fs, c->cmd);
-		if (c->result == 0 && c->cmd == MFS_RESTRIPE_CTL_RESUME)
+		/* a paused replace cancelled runs on, moving back what it moved */
+		if (c->result == 0 && (c->cmd == MFS_RESTRIPE_CTL_RESUME ||
+				       (c->cmd == MFS_RESTRIPE_CTL_CANCEL && was == MFS_RESTRIPE_PAUSED &&
+					restripe_state(s) == MFS_RESTRIPE_RUNNING)))
 			c->result = start_restriper(s);
 		ioctl_reply_arg(req, cmd, c);
 		return;

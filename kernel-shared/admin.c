@@ -110,7 +110,30 @@ void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe
 		out->elapsed_ns = (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec - st->start_ns;
 	}
 	args_to_ioctl(&out->args, &st->args);
+	out->start_time = st->start_time;
+	out->cancel_progress = st->cancel_progress;
+	out->read_errs = st->read_errs;
+	out->write_errs = st->write_errs;
+	out->last_replace = st->last_replace.outcome;
+	out->last_start_time = st->last_replace.start_time;
+	out->last_end_time = st->last_replace.end_time;
+	out->last_progress = st->last_replace.progress;
 	pthread_mutex_unlock(&fs->lock);
+}
+
+int mfs_admin_replace_start(struct mfs_fs_info *fs, struct mfs_ioctl_replace_start *io)
+{
+	int ret;
+
+	io->path[sizeof(io->path) - 1] = 0;
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_replace_start(fs, io->path, io->srcdevid, io->flags, io->discard, io->msg,
+				sizeof(io->msg));
+	if (!ret)
+		io->devid = fs->restripe->args.devids[1];
+	pthread_mutex_unlock(&fs->lock);
+	io->result = ret;
+	return ret;
 }
 
 int mfs_admin_restripe_start(struct mfs_fs_info *fs, struct mfs_ioctl_restripe_args *io)

@@ -154,6 +154,7 @@ static inline int mfs_comp_keys(const struct mfs_key *a, const struct mfs_key *b
 #define MFS_DEV_STATE_REPLACE_TARGET	(1ULL << 0)
 #define MFS_DEV_STATE_DELETING		(1ULL << 1)
 #define MFS_DEV_STATE_NOALLOC		(1ULL << 2)
+#define MFS_DEV_STATE_REPLACE_SOURCE	(1ULL << 3)
 
 struct mfs_dev_item {
 	mfs_le64 devid;
@@ -423,10 +424,15 @@ static_assert(sizeof(struct mfs_disk_balance_args) == 136, "balance args");
 #define MFS_BALANCE_METADATA	(1ULL << 2)
 #define MFS_BALANCE_FORCE	(1ULL << 3)
 #define MFS_BALANCE_PAUSED	(1ULL << 4)
+/* replace: read the source only when no other good copy exists (-r) */
+#define MFS_BALANCE_REPLACE_READ_OTHERS	(1ULL << 5)
+/* replace: cancelled, the moved stripes go back (devids swapped) */
+#define MFS_BALANCE_REPLACE_CANCELLING	(1ULL << 6)
 
 #define MFS_RESTRIPE_OP_BALANCE	1
 #define MFS_RESTRIPE_OP_DELETE	2
 #define MFS_RESTRIPE_OP_RESIZE	3
+#define MFS_RESTRIPE_OP_REPLACE	4
 #define MFS_RESTRIPE_MAX_DEVIDS	16
 
 struct mfs_balance_item {
@@ -443,9 +449,11 @@ struct mfs_balance_item {
 	mfs_le64 devids[MFS_RESTRIPE_MAX_DEVIDS];
 	mfs_le64 new_size;	/* resize: target size of devids[0] */
 	mfs_le64 old_size;	/* resize: its size before, given back by a cancel (0: unknown) */
-	u8 reserved[56];
+	mfs_le64 start_time;	/* seconds since the epoch when it started (0: unknown) */
+	mfs_le64 cancel_progress; /* replace: tenths of a percent done when cancelled */
+	u8 reserved[40];
 } __attribute__((packed));
-static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 16 + 56, "balance item");
+static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 32 + 40, "balance item");
 
 /* key (ORPHAN_OBJECTID, ORPHAN_ITEM, ino): unlinked while open; freed at mount */
 #define MFS_ORPHAN_OBJECTID	((u64)-5)

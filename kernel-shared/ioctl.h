@@ -26,7 +26,7 @@ struct mfs_ioctl_fs_info {
 
 _Static_assert(sizeof(struct mfs_ioctl_fs_info) < 16384, "restricted ioctl size");
 
-/* ---- restripe: balance, convert, device delete, resize ---- */
+/* ---- restripe: balance, convert, device delete, resize, replace ---- */
 struct mfs_ioctl_balance_filter {
 	uint32_t flags;			/* MFS_BALANCE_ARGS_* */
 	uint32_t stripes_min;
@@ -62,6 +62,13 @@ struct mfs_ioctl_restripe_status {
 	uint64_t elapsed_ns;		/* of the current run */
 	uint64_t bytes_at_start;	/* bytes_done when this run started */
 	struct mfs_ioctl_restripe_args args;
+	uint64_t start_time;		/* seconds since the epoch; 0 unknown */
+	uint64_t cancel_progress;	/* replace being cancelled: tenths of a percent */
+	uint64_t read_errs, write_errs;	/* replace */
+	/* the last replace that ended since the filesystem was opened */
+	uint32_t last_replace;		/* MFS_REPLACE_NEVER/FINISHED/CANCELED */
+	uint32_t pad;
+	uint64_t last_start_time, last_end_time, last_progress;
 };
 #define MFS_IOC_RESTRIPE_STATUS	_IOR(MFS_IOCTL_MAGIC, 11, struct mfs_ioctl_restripe_status)
 
@@ -88,6 +95,19 @@ struct mfs_ioctl_restripe_estimate {
 	int32_t result;			/* out: 0 or -errno */
 };
 #define MFS_IOC_RESTRIPE_ESTIMATE _IOWR(MFS_IOCTL_MAGIC, 16, struct mfs_ioctl_restripe_estimate)
+
+/* replace start: the target device's path and the source's devid. */
+struct mfs_ioctl_replace_start {
+	char path[4096];
+	uint64_t srcdevid;
+	uint64_t flags;			/* MFS_BALANCE_REPLACE_READ_OTHERS or 0 */
+	uint32_t discard;		/* discard (TRIM) the target once it is accepted */
+	uint32_t pad;
+	uint64_t devid;			/* out: the target's devid */
+	int32_t result;			/* out: 0 or -errno */
+	char msg[512];			/* out: why it was refused */
+};
+#define MFS_IOC_REPLACE_START	_IOWR(MFS_IOCTL_MAGIC, 17, struct mfs_ioctl_replace_start)
 
 struct mfs_ioctl_dev_add {
 	char path[4096];
@@ -160,6 +180,7 @@ struct mfs_ioctl_resize {
 _Static_assert(sizeof(struct mfs_ioctl_restripe_status) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_space) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_dev_add) < 16384, "restricted ioctl size");
+_Static_assert(sizeof(struct mfs_ioctl_replace_start) < 16384, "restricted ioctl size");
 _Static_assert(sizeof(struct mfs_ioctl_restripe_estimate) < 16384, "restricted ioctl size");
 
 /* ---- device error counters (mfs device stats) ---- */

@@ -1,5 +1,6 @@
 /*
- * The restriper: balance, convert, device delete and shrink (DESIGN §5).
+ * The restriper: balance, convert, device delete, shrink and replace
+ * (DESIGN §5).
  *
  * Per chunk: stop allocating from it and commit, build the new layout for
  * the same logical range, copy the used ranges (verifying checksums and
@@ -61,6 +62,15 @@ static struct mfs_restripe_status *status(struct mfs_fs_info *fs)
 	if (!fs->restripe)
 		fs->restripe = calloc(1, sizeof(*fs->restripe));
 	return fs->restripe;
+}
+
+/* A new operation's status; how the last replace ended is kept. */
+static void reset_status(struct mfs_restripe_status *st)
+{
+	typeof(st->last_replace) last = st->last_replace;
+
+	memset(st, 0, sizeof(*st));
+	st->last_replace = last;
 }
 
 /* ---------------- the persistent item ---------------- */
@@ -125,6 +135,8 @@ static int write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status
 		bi.devids[i] = cpu_to_le64(st->args.devids[i]);
 	bi.new_size = cpu_to_le64(st->args.new_size);
 	bi.old_size = cpu_to_le64(st->args.old_size);
+	bi.start_time = cpu_to_le64(st->start_time);
+	bi.cancel_progress = cpu_to_le64(st->cancel_progress);
 	mfs_init_path(&path);
 	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
 	if (ret == 0) {
@@ -198,7 +210,7 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 	st = status(fs);
 	if (!st)
 		return -ENOMEM;
-	memset(st, 0, sizeof(*st));
+	reset_status(st);
 	st->state = MFS_RESTRIPE_PAUSED;
 	st->args.op = le64_to_cpu(bi.op);
 	st->args.flags = le64_to_cpu(bi.flags) & ~MFS_BALANCE_PAUSED;
@@ -214,7 +226,13 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 		st->args.devids[i] = le64_to_cpu(bi.devids[i]);
 	st->args.new_size = le64_to_cpu(bi.new_size);
 	st->args.old_size = le64_to_cpu(bi.old_size);
-	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_RESIZE)
+	st->start_time = le64_to_cpu(bi.start_time);
+	st->cancel_progress = le64_to_cpu(bi.cancel_progress);
+	if (st->args.op < MFS_RESTRIPE_OP_BALANCE || st->args.op > MFS_RESTRIPE_OP_REPLACE)
+		return -EUCLEAN;
+	if (st->args.op == MFS_RESTRIPE_OP_REPLACE &&
+	    (st->args.nr_devids != 2 || !mfs_find_device(fs, st->args.devids[0]) ||
+	     !mfs_find_device(fs, st->args.devids[1])))
 		return -EUCLEAN;
 	/* a convert under way, even paused: new chunks get its targets, as in btrfs */
 	apply_targets(fs, &st->args);
@@ -284,6 +302,8 @@ static bool chunk_selected(struct mfs_fs_info *fs, const struct mfs_restripe_arg
 				return true;
 		return false;
 	}
+	if (a->op == MFS_RESTRIPE_OP_REPLACE)
+		return has_devid(map, a->devids[0]);
 	if (a->op == MFS_RESTRIPE_OP_RESIZE) {
 		u64 ss = mfs_map_stripe_size(map);
 
@@ -800,6 +820,11 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 			 st->state == MFS_RESTRIPE_PAUSED ? "paused" : "running");
 		return -EINPROGRESS;
 	}
+	/* a replace needs its target device: mfs_replace_start */
+	if (args->op < MFS_RESTRIPE_OP_BALANCE || args->op > MFS_RESTRIPE_OP_RESIZE) {
+		snprintf(msg, msglen, "unknown operation %d", args->op);
+		return -EINVAL;
+	}
 	ret = check_args(fs, args, msg, msglen);
 	if (ret)
 		return ret;
@@ -815,8 +840,9 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 		no_space_message(fs, args, &est, msg, msglen);
 		return -ENOSPC;
 	}
-	memset(st, 0, sizeof(*st));
+	reset_status(st);
 	st->args = *args;
+	st->start_time = time(NULL);
 	ret = select_chunks(fs, args, 0, &list, &n, &st->bytes_total);
 	if (ret)
 		return ret;
@@ -1124,6 +1150,7 @@ struct chunk_writer {
 	struct window win[2];
 	int cur;		/* the window being filled */
 	struct window *writing;	/* the other one, while the thread writes it */
+	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
 	pthread_t thread;
 	int ret;		/* of the last window written */
 };
@@ -1196,6 +1223,9 @@ static void *write_window(void *arg)
 		n = 0;
 	for (i = n - 1; i >= 0; i--) {	/* stripe 0 here, the others in threads */
 		sw[i] = (struct stripe_write){ .w = w, .i = i };
+		started[i] = false;
+		if (w->keep && w->keep[i])
+			continue;
 		started[i] = i > 0 && !pthread_create(&sw[i].thread, NULL, write_stripe_part, &sw[i]);
 		if (!started[i])
 			write_stripe_part(&sw[i]);
@@ -1284,15 +1314,27 @@ static int writer_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 le
 }
 
 /*
+ * Where a relocation reads and which stripes it writes. read is old with
+ * its stripes in the order to try (a replace reads the source first, or
+ * last with -r); old is read as it is when that fails. keep: stripes of
+ * the new layout that already hold the data (NULL: write them all).
+ */
+struct copy_plan {
+	struct mfs_chunk_map *old, *read;
+	const u8 *keep;
+};
+
+/*
  * Copy every used range of the chunk into the new layout (raid5/6 rows
  * whole, each written once), reading each range with read_good.
  */
-static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map *new,
-		      struct mfs_range *r, u8 **csums, int n)
+static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		      struct mfs_chunk_map *new, struct mfs_range *r, u8 **csums, int n)
 {
 	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_chunk_map *old = plan->old;
 	u64 slen = new->stripe_len, ra_limit = 0;
-	struct chunk_writer w = { .map = new };
+	struct chunk_writer w = { .map = new, .keep = plan->keep };
 	int i, ra_next = 0, ret = 0, err;
 	u8 *buf;
 
@@ -1305,14 +1347,18 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 	for (i = 0; i < n && !ret; i++) {
 		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
 			ra_limit = r[i].start + RESTRIPE_READAHEAD;
-			readahead_ranges(old, r, n, &ra_next, ra_limit);
+			readahead_ranges(plan->read, r, n, &ra_next, ra_limit);
 		}
 		buf = malloc(r[i].len);
 		if (!buf) {
 			ret = -ENOMEM;
 			break;
 		}
-		ret = read_good(fs, old, &r[i], csums[i], buf);
+		ret = read_good(fs, plan->read, &r[i], csums[i], buf);
+		if (ret && plan->read != old)
+			ret = read_good(fs, old, &r[i], csums[i], buf);
+		if (ret == -EIO || ret == -EUCLEAN)
+			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
 		if (!ret)
 			ret = writer_put(&w, r[i].start, buf, r[i].len);
 		free(buf);
@@ -1322,6 +1368,8 @@ static int copy_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct 
 	if (!ret)
 		ret = writer_flush(&w);
 	err = writer_wait(&w);
+	if (w.ret)
+		__atomic_add_fetch(&st->write_errs, 1, __ATOMIC_RELAXED);
 	free(w.win[0].buf);
 	free(w.win[1].buf);
 	return ret ?: err;
@@ -1378,8 +1426,8 @@ static int swap_in_pieces(struct mfs_trans_handle *trans, struct mfs_block_group
 }
 
 /* Copy each piece's share of the used ranges (sorted) into it. */
-static int copy_pieces(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct mfs_chunk_map **new,
-		       int nnew, struct mfs_range *r, u8 **csums, int n)
+static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		       struct mfs_chunk_map **new, int nnew, struct mfs_range *r, u8 **csums, int n)
 {
 	int m, first = 0, ret = 0;
 
@@ -1388,10 +1436,93 @@ static int copy_pieces(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct
 
 		while (last < n && r[last].start < new[m]->logical + new[m]->length)
 			last++;
-		ret = copy_chunk(fs, old, new[m], r + first, csums + first, last - first);
+		ret = copy_chunk(fs, plan, new[m], r + first, csums + first, last - first);
 		first = last;
 	}
 	return ret;
+}
+
+/*
+ * Replace: old's layout with each stripe on device `from` moved to the
+ * smallest hole on device `to` that holds it; the other stripes stay.
+ * Recorded in memory like mfs_alloc_chunk_at's layouts.
+ */
+static int replace_layout(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 from,
+			  u64 to, struct mfs_chunk_map ***out, int *nout)
+{
+	struct mfs_device *tgt = mfs_find_device(fs, to);
+	u64 ss = mfs_map_stripe_size(old), phys;
+	struct mfs_chunk_map **maps, *new;
+	int i, ret = 0;
+
+	if (!tgt || !tgt->io)
+		return -ENODEV;
+	maps = calloc(1, sizeof(*maps));
+	new = mfs_alloc_chunk_map(old->num_stripes);
+	if (!maps || !new) {
+		free(maps);
+		free(new);
+		return -ENOMEM;
+	}
+	memcpy(new, old, sizeof(*old) + old->num_stripes * sizeof(old->stripes[0]));
+	maps[0] = new;
+	for (i = 0; i < new->num_stripes && !ret; i++) {
+		struct mfs_map_stripe *s = &new->stripes[i];
+
+		if (s->devid != from)
+			continue;
+		ret = mfs_device_best_fit(tgt, ss, &phys);
+		if (!ret)
+			ret = mfs_device_add_extent(tgt, phys, ss, old->logical);
+		if (ret)
+			break;
+		s->devid = to;
+		s->physical = phys;
+		s->dev = tgt;
+		memcpy(s->dev_uuid, tgt->uuid, MFS_UUID_SIZE);
+	}
+	if (ret) {
+		mfs_free_chunk_layout(maps, 1, old);
+		return ret;
+	}
+	*out = maps;
+	*nout = 1;
+	return 0;
+}
+
+/*
+ * The order a replace reads old in: within each set of mirrors, the
+ * stripes on `from` first - or last with -r, and then, for parity
+ * profiles, not at all (the data is rebuilt; old itself is read if
+ * that fails).
+ */
+static struct mfs_chunk_map *replace_read_map(const struct mfs_chunk_map *old, u64 from,
+					      bool others_first)
+{
+	const struct mfs_raid_attr *a = mfs_profile(old->type);
+	struct mfs_chunk_map *r = mfs_alloc_chunk_map(old->num_stripes);
+	int group = a->sub_stripes > 1 ? a->sub_stripes : a->ncopies > 1 ? old->num_stripes : 1;
+	int g, i, j;
+
+	if (!r)
+		return NULL;
+	memcpy(r, old, sizeof(*old) + old->num_stripes * sizeof(old->stripes[0]));
+	if (a->nparity) {
+		for (i = 0; others_first && i < r->num_stripes; i++)
+			if (r->stripes[i].devid == from)
+				r->stripes[i].dev = NULL;
+		return r;
+	}
+	for (g = 0; group > 1 && g + group <= r->num_stripes; g += group) {
+		int n = 0;
+
+		/* a stable partition of the group: the preferred stripes first */
+		for (j = 0; j < 2; j++)
+			for (i = g; i < g + group; i++)
+				if ((old->stripes[i].devid == from) == (j == (others_first ? 1 : 0)))
+					r->stripes[g + n++] = old->stripes[i];
+	}
+	return r;
 }
 
 static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
@@ -1401,9 +1532,11 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	struct mfs_block_group *bg;
 	struct mfs_trans_handle *trans;
 	struct mfs_range *ranges = NULL;
-	u8 **csums = NULL;
+	struct copy_plan plan = { NULL, NULL, NULL };
+	u8 **csums = NULL, *keep = NULL;
 	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
 	int nexcl = 0, nnew = 0, n = 0, i, ret;
+	bool replace = st->args.op == MFS_RESTRIPE_OP_REPLACE;
 	u64 flags;
 
 	pthread_mutex_lock(&fs->lock);
@@ -1455,10 +1588,24 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	}
 	/* the extents first: a layout in pieces is cut between them */
 	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
-	if (!ret)
+	if (!ret && replace)
+		ret = replace_layout(fs, old, st->args.devids[0], st->args.devids[1], &new, &nnew);
+	else if (!ret)
 		ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, ranges, n, &new, &nnew);
 	if (ret)
 		goto fail_locked;
+	plan.old = plan.read = old;
+	if (replace) {
+		plan.read = replace_read_map(old, st->args.devids[0],
+					     st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
+		keep = calloc(new[0]->num_stripes, 1);
+		if (!plan.read || !keep)
+			ret = -ENOMEM;
+		/* without parity a stripe left in place holds its data already */
+		for (i = 0; !ret && !mfs_profile(old->type)->nparity && i < old->num_stripes; i++)
+			keep[i] = mfs_stripe_kept(old, i, new[0]);
+		plan.keep = keep;
+	}
 	csums = calloc(n + 1, sizeof(*csums));
 	if (!csums)
 		ret = -ENOMEM;
@@ -1468,7 +1615,7 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
 	if (!ret)
-		ret = copy_pieces(fs, old, new, nnew, ranges, csums, n);
+		ret = copy_pieces(fs, &plan, new, nnew, ranges, csums, n);
 	if (!ret)
 		test_delay();
 
@@ -1526,6 +1673,9 @@ out_locked:
 		free(csums[i]);
 	free(csums);
 	free(ranges);
+	if (plan.read != plan.old)
+		free(plan.read);
+	free(keep);
 	return ret;
 }
 
@@ -1546,15 +1696,28 @@ static void wipe_supers(struct mfs_device *dev)
 	mfs_io_flush(dev->io);
 }
 
-/* Take the (now empty) devices of a delete out of the filesystem. */
+/*
+ * Take the (now empty) devices of a delete out of the filesystem; of a
+ * replace, the one the stripes left (devids[0]), and the other becomes
+ * an ordinary member.
+ */
 static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
 			struct mfs_device **gone, int *ngone)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	int i, j, ret;
+	int i, j, ret, ndrop = st->args.nr_devids;
 
 	*ngone = 0;
-	for (i = 0; i < st->args.nr_devids; i++) {
+	if (st->args.op == MFS_RESTRIPE_OP_REPLACE) {
+		struct mfs_device *stays = mfs_find_device(fs, st->args.devids[1]);
+
+		ndrop = 1;
+		if (stays) {
+			stays->flags &= ~(MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE);
+			stays->dirty = true;
+		}
+	}
+	for (i = 0; i < ndrop; i++) {
 		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[i]);
 		struct mfs_key key = { MFS_DEV_ITEMS_OBJECTID, MFS_DEV_ITEM_KEY, st->args.devids[i] };
 		struct mfs_key skey = { MFS_DEV_STATS_OBJECTID, MFS_PERSISTENT_ITEM_KEY, st->args.devids[i] };
@@ -1592,7 +1755,7 @@ static int finish(struct mfs_fs_info *fs)
 	if (ret)
 		return ret;
 	ret = delete_item(trans);
-	if (!ret && st->args.op == MFS_RESTRIPE_OP_DELETE)
+	if (!ret && (st->args.op == MFS_RESTRIPE_OP_DELETE || st->args.op == MFS_RESTRIPE_OP_REPLACE))
 		ret = drop_devices(fs, trans, gone, &ngone);
 	if (ret) {
 		mfs_end_transaction(trans);
@@ -1611,14 +1774,33 @@ static int finish(struct mfs_fs_info *fs)
 	return ret;
 }
 
-int mfs_restripe_run(struct mfs_fs_info *fs)
+/* Tenths of a percent of the bytes moved. */
+static u64 progress(const struct mfs_restripe_status *st)
+{
+	if (!st->bytes_total)
+		return 1000;
+	return min_t(u64, 1000, st->bytes_done * 1000 / st->bytes_total);
+}
+
+/* A replace ended: what `replace status` says afterwards. */
+static void note_replace_end(struct mfs_restripe_status *st)
+{
+	bool cancelled = st->args.flags & MFS_BALANCE_REPLACE_CANCELLING;
+
+	if (st->args.op != MFS_RESTRIPE_OP_REPLACE)
+		return;
+	st->last_replace.outcome = cancelled ? MFS_REPLACE_CANCELED : MFS_REPLACE_FINISHED;
+	st->last_replace.start_time = st->start_time;
+	st->last_replace.end_time = time(NULL);
+	st->last_replace.progress = cancelled ? st->cancel_progress : 1000;
+}
+
+static int run_once(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 *list = NULL, *all = NULL, *alen = NULL, bytes;
 	int n = 0, nall = 0, i, j, ret;
 
-	if (!st || st->state != MFS_RESTRIPE_RUNNING)
-		return -ENOENT;
 	st->start_ns = now_ns();
 	st->bytes_at_start = st->bytes_done;
 	pthread_mutex_lock(&fs->lock);
@@ -1677,8 +1859,10 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 	pthread_mutex_lock(&fs->lock);
 	if (ret == 0) {
 		ret = finish(fs);
-		if (!ret)
+		if (!ret) {
+			note_replace_end(st);
 			st->state = MFS_RESTRIPE_NONE;
+		}
 	} else if (ret == -ECANCELED) {
 		ret = mfs_restripe_cancel_paused(fs) ?: -ECANCELED;
 	} else {
@@ -1692,6 +1876,57 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 	return ret;
 }
 
+int mfs_restripe_run(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	int ret;
+
+	if (!st || st->state != MFS_RESTRIPE_RUNNING)
+		return -ENOENT;
+	/* a cancelled replace goes on, the other way (mfs_restripe_cancel_paused) */
+	do {
+		ret = run_once(fs);
+	} while (ret == -ECANCELED && st->state == MFS_RESTRIPE_RUNNING);
+	return ret;
+}
+
+/*
+ * Cancelling a replace: what moved goes back to the source, so the
+ * operation turns round - same engine, devids swapped - and runs on
+ * (state RUNNING, persisted) until the target holds nothing and leaves.
+ * Cancelling it again changes nothing: it is already on its way back.
+ */
+static int replace_turn_round(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 *list, tmp;
+	int n, ret;
+
+	if (!(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING)) {
+		st->cancel_progress = progress(st);
+		tmp = st->args.devids[0];
+		st->args.devids[0] = st->args.devids[1];
+		st->args.devids[1] = tmp;
+		st->args.flags |= MFS_BALANCE_REPLACE_CANCELLING;
+		st->args.flags &= ~MFS_BALANCE_REPLACE_READ_OTHERS;
+		st->cursor = st->completed = st->considered = 0;
+		st->read_errs = st->write_errs = 0;
+		__atomic_store_n(&st->bytes_done, 0, __ATOMIC_RELAXED);
+	}
+	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &st->bytes_total);
+	if (ret)
+		return ret;
+	free(list);
+	st->bytes_total += st->bytes_done;
+	st->expected = st->completed + n;
+	st->pause_req = st->cancel_req = 0;
+	st->state = MFS_RESTRIPE_RUNNING;
+	ret = persist(fs, false);
+	if (ret)
+		st->state = MFS_RESTRIPE_PAUSED;
+	return ret;
+}
+
 int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
@@ -1700,6 +1935,8 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 
 	if (!st || st->state == MFS_RESTRIPE_NONE)
 		return -ENOENT;
+	if (st->args.op == MFS_RESTRIPE_OP_REPLACE)
+		return replace_turn_round(fs);
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		return ret;
@@ -1737,67 +1974,229 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 
 /* ---------------- device add and grow ---------------- */
 
-int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid_out)
+/*
+ * A new member on the opened io (taken over): the next devid, the whole
+ * device, and nothing of a former filesystem left in the reserved area.
+ * In fs->devices; its item and superblock follow at the next commit. On
+ * failure io is closed.
+ */
+static int join_device(struct mfs_fs_info *fs, struct mfs_io_dev *io, const char *path,
+		       u64 flags, struct mfs_device **out)
 {
 	static const u8 zero[SZ_64K];
-	struct mfs_trans_handle *trans;
 	struct mfs_device *dev;
 	u64 devid = 1, off;
-	int i, ret;
+	int i, ret = -ENOMEM;
 
 	for (i = 0; i < fs->nr_devices; i++)
 		if (fs->devices[i]->devid >= devid)
 			devid = fs->devices[i]->devid + 1;
 	dev = calloc(1, sizeof(*dev));
-	if (!dev)
-		return -ENOMEM;
-	ret = mfs_io_open(path, true, true, &dev->io);
-	if (ret) {
-		free(dev);
-		return ret;
-	}
-	if (dev->io->size < MFS_MIN_DEVICE_SIZE) {
-		mfs_io_close(dev->io);
-		free(dev);
-		return -ENOSPC;
-	}
-	dev->path = strdup(path);
+	if (!dev || !(dev->path = strdup(path)))
+		goto fail;
+	dev->io = io;
 	dev->devid = devid;
+	dev->flags = flags;
 	uuid_generate(dev->uuid);
-	dev->total_bytes = round_down(dev->io->size, SZ_4K);
+	dev->total_bytes = round_down(io->size, SZ_4K);
 	dev->dirty = true;
 	dev->generation = fs->generation;
-	/* nothing of a former filesystem may survive in the reserved area */
 	for (off = 0; off < SZ_1M; off += sizeof(zero)) {
-		ret = mfs_io_write(dev->io, zero, sizeof(zero), off);
+		ret = mfs_io_write(io, zero, sizeof(zero), off);
 		if (ret)
 			goto fail;
 	}
 	for (i = 1; i < MFS_SUPER_MIRROR_MAX; i++) {
 		off = mfs_sb_offset(i);
-		if (off + MFS_SUPER_INFO_SIZE > dev->io->size)
+		if (off + MFS_SUPER_INFO_SIZE > io->size)
 			break;
-		ret = mfs_io_write(dev->io, zero, MFS_SUPER_INFO_SIZE, off);
+		ret = mfs_io_write(io, zero, MFS_SUPER_INFO_SIZE, off);
 		if (ret)
 			goto fail;
 	}
-	ret = mfs_io_flush(dev->io);
+	ret = mfs_io_flush(io);
+	if (!ret)
+		ret = mfs_add_device(fs, dev);
 	if (ret)
 		goto fail;
-	ret = mfs_add_device(fs, dev);
+	*out = dev;
+	return 0;
+fail:
+	mfs_io_close(io);
+	if (dev)
+		free(dev->path);
+	free(dev);
+	return ret;
+}
+
+/* Undo join_device before anything was committed. */
+static void unjoin_device(struct mfs_fs_info *fs, struct mfs_device *dev)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i] == dev) {
+			memmove(&fs->devices[i], &fs->devices[i + 1],
+				(fs->nr_devices - i - 1) * sizeof(*fs->devices));
+			fs->nr_devices--;
+			break;
+		}
+	}
+	mfs_io_close(dev->io);
+	free(dev->path);
+	free(dev->extents);
+	free(dev);
+}
+
+int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid_out)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_device *dev;
+	struct mfs_io_dev *io;
+	int ret;
+
+	ret = mfs_io_open(path, true, true, &io);
 	if (ret)
-		goto fail;
+		return ret;
+	if (io->size < MFS_MIN_DEVICE_SIZE) {
+		mfs_io_close(io);
+		return -ENOSPC;
+	}
+	ret = join_device(fs, io, path, 0, &dev);
+	if (ret)
+		return ret;
 	ret = mfs_start_transaction(fs, &trans);
 	if (!ret)
 		ret = mfs_commit_transaction(trans);
 	if (ret)
 		return ret;	/* the commit failed: the fs is read-only now */
-	*devid_out = devid;
+	*devid_out = dev->devid;
 	return 0;
-fail:
-	mfs_io_close(dev->io);
-	free(dev->path);
-	free(dev);
+}
+
+/*
+ * Would every stripe on src fit on an empty device of size bytes, placed
+ * as the run will place them (chunk by chunk, smallest hole first)?
+ */
+static bool replace_fits(struct mfs_fs_info *fs, u64 src, u64 size)
+{
+	struct mfs_device tgt = { .total_bytes = round_down(size, SZ_4K) };
+	bool fits = true;
+	int c, i;
+
+	for (c = 0; c < fs->nr_chunks && fits; c++) {
+		struct mfs_chunk_map *map = fs->chunks[c];
+		u64 ss = mfs_map_stripe_size(map), phys;
+
+		for (i = 0; i < map->num_stripes && fits; i++)
+			if (map->stripes[i].devid == src)
+				fits = !mfs_device_best_fit(&tgt, ss, &phys) &&
+				       !mfs_device_add_extent(&tgt, phys, ss, map->logical);
+	}
+	free(tgt.extents);
+	return fits;
+}
+
+/* The smallest device size (whole MiBs) that replace_fits, up to hi. */
+static u64 replace_required(struct mfs_fs_info *fs, u64 src, u64 hi)
+{
+	u64 lo = MFS_MIN_DEVICE_SIZE / SZ_1M, top = max_t(u64, hi / SZ_1M, lo);
+
+	if (!replace_fits(fs, src, top * SZ_1M))
+		return top * SZ_1M;
+	while (lo < top) {
+		u64 mid = lo + (top - lo) / 2;
+
+		if (replace_fits(fs, src, mid * SZ_1M))
+			top = mid;
+		else
+			lo = mid + 1;
+	}
+	return top * SZ_1M;
+}
+
+int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 flags,
+		      bool discard, char *msg, size_t msglen)
+{
+	struct mfs_restripe_status *st = status(fs);
+	struct mfs_device *src, *tgt;
+	struct mfs_io_dev *io;
+	u64 *list, size;
+	int ret, n, i;
+
+	msg[0] = 0;
+	if (!st)
+		return -ENOMEM;
+	if (st->state != MFS_RESTRIPE_NONE) {
+		snprintf(msg, msglen, "another operation is %s",
+			 st->state == MFS_RESTRIPE_PAUSED ? "paused" : "running");
+		return -EINPROGRESS;
+	}
+	src = mfs_find_device(fs, srcid);
+	if (!src) {
+		snprintf(msg, msglen, "'%llu' is not a valid devid for this filesystem",
+			 (unsigned long long)srcid);
+		return -ENODEV;
+	}
+	if (src->missing || !src->io) {
+		snprintf(msg, msglen,
+			 "source device %llu is missing: rebuilding it needs a read-write degraded mount, which mfs does not have yet",
+			 (unsigned long long)srcid);
+		return -ENXIO;
+	}
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i]->path && !strcmp(fs->devices[i]->path, path)) {
+			snprintf(msg, msglen, "target device %s is a member of this filesystem", path);
+			return -EEXIST;
+		}
+	}
+	ret = mfs_io_open(path, true, true, &io);
+	if (ret) {
+		snprintf(msg, msglen, "cannot open target device %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	size = round_down(io->size, SZ_4K);
+	if (size < MFS_MIN_DEVICE_SIZE || !replace_fits(fs, srcid, size)) {
+		u64 need = max_t(u64, MFS_MIN_DEVICE_SIZE,
+				 replace_required(fs, srcid, max_t(u64, src->total_bytes, size)));
+
+		snprintf(msg, msglen,
+			 "target device smaller than source device (required %llu bytes)\nThe target may be smaller than the source (%llu bytes) as long as what is allocated on the source (%llu bytes) fits; this target (%llu bytes) cannot hold it.",
+			 (unsigned long long)need, (unsigned long long)src->total_bytes,
+			 (unsigned long long)src->bytes_used, (unsigned long long)size);
+		mfs_io_close(io);
+		return -ENOSPC;
+	}
+	if (discard)
+		mfs_io_discard(io, 0, io->size);
+	ret = join_device(fs, io, path, MFS_DEV_STATE_REPLACE_TARGET, &tgt);
+	if (ret)
+		return ret;
+	reset_status(st);
+	st->args.op = MFS_RESTRIPE_OP_REPLACE;
+	st->args.flags = MFS_BALANCE_DATA | MFS_BALANCE_METADATA | MFS_BALANCE_SYSTEM |
+			 (flags & MFS_BALANCE_REPLACE_READ_OTHERS);
+	st->args.nr_devids = 2;
+	st->args.devids[0] = srcid;
+	st->args.devids[1] = tgt->devid;
+	st->start_time = time(NULL);
+	ret = select_chunks(fs, &st->args, 0, &list, &n, &st->bytes_total);
+	if (ret) {
+		unjoin_device(fs, tgt);
+		return ret;
+	}
+	free(list);
+	st->expected = n;
+	st->state = MFS_RESTRIPE_RUNNING;
+	/* from this commit on, the source takes no new chunks */
+	src->flags |= MFS_DEV_STATE_REPLACE_SOURCE;
+	src->dirty = true;
+	ret = persist(fs, false);
+	if (ret) {
+		/* the commit failed: the filesystem is read-only now */
+		st->state = MFS_RESTRIPE_NONE;
+		src->flags &= ~MFS_DEV_STATE_REPLACE_SOURCE;
+	}
 	return ret;
 }
 

@@ -1,6 +1,6 @@
 /*
  * The restriper (DESIGN §5): one engine for balance, convert, device
- * delete and shrink. Chunks are copied to a new layout and swapped in
+ * delete, shrink and replace. Chunks are copied to a new layout and swapped in
  * place, so logical addresses never change; progress is persisted.
  */
 #ifndef MFS_RESTRIPE_H
@@ -51,7 +51,20 @@ struct mfs_restripe_status {
 	volatile int pause_req;
 	volatile int cancel_req;
 	int last_result;
+	u64 start_time;		/* wall clock (seconds) when the operation started; persisted */
+	u64 cancel_progress;	/* replace: tenths of a percent done when cancelled; persisted */
+	u64 read_errs;		/* replace: ranges no copy could give */
+	u64 write_errs;		/* replace: failed writes to the target */
+	/* the last replace that ended while this filesystem was open */
+	struct {
+		int outcome;	/* MFS_REPLACE_* */
+		u64 start_time, end_time, progress;	/* progress: tenths of a percent */
+	} last_replace;
 };
+
+#define MFS_REPLACE_NEVER	0
+#define MFS_REPLACE_FINISHED	1
+#define MFS_REPLACE_CANCELED	2
 
 /* Convert a profile bit mask for filters (single has no bg bit). */
 static inline u64 mfs_profile_to_filter_bit(u64 profile)
@@ -95,6 +108,17 @@ struct mfs_restripe_estimate {
 };
 int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
 			  struct mfs_restripe_estimate *est);
+
+/*
+ * Replace (DESIGN §5): every stripe on device src moves to the device at
+ * path, which joins as a new member (REPLACE_TARGET); at the end src
+ * leaves. flags: MFS_BALANCE_REPLACE_READ_OTHERS or 0; discard: TRIM the
+ * target once it passed the checks. Checks and
+ * persists (state RUNNING); then mfs_restripe_run does the work. Refusals
+ * change nothing; msg says why.
+ */
+int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 src, u64 flags,
+		      bool discard, char *msg, size_t msglen);
 
 /* Device add (online and offline); the device must be unused. */
 int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end on sparse image files in a temporary directory:
 # make multi-device filesystems, mount one, write data, add a device,
-# balance, convert, delete a device, show and check.
+# balance, convert, delete a device, replace one, show and check.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="$top/build:$PATH"
@@ -15,7 +15,7 @@ trap cleanup EXIT
 cd "$work"
 run() { echo; echo "\$ $*"; "$@"; }
 
-for i in 1 2 3 4 5 6; do truncate -s 2G "d$i.img"; done
+for i in 1 2 3 4 5 6 7; do truncate -s 2G "d$i.img"; done
 
 run mkfs.mfs -L demo5 -d raid5 -m raid1 d4.img d5.img d6.img
 run mfs check d4.img
@@ -34,8 +34,11 @@ run mfs filesystem show demo
 run mfs balance start -dconvert=raid5 -mconvert=raid1 mnt
 run mfs device delete d2.img mnt
 run mfs filesystem show demo
+run mfs replace start -B d3.img d7.img mnt
+run mfs replace status -1 mnt
+run mfs filesystem show demo
 run sha256sum -c sums
 run mfs umount mnt
 run mfs check d1.img
 echo
-echo "demo finished: filesystems made, mounted, grown, balanced, converted, shrunk, shown and checked in $work"
+echo "demo finished: filesystems made, mounted, grown, balanced, converted, shrunk, replaced, shown and checked in $work"

@@ -1,4 +1,4 @@
-# Helpers shared by balance.bats and device-mgmt.bats (load after helpers).
+# Helpers shared by balance.bats, device-mgmt.bats and replace.bats (load after helpers).
 #
 # Every operation is followed by a content check: $T/want holds the sha256
 # of every file the filesystem must contain; verify_online compares it with
@@ -162,4 +162,37 @@ wait_completed() {
 	echo "the operation on $1 did not reach $2 chunks" >&2
 	mfs balance status "$1" >&2
 	return 1
+}
+
+# fs_with N SIZE DATA-MIB MKFS-OPTIONS...: img1..imgN of SIZE, the first
+# ones formatted (all N unless -n K is given first) with DATA-MIB MiB of
+# files in a few sizes.
+fs_with() {
+	local k=0 n size mib
+
+	if [ "$1" = -n ]; then
+		k=$2
+		shift 2
+	fi
+	n=$1 size=$2 mib=$3
+	shift 3
+	((k)) || k=$n
+	make_images "$n" "$size"
+	mkdir -p "$T/src/d"
+	((mib > 2)) && gen_file "$T/src/big" $((mib - 2))
+	gen_file "$T/src/d/one" 1
+	head -c 777777 /dev/urandom >"$T/src/d/odd"
+	echo hello >"$T/src/d/tiny"
+	mkfs.mfs -q "$@" -r "$T/src" $(imgs "$k")
+	sums "$T/src" >"$T/want"
+}
+
+# show_line DEV DEVID: that member's line of `filesystem show`
+show_line() {
+	mfs filesystem show "$1" | awk -v d="$2" '$1 == "devid" && $2 == d'
+}
+
+# devids_in_chunks DEV: the devids any chunk has a stripe on, sorted
+devids_in_chunks() {
+	chunk_layout "$1" | awk '{ for (i = 3; i <= NF; i++) { split($i, s, ":"); print s[1] } }' | sort -un
 }

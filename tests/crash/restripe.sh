@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Crash consistency of the restriper: log every write and flush of a convert
 # (raid0 -> raid5), of a convert on small devices that replaces chunks by
-# several pieces each, and of a device delete, rebuild the devices as they were
+# several pieces each, of a device delete and of a replace, rebuild the devices as they were
 # at each flush point, and require that every state checks clean, mounts,
 # and holds every file written before the operation began. A state from the
 # middle of the operation must also finish it when mounted read-write.
@@ -132,5 +132,17 @@ if make_fs 3 -d raid1 -m raid1; then
 	run_config "device delete" "$mfs" device delete -q 3 "${imgs[0]}"
 else
 	tap FAIL "device delete: setup"
+fi
+# replace: the target is a fourth image, blank before the operation
+if make_fs 3 -d raid1 -m raid1; then
+	truncate -s 512M "$tmp/d4.img" "$tmp/b4.img"
+	imgs+=("$tmp/d4.img")
+	# the target joins the registry: not the one the replayed states are
+	# opened with, where its final state would be taken for their member
+	cp "$tmp/registry" "$tmp/op-registry"
+	run_config "replace" env MFS_REGISTRY="$tmp/op-registry" \
+		"$mfs" replace start -K 2 "$tmp/d4.img" "${imgs[0]}"
+else
+	tap FAIL "replace: setup"
 fi
 echo "1..$tests"

@@ -235,17 +235,22 @@ static void test_balance_item(void)
 	PIN(struct mfs_balance_item, devids, 464, 128);
 	PIN(struct mfs_balance_item, new_size, 592, 8);
 	PIN(struct mfs_balance_item, old_size, 600, 8);
-	PIN(struct mfs_balance_item, reserved, 608, 56);
+	PIN(struct mfs_balance_item, start_time, 608, 8);
+	PIN(struct mfs_balance_item, cancel_progress, 616, 8);
+	PIN(struct mfs_balance_item, reserved, 624, 40);
 	CHECK_EQ(offsetof(struct mfs_balance_item, sys.stripes_max), 388);
 	CHECK_EQ(MFS_RESTRIPE_MAX_DEVIDS, 16);
 	CHECK_EQ(MFS_RESTRIPE_OP_BALANCE, 1);
 	CHECK_EQ(MFS_RESTRIPE_OP_DELETE, 2);
 	CHECK_EQ(MFS_RESTRIPE_OP_RESIZE, 3);
+	CHECK_EQ(MFS_RESTRIPE_OP_REPLACE, 4);
 	CHECK_EQ(MFS_BALANCE_DATA, 0x1);
 	CHECK_EQ(MFS_BALANCE_SYSTEM, 0x2);
 	CHECK_EQ(MFS_BALANCE_METADATA, 0x4);
 	CHECK_EQ(MFS_BALANCE_FORCE, 0x8);
 	CHECK_EQ(MFS_BALANCE_PAUSED, 0x10);
+	CHECK_EQ(MFS_BALANCE_REPLACE_READ_OTHERS, 0x20);
+	CHECK_EQ(MFS_BALANCE_REPLACE_CANCELLING, 0x40);
 }
 
 /* ---- fs tree (section 7.5) ---- */
@@ -471,6 +476,7 @@ static void test_super_and_feature_flags(void)
 	CHECK_EQ(MFS_DEV_STATE_REPLACE_TARGET, 0x1);
 	CHECK_EQ(MFS_DEV_STATE_DELETING, 0x2);
 	CHECK_EQ(MFS_DEV_STATE_NOALLOC, 0x4);
+	CHECK_EQ(MFS_DEV_STATE_REPLACE_SOURCE, 0x8);
 }
 
 /* superblock csum_type values and the width of every csum field */

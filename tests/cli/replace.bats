@@ -1,0 +1,291 @@
+#!/usr/bin/env bats
+# mfs replace start|status|cancel|pause|resume, online and offline, on
+# raid1, raid10, raid5 and single/dup: every file's sha256 unchanged,
+# `mfs check` clean, the target a member and the source gone; refusals
+# that change nothing; pause, unmount, SIGKILL and cancel mid-way.
+
+load helpers
+load restripe
+
+setup_file() {
+	big_template
+}
+
+# has_path DEV PATH: `filesystem show` lists PATH as a member
+has_path() {
+	mfs filesystem show "$1" | awk -v p="$2" '$1 == "devid" && $NF == p { f = 1 } END { exit !f }'
+}
+
+# replaced DEV SOURCE TARGET: the target is a member, the source is not
+# and holds no superblock any more
+replaced() {
+	has_path "$1" "$3"
+	! has_path "$1" "$2"
+	! mfs inspect-internal dump-super "$2" >/dev/null 2>&1
+}
+
+STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, 0 write errs, 0 uncorr\. read errs$'
+
+@test "replace online: raid1 in the foreground, raid10 in the background" {
+	fs_with -n 3 4 512M 60 -d raid1 -m raid1
+	mnt "$T/img1"
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output "Never started"
+	run --separate-stderr mfs replace start -B "$T/img2" "$T/img4" "$T/mnt"
+	assert_success
+	assert_stderr_empty
+	replaced "$T/img1" "$T/img2" "$T/img4"
+	[ "$(nr_devices "$T/img1")" = 3 ]
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output --regexp "$STATUS_DONE"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4')"
+	verify_offline "$T/img1"
+
+	fs_with -n 4 5 512M 60 -d raid10 -m raid10
+	mnt "$T/img1"
+	# by devid, daemonized: returns at once, nothing printed
+	run --separate-stderr mfs device replace start 3 "$T/img5" "$T/mnt"
+	assert_success
+	assert_output ""
+	assert_stderr_empty
+	wait_done "$T/mnt"
+	replaced "$T/img1" "$T/img3" "$T/img5"
+	run mfs replace status "$T/mnt"
+	assert_success
+	assert_output --regexp "$STATUS_DONE"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n4\n5')"
+	verify_offline "$T/img1"
+}
+
+@test "replace offline: raid5 with -r, single data and dup metadata onto a smaller target" {
+	fs_with -n 3 4 512M 60 -d raid5 -m raid5
+	run --separate-stderr mfs replace start -r "$T/img1" "$T/img4" "$T/img2"
+	assert_success
+	assert_output ""
+	replaced "$T/img2" "$T/img1" "$T/img4"
+	run devids_in_chunks "$T/img2"
+	assert_output "$(printf '2\n3\n4')"
+	verify_offline "$T/img2"
+
+	fs_with -n 2 3 1G 100 -d single -m dup
+	truncate -s 400M "$T/img3"
+	run --separate-stderr mfs replace start -B 1 "$T/img3" "$T/img2"
+	assert_success
+	replaced "$T/img2" "$T/img1" "$T/img3"
+	# the target is a member of its own size
+	show_line "$T/img2" 3 | grep -q ' size 400.00MiB '
+	run mfs replace status -1 "$T/img2"
+	assert_success
+	assert_output "Never started"
+	verify_offline "$T/img2"
+}
+
+@test "replace refusals: member, other filesystems, mounted, too small, bad source, same device, busy; nothing changes" {
+	fs_with -n 2 3 512M 150 -d raid1 -m raid1
+	truncate -s 512M "$T/other" "$T/e4"
+	MFS_REGISTRY="$T/other-registry" mkfs.mfs -q "$T/other"
+	mkfs.ext4 -q -F "$T/e4"
+	truncate -s 160M "$T/small"
+	seed_image "$T/small"
+	seed_image "$T/img3"
+	declare -A fp
+	for f in img1 img2 img3 other e4 small; do fp[$f]=$(fingerprint "$T/$f"); done
+	layout=$(chunk_layout "$T/img1")
+
+	refused() {
+		local where=$1 src=$2 dev=$3 line
+		shift 3
+		run --separate-stderr mfs replace start -B "$src" "$dev" "$where"
+		assert_failure 1
+		assert_stdout_empty
+		for line in "$@"; do assert_stderr_regex "$line"; done
+		[ "$(nr_devices "$T/img1")" = 2 ]
+	}
+	untouched() {
+		for f in "$@"; do assert_untouched "$T/$f" "${fp[$f]}"; done
+	}
+	all_refused() {
+		local w=$1
+		refused "$w" 2 "$T/img1" "^ERROR: target device $T/img1 is a member of this filesystem$"
+		refused "$w" 2 "$T/other" "^ERROR: $T/other appears to contain an existing filesystem \(type=mfs\)$" \
+			"^ERROR: use the -f option to force overwrite of $T/other$"
+		refused "$w" 2 "$T/e4" "^ERROR: $T/e4 appears to contain an existing filesystem \(type=ext4\)$"
+		refused "$w" 2 "$T/small" "^ERROR: target device smaller than source device \(required [0-9]+ bytes\)$" \
+			"^The target may be smaller than the source \([0-9]+ bytes\) as long as what is allocated on the source"
+		refused "$w" 7 "$T/img3" "^ERROR: '7' is not a valid devid for filesystem '$w'$"
+		refused "$w" "$T/other" "$T/img3" "^ERROR: source device '$T/other' is not a member of filesystem '$w'$"
+		refused "$w" "$T/img3" "$T/img3" "^ERROR: source and target are the same device: $T/img3$"
+		refused "$w" 2 "$T/nothere" "^ERROR: cannot access '$T/nothere'"
+	}
+
+	all_refused "$T/img1"
+	untouched img1 img2 img3 other e4 small
+	verify_offline "$T/img1"
+
+	mnt "$T/img1"
+	all_refused "$T/mnt"
+	# a device mounted elsewhere, even with -f
+	mkdir "$T/mnt2"
+	MFS_REGISTRY="$T/other-registry" mfs mount "$T/other" "$T/mnt2"
+	echo "$T/mnt2" >>"$T/.mounts"
+	run --separate-stderr mfs replace start -f 2 "$T/other" "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: $T/other is mounted on $T/mnt2"
+	mfs umount "$T/mnt2"
+	# another exclusive operation, even paused
+	MFS_TEST_RESTRIPE_DELAY_MS=300 mfs balance start --bg --full-balance "$T/mnt"
+	mfs balance pause "$T/mnt"
+	refused "$T/mnt" 2 "$T/img3" \
+		"^ERROR: unable to start device replace, another exclusive operation 'balance paused' in progress$"
+	mfs balance cancel "$T/mnt"
+	layout=$(chunk_layout "$T/img1")
+	verify_online
+	umnt
+	untouched img3 other e4 small
+	[ "$(chunk_layout "$T/img1")" = "$layout" ]
+	verify_offline "$T/img1"
+}
+
+@test "replace: status, pause, unmount, resume at mount with skip_balance; balance status shows it" {
+	big_fs
+	truncate -s 256M "$T/img4"
+	mnt "$T/img1"
+	run --separate-stderr mfs replace start 2 "$T/img4" "$T/mnt"
+	assert_success
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output --regexp '^[0-9]+\.[0-9]% done, 0 write errs, 0 uncorr\. read errs$'
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Device replace on '$T/mnt' is running"
+	run --separate-stderr mfs balance start --full-balance "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start balance, another exclusive operation 'device replace' in progress"
+	run --separate-stderr mfs replace start 3 "$T/img4" "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: device replace on '$T/mnt' already started"
+	wait_completed "$T/mnt" 1
+	run --separate-stderr mfs replace pause "$T/mnt"
+	assert_success
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output --regexp '^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, suspended at [0-9]+\.[0-9]%, 0 write errs, 0 uncorr\. read errs$'
+	run --separate-stderr mfs replace pause "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: replace pause on '$T/mnt' failed: Not running"
+	verify_online
+	umnt
+	run mfs replace status -1 "$T/img1"
+	assert_success
+	assert_output --partial ", suspended at "
+	run mfs check "$T/img1"
+	assert_success
+	mnt -o skip_balance "$T/img1"
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Device replace on '$T/mnt' is paused"
+	run --separate-stderr mfs replace resume "$T/mnt"
+	assert_success
+	run --separate-stderr mfs replace resume "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "ERROR: replace resume on '$T/mnt' failed: Not in progress"
+	replaced "$T/img1" "$T/img2" "$T/img4"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4')"
+	verify_offline "$T/img1"
+}
+
+@test "replace: SIGKILL of the daemon mid-replace; it resumes at mount and completes" {
+	big_fs
+	truncate -s 256M "$T/img4"
+	mnt "$T/img1"
+	mfs replace start 2 "$T/img4" "$T/mnt"
+	wait_completed "$T/mnt" 1
+	kill_daemon
+	run mfs balance status "$T/img1"
+	assert_failure 1
+	assert_line --index 0 "Device replace on '$T/img1' is paused"
+	run mfs check "$T/img1"
+	assert_success
+	mnt "$T/img1"
+	wait_done "$T/mnt"
+	replaced "$T/img1" "$T/img2" "$T/img4"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4')"
+	verify_offline "$T/img1"
+}
+
+@test "replace cancel: online mid-way and offline when paused; the source stays, the target leaves" {
+	big_fs
+	truncate -s 256M "$T/img4"
+	mnt "$T/img1"
+	run --separate-stderr mfs replace cancel "$T/mnt"
+	assert_failure 2
+	assert_stderr_line "INFO: ioctl(DEV_REPLACE_CANCEL)\"$T/mnt\": not started"
+	mfs replace start 2 "$T/img4" "$T/mnt"
+	wait_completed "$T/mnt" 2
+	run --separate-stderr mfs replace cancel "$T/mnt"
+	assert_success
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output --regexp '^Started on .*, canceled on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8} at [0-9]+\.[0-9]%, 0 write errs, 0 uncorr\. read errs$'
+	run mfs balance status "$T/mnt"
+	assert_success
+	has_path "$T/img1" "$T/img2"
+	! has_path "$T/img1" "$T/img4"
+	run mfs inspect-internal dump-super "$T/img4"
+	assert_failure
+	[ "$(nr_devices "$T/img1")" = 3 ]
+	verify_online
+
+	# paused, unmounted, cancelled offline: the way back runs there
+	mfs replace start 3 "$T/img4" "$T/mnt"
+	wait_completed "$T/mnt" 1
+	umnt
+	run --separate-stderr mfs replace cancel "$T/img1"
+	assert_success
+	run mfs balance status "$T/img1"
+	assert_success
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n3')"
+	run mfs inspect-internal dump-super "$T/img4"
+	assert_failure
+	verify_offline "$T/img1"
+	# the source takes new chunks again: its flags are clear
+	[ "$(mfs inspect-internal dump-tree -t chunk "$T/img1" | awk '$1 == "devid" && $2 == 3 { print $8 }')" = 0x0 ]
+}
+
+@test "replace needs CAP_SYS_ADMIN" {
+	fs_with -n 2 3 512M 8 -d raid1 -m raid1
+	mnt "$T/img1"
+	d=$T
+	while [ "$d" != / ] && [ "$d" != /tmp ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+	id nobody >/dev/null 2>&1 || useradd -r -M nobody
+	chmod 666 "$T/img3"
+	seed_image "$T/img3"
+	fp=$(fingerprint "$T/img3")
+	as_nobody() { setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" --clear-groups --inh-caps=-all \
+		env MFS_REGISTRY="$T/noreg" "$MFS_BUILD/mfs" "$@"; }
+	run --separate-stderr as_nobody replace start -B 2 "$T/img3" "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot read the replace status of '$T/mnt': Operation not permitted"
+	assert_untouched "$T/img3" "$fp"
+	run --separate-stderr as_nobody replace cancel "$T/mnt"
+	assert_failure 1
+	[ "$(nr_devices "$T/img1")" = 2 ]
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+}
