@@ -7,6 +7,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1447,6 +1448,14 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	}
 	s->fs = fs;
 	s->opts = opts;
+	/*
+	 * Every read and write handles buffers of up to a few MiB. Above
+	 * glibc's mmap threshold each would be fresh pages: zeroed at the
+	 * first touch, unmapped at free (a TLB shootdown per request, and
+	 * mmap_lock contention between the threads). Keep them in the heap.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	pthread_mutex_init(&s->ilock, NULL);
 	pthread_mutex_init(&s->stop_lock, NULL);
 	pthread_cond_init(&s->stop_cond, NULL);

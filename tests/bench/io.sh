@@ -4,7 +4,7 @@
 # data profile (raid0, raid1; metadata raid1) and each filesystem:
 #
 #   seq-write   write BENCH_SIZE of one file (dd bs=1M, conv=fsync) + sync
-#   seq-read    read it back, cold (remount + drop_caches)
+#   seq-read    read it back, cold (remount + drop_caches); median of BENCH_REPEATS
 #   rand-read   BENCH_RANDREADS random 4 KiB preads of it, cold, POSIX_FADV_RANDOM
 #   create      BENCH_FILES files of BENCH_FILE_SIZE bytes (1000 per dir) + sync
 #   ls-lR       ls -lR of those files, cold
@@ -25,6 +25,7 @@
 #   BENCH_RANDREADS [20000] number of 4 KiB random reads
 #   BENCH_IMG_SIZE [8G]    size of each of the two sparse images
 #   BENCH_PROFILES ["raid0 raid1"]  data profiles
+#   BENCH_REPEATS [3]      cold read passes of seq-read and rand-read (median kept)
 #   BENCH_TMPDIR [$TMPDIR or /tmp]  where the images live
 #   MFS_BUILD [build/]     where the mfs binaries are
 set -u
@@ -37,6 +38,7 @@ file_size=${BENCH_FILE_SIZE:-1024}
 nrand=${BENCH_RANDREADS:-20000}
 img_size=${BENCH_IMG_SIZE:-8G}
 profiles=${BENCH_PROFILES:-raid0 raid1}
+repeats=${BENCH_REPEATS:-3}
 
 die() { echo "ERROR: $*" >&2; exit 1; }
 
@@ -169,6 +171,20 @@ run_phase() {
 	fi
 }
 
+# median_phase FS FUNC: FUNC run $repeats times from cold caches; $wall,
+# $dusr and $dsys of the run with the median wall time (the virtual disks
+# under the loop devices vary a lot from one read pass to the next)
+median_phase() {
+	local fs=$1 r runs=()
+
+	for ((r = 0; r < repeats; r++)); do
+		cold
+		run_phase "$fs" "$2"
+		runs+=("$wall $dusr $dsys")
+	done
+	read -r wall dusr dsys < <(printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(((repeats + 1) / 2))p")
+}
+
 # ---- the phases ----
 
 seq_write() {
@@ -225,11 +241,9 @@ bench_fs() {	# bench_fs mfs|btrfs PROFILE
 	mount_fs "$fs"
 	run_phase "$fs" seq_write
 	WALL[$fs,$prof,seq-write]=$wall DUSR[$fs,$prof,seq-write]=$dusr DSYS[$fs,$prof,seq-write]=$dsys
-	cold
-	run_phase "$fs" seq_read
+	median_phase "$fs" seq_read
 	WALL[$fs,$prof,seq-read]=$wall DUSR[$fs,$prof,seq-read]=$dusr DSYS[$fs,$prof,seq-read]=$dsys
-	cold
-	run_phase "$fs" rand_read
+	median_phase "$fs" rand_read
 	WALL[$fs,$prof,rand-read]=$wall DUSR[$fs,$prof,rand-read]=$dusr DSYS[$fs,$prof,rand-read]=$dsys
 	run_phase "$fs" create_files
 	WALL[$fs,$prof,create]=$wall DUSR[$fs,$prof,create]=$dusr DSYS[$fs,$prof,create]=$dsys
