@@ -23,6 +23,7 @@
 #include "fuse/server.h"
 #include "kernel-shared/ioctl.h"
 #include "kernel-shared/disk-io.h"
+#include "kernel-shared/volumes.h"
 
 static const char * const cmd_mount_usage[] = {
 	"mfs mount [options] <device> [<device>...] <mountpoint>",
@@ -31,7 +32,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused)"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused), read_policy=least-busy|devid:N (which copy reads take)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL
@@ -42,6 +43,7 @@ struct mount_args {
 	const char **devices;
 	int ndevices;
 	int compress;
+	u64 read_devid;		/* read_policy=devid:N */
 	bool degraded;
 };
 
@@ -121,6 +123,20 @@ static int parse_options(struct mount_args *m, char *list)
 				error("invalid cache_size '%s' (at least 16m)", tok + 11);
 				return -1;
 			}
+		} else if (!strcmp(tok, "read_policy=least-busy")) {
+			m->read_devid = 0;
+		} else if (!strncmp(tok, "read_policy=devid:", 18)) {
+			char *end;
+			unsigned long long v = strtoull(tok + 18, &end, 10);
+
+			if (*end || !v) {
+				error("invalid read_policy '%s' (least-busy or devid:N)", tok + 12);
+				return -1;
+			}
+			m->read_devid = v;
+		} else if (!strncmp(tok, "read_policy=", 12)) {
+			error("unknown read_policy '%s' (least-busy or devid:N)", tok + 12);
+			return -1;
 		} else if (!strcmp(tok, "skip_balance")) {
 			m->opts.skip_balance = true;
 		} else if (!strcmp(tok, "dev") || !strcmp(tok, "nodev")) {
@@ -208,6 +224,13 @@ static int do_mount(struct mount_args *m)
 			}
 		}
 	}
+	if (m->read_devid && !mfs_find_device(fs, m->read_devid)) {
+		error("read_policy=devid:%llu: no such device in the filesystem",
+		      (unsigned long long)m->read_devid);
+		mfs_free_fs_info(fs);
+		return 1;
+	}
+	fs->read_devid = m->read_devid;
 	fs->compress = m->compress;
 	if (m->compress)
 		fs->incompat_flags |= MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB;

@@ -233,6 +233,7 @@ struct mfs_fs_info {
 	/* the filesystem layer (inode.c) */
 	u64 next_ino;
 	int compress;			/* 0 none, else zlib level 1..9 */
+	u64 read_devid;			/* read_policy=devid:N: copies there first; 0 none */
 	u64 dev_stats_dirty;		/* device error counters changed */
 
 	/* balance/convert/delete/resize in progress (restripe.c) */

@@ -1080,23 +1080,44 @@ static int batches_run(struct batch_set *set)
 	return ret;
 }
 
-/* The copy of a piece whose device has the fewest reads in flight (the first on a tie). */
-static int least_busy_copy(const struct mfs_chunk_map *map, const struct mfs_io_map *io)
-{
-	int i, best = -1, best_load = 0;
+/*
+ * Which copy of a piece a read takes (read_policy). With devid:N, the copy
+ * on that device when it has one. Otherwise the least busy: each 64 MiB of
+ * a chunk has a home copy, kept unless its device has clearly more reads
+ * in flight than another (more than one stream's readahead), so a
+ * sequential reader stays on one device - whose readahead then works -
+ * while several readers spread over the copies.
+ */
+#define READ_REGION_SHIFT	26
+#define READ_BUSY_MARGIN	8
 
+static int pick_copy(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+		     const struct mfs_io_map *io, u64 logical)
+{
+	int i, home, best = -1, best_load = 0, home_load = 0;
+
+	home = (int)(((logical - map->logical) >> READ_REGION_SHIFT) % io->ncopies);
 	for (i = 0; i < io->ncopies; i++) {
 		struct mfs_device *dev = map->stripes[io->stripe[i]].dev;
 		int load;
 
-		if (!dev || !dev->io)
+		if (!dev || !dev->io) {
+			if (i == home)
+				home = -1;
 			continue;
+		}
+		if (fs->read_devid && dev->devid == fs->read_devid)
+			return i;
 		load = __atomic_load_n(&dev->reads_in_flight, __ATOMIC_RELAXED);
+		if (i == home)
+			home_load = load;
 		if (best < 0 || load < best_load) {
 			best = i;
 			best_load = load;
 		}
 	}
+	if (home >= 0 && home_load < best_load + READ_BUSY_MARGIN)
+		return home;
 	return best;
 }
 
@@ -1120,7 +1141,7 @@ static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8
 		if (ret)
 			return ret;
 		n = min_t(u64, len, io.length);
-		c = write ? 0 : least_busy_copy(map, &io);
+		c = write ? 0 : pick_copy(fs, map, &io, logical);
 		if (c < 0)
 			return -EIO;
 		for (; !ret && c < io.ncopies; c++) {

@@ -38,11 +38,7 @@ for i in range(50):
 }
 
 # read_all MNT SUMS: walk everything (readdir, stat, xattrs) and verify every
-# file. Data is read with O_DIRECT, one 128 KiB request at a time: reads go to
-# the least busy copy, the first one on a tie, so one read at a time keeps
-# them on the first copies (where the damage is). Without readahead running
-# alongside, every first copy is read and healed; copies no read touches are
-# for scrub.
+# file, its data read with O_DIRECT one 128 KiB request at a time.
 read_all() {
 	ls -laR "$1" >/dev/null &&
 		xattr_dump "$1" >/dev/null &&
@@ -78,8 +74,8 @@ for d in json.load(sys.stdin)["device-stats"]:
 }
 
 # selfheal PROFILE NDEVS BAD_DEVIDS [--zero]
-# One read at a time is served from the first copy (stripe 0) while it is
-# good (see read_all), so the bad device is one that holds first copies:
+# The first read pass mounts with read_policy=devid:BAD, so mirrored reads
+# take the bad device's copies (raid5/6 read the data column first anyway):
 # reads heal what they read; copies no read touches are for scrub.
 selfheal() {
 	local profile=$1 n=$2 bad=$3 zero=${4:-} d k v
@@ -107,8 +103,9 @@ selfheal() {
 	run mfs check --check-data-csum "$T/img1"
 	assert_failure
 
-	# every file reads back correctly
-	mfs_mount "$T/img1" "$T/mnt"
+	# every file reads back correctly; reads prefer the damaged device's
+	# copies (read_policy=devid:N), so each is found and healed
+	mfs_mount -o "read_policy=devid:${bad%%,*}" "$T/img1" "$T/mnt"
 	run read_all "$T/mnt" "$T/sums"
 	assert_success
 	# the counters rose on the damaged devices only, online ...
@@ -240,9 +237,8 @@ selfheal() {
 	assert_stderr_line "ERROR: --offline and --reset cannot be used together"
 
 	corrupt_copies --what data "$T/img1" 1 >/dev/null
-	mfs_mount "$T/img1" "$T/mnt"
-	# one read at a time: each is served from the first copy (see read_all)
-	dd if="$T/mnt/f" of=/dev/null bs=128k iflag=direct status=none
+	mfs_mount -o read_policy=devid:1 "$T/img1" "$T/mnt"
+	cat "$T/mnt/f" >/dev/null
 	mfs umount "$T/mnt"
 	n=$(dev_stat "$T/img1" 1 corruption_errs)
 	((n == 3 * MiB / 4096))
@@ -283,4 +279,33 @@ for d in doc["device-stats"]:
 	# the data was healed by the read before
 	run mfs check --check-data-csum "$T/img1"
 	assert_success
+}
+
+@test "read_policy=devid:N steers mirrored reads to that device's copies; bad values are refused" {
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((4 * MiB)) /dev/urandom >"$T/src"
+	cp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	corrupt_copies --what data "$T/img1" 1 >/dev/null
+	# reads on devid 2: the damage on devid 1 is not even seen
+	mfs_mount -o read_policy=devid:2 "$T/img1" "$T/mnt"
+	cmp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	[ "$(dev_stat "$T/img1" 1 corruption_errs)" = 0 ]
+	# reads on devid 1: every block is found bad, served from devid 2, healed
+	mfs_mount -o read_policy=devid:1 "$T/img1" "$T/mnt"
+	cmp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	[ "$(dev_stat "$T/img1" 1 corruption_errs)" = $((4 * MiB / 4096)) ]
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+
+	run --separate-stderr mfs mount -o read_policy=devid:7 "$T/img1" "$T/mnt"
+	assert_failure
+	assert_stderr_line "ERROR: read_policy=devid:7: no such device in the filesystem"
+	run --separate-stderr mfs mount -o read_policy=fastest "$T/img1" "$T/mnt"
+	assert_failure
+	assert_stderr_line "ERROR: unknown read_policy 'fastest' (least-busy or devid:N)"
 }
