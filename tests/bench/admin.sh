@@ -9,9 +9,9 @@
 #   balance      full balance (data and metadata)
 #   convert      data to raid5, metadata to raid1
 #   scrub        btrfs only (not implemented in mfs yet)
-#   replace      btrfs only (not implemented in mfs yet): device 2 -> device 4
-#   delete       delete a device: btrfs deletes device 4 (holding what device
-#                2 held before the replace), mfs deletes device 2 itself
+#   replace      device 2 -> device 4
+#   delete       delete device 4 (holding what device 2 held before the
+#                replace)
 #
 # and, on the same loop devices, the raw-device limit of the restripe steps
 # (balance, convert, delete): the time dd takes to copy the bytes the step
@@ -236,10 +236,11 @@ run_mfs() {
 	step mfs balance "$mfs" balance start --full-balance "$mnt"
 	read -r 'MOVED[convert]' 'WRITTEN[convert]' < <(moved_bytes 1.5 2)
 	step mfs convert "$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$mnt"
-	devid=$(devid_of "$L2")
-	[ -n "$devid" ] || die "no devid for $L2"
+	step mfs replace "$mfs" replace start -B -f "$L2" "$L4" "$mnt"
+	devid=$(devid_of "$L4")
+	[ -n "$devid" ] || die "no devid for $L4"
 	read -r 'MOVED[delete]' 'WRITTEN[delete]' < <(moved_bytes 2 2 "$devid")
-	step mfs delete "$mfs" device delete "$L2" "$mnt"
+	step mfs delete "$mfs" device delete "$L4" "$mnt"
 	(cd "$mnt" && sha256sum --quiet -c "$tmp/sums") >&2 ||
 		echo "# WARNING: mfs file contents changed during the run" >&2
 	"$mfs" umount "$mnt" || die "mfs umount failed"
@@ -317,7 +318,7 @@ printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s\n' step "btrfs s" 
 	"MiB mv" "MiB wr" "raw s" "/raw" "rw s" "/rw" "mfs u/s"
 for s in write device-add balance convert scrub replace delete; do
 	b=${WALL[btrfs,$s]:-} m=${WALL[mfs,$s]:-}
-	case "$s" in scrub | replace) m="" ;; esac
+	case "$s" in scrub) m="" ;; esac
 	mv=- wr=- raw=- rr=- rw=- rrw=-
 	if [ -n "${MOVED[$s]:-}" ]; then
 		mv=$(mib "${MOVED[$s]}") wr=$(mib "${WRITTEN[$s]}")
@@ -332,7 +333,7 @@ cat <<'EOF'
 # relocates; MiB wr: what their new layout stores. raw s: a loop-device copy
 # of MiB mv at the raw copy rate; rw s: reading MiB mv plus writing MiB wr at
 # the raw read and write rates. mfs u/s: CPU seconds of the mfs daemon.
-# scrub, replace: not implemented in mfs yet (btrfs times for reference).
-# delete: btrfs deletes the replace target, mfs the replaced device (same contents).
+# scrub: not implemented in mfs yet (btrfs time for reference).
+# delete: both delete the replace target (holding what device 2 held).
 # goals: restripe steps (balance, convert, delete) /btrfs <= 0.5 and /raw <= 1.3
 EOF
