@@ -1158,6 +1158,14 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	ret = start_write_transaction(fs, ino, off, len, npieces, &trans);
 	if (ret)
 		goto undo;
+	/* the lock was dropped: the file must still be there to take the extents */
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
+		ret = -EINVAL;
+	if (ret) {
+		mfs_end_transaction(trans);
+		goto undo;
+	}
 	ret = link_pieces(trans, ino, pieces, npieces);
 	if (!ret)
 		ret = finish_write(trans, ino, off + len);
