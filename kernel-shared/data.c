@@ -955,6 +955,16 @@ static int maybe_commit(struct mfs_fs_info *fs)
 	return 0;
 }
 
+/* The inode of a file to write to: -EISDIR for a directory, -EINVAL for other kinds. */
+static int read_file_inode(struct mfs_fs_info *fs, u64 ino, struct mfs_inode_item *ii)
+{
+	int ret = mfs_read_inode(fs, ino, ii);
+
+	if (!ret && !S_ISREG(le32_to_cpu(ii->mode)))
+		ret = S_ISDIR(le32_to_cpu(ii->mode)) ? -EISDIR : -EINVAL;
+	return ret;
+}
+
 /* New size and times of a written file. */
 static int finish_write(struct mfs_trans_handle *trans, u64 ino, u64 end)
 {
@@ -1128,9 +1138,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 						    &trans);
 	if (ret)
 		goto unlock;
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
-		ret = S_ISDIR(le32_to_cpu(ii.mode)) ? -EISDIR : -EINVAL;
+	ret = read_file_inode(fs, ino, &ii);
 	if (!ret)
 		ret = uninline(trans, ino);
 	if (!ret)
@@ -1159,9 +1167,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	if (ret)
 		goto undo;
 	/* the lock was dropped: the file must still be there to take the extents */
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
-		ret = -EINVAL;
+	ret = read_file_inode(fs, ino, &ii);
 	if (ret) {
 		mfs_end_transaction(trans);
 		goto undo;
@@ -1211,9 +1217,7 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 					      len / max_extent_size(fs) + 2, &trans);
 	if (ret)
 		goto unlock;
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (!ret && !S_ISREG(le32_to_cpu(ii.mode)))
-		ret = S_ISDIR(le32_to_cpu(ii.mode)) ? -EISDIR : -EINVAL;
+	ret = read_file_inode(fs, ino, &ii);
 	if (!ret)
 		ret = write_small_or_locked(trans, ino, le64_to_cpu(ii.size), off, len, data);
 	if (!ret)

@@ -803,6 +803,14 @@ static void no_space_message(struct mfs_fs_info *fs, const struct mfs_restripe_a
 	}
 }
 
+/* Another exclusive operation holds the filesystem: say which state it is in. */
+static int busy(const struct mfs_restripe_status *st, char *msg, size_t msglen)
+{
+	snprintf(msg, msglen, "another operation is %s",
+		 st->state == MFS_RESTRIPE_PAUSED ? "paused" : "running");
+	return -EINPROGRESS;
+}
+
 int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
 		       char *msg, size_t msglen)
 {
@@ -815,11 +823,8 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 	msg[0] = 0;
 	if (!st)
 		return -ENOMEM;
-	if (st->state != MFS_RESTRIPE_NONE) {
-		snprintf(msg, msglen, "another operation is %s",
-			 st->state == MFS_RESTRIPE_PAUSED ? "paused" : "running");
-		return -EINPROGRESS;
-	}
+	if (st->state != MFS_RESTRIPE_NONE)
+		return busy(st, msg, msglen);
 	/* a replace needs its target device: mfs_replace_start */
 	if (args->op < MFS_RESTRIPE_OP_BALANCE || args->op > MFS_RESTRIPE_OP_RESIZE) {
 		snprintf(msg, msglen, "unknown operation %d", args->op);
@@ -2127,11 +2132,8 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 f
 	msg[0] = 0;
 	if (!st)
 		return -ENOMEM;
-	if (st->state != MFS_RESTRIPE_NONE) {
-		snprintf(msg, msglen, "another operation is %s",
-			 st->state == MFS_RESTRIPE_PAUSED ? "paused" : "running");
-		return -EINPROGRESS;
-	}
+	if (st->state != MFS_RESTRIPE_NONE)
+		return busy(st, msg, msglen);
 	src = mfs_find_device(fs, srcid);
 	if (!src) {
 		snprintf(msg, msglen, "'%llu' is not a valid devid for this filesystem",
