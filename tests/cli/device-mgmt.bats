@@ -68,11 +68,7 @@ setup_file() {
 
 @test "device add refusals: member, other mfs, ext4, mounted, too small; nothing changes" {
 	fs_with -n 2 2 512M 8 -d raid1 -m raid1
-	truncate -s 512M "$T/other" "$T/e4"
-	MFS_REGISTRY="$T/other-registry" mkfs.mfs -q "$T/other"
-	mkfs.ext4 -q -F "$T/e4"
-	truncate -s 100M "$T/small"
-	seed_image "$T/small"
+	foreign_devices 100M
 	declare -A fp
 	for f in img1 img2 other e4 small; do fp[$f]=$(fingerprint "$T/$f"); done
 	layout=$(chunk_layout "$T/img1")

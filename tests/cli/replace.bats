@@ -90,11 +90,7 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 
 @test "replace refusals: member, other filesystems, mounted, too small, bad source, same device, busy; nothing changes" {
 	fs_with -n 2 3 512M 150 -d raid1 -m raid1
-	truncate -s 512M "$T/other" "$T/e4"
-	MFS_REGISTRY="$T/other-registry" mkfs.mfs -q "$T/other"
-	mkfs.ext4 -q -F "$T/e4"
-	truncate -s 160M "$T/small"
-	seed_image "$T/small"
+	foreign_devices 160M
 	seed_image "$T/img3"
 	declare -A fp
 	for f in img1 img2 img3 other e4 small; do fp[$f]=$(fingerprint "$T/$f"); done

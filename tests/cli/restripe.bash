@@ -196,3 +196,14 @@ show_line() {
 devids_in_chunks() {
 	chunk_layout "$1" | awk '{ for (i = 3; i <= NF; i++) { split($i, s, ":"); print s[1] } }' | sort -un
 }
+
+# foreign_devices SMALL_SIZE: devices that device add and replace must
+# refuse: $T/other (another mfs), $T/e4 (ext4) and $T/small (SMALL_SIZE,
+# seeded with a pattern, so a stray write shows).
+foreign_devices() {
+	truncate -s 512M "$T/other" "$T/e4"
+	MFS_REGISTRY="$T/other-registry" mkfs.mfs -q "$T/other"
+	mkfs.ext4 -q -F "$T/e4"
+	truncate -s "$1" "$T/small"
+	seed_image "$T/small"
+}
