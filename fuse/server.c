@@ -427,8 +427,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 	conn->max_write = 1024 * 1024;
 	conn->max_readahead = 4 * 1024 * 1024;	/* the kernel keeps the smaller of this and the bdi value */
-	if (conn->capable & FUSE_CAP_WRITEBACK_CACHE && !s->opts->ro)
+	if (conn->capable & FUSE_CAP_WRITEBACK_CACHE && !s->opts->ro) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		/* the kernel owns mtime/ctime of cached writes and sends them */
+		s->fs->caller_times = 1;
+	}
 	if (conn->capable & FUSE_CAP_IOCTL_DIR)
 		conn->want |= FUSE_CAP_IOCTL_DIR;
 	/*
@@ -756,6 +759,26 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		mfs_touch_atime(s->fs, to_mfs(ino));
 }
 
+/*
+ * MFS_TEST_WRITE_DELAY_MS: each WRITE waits this long first, so that a
+ * test sees requests the kernel sent after it (the writeback cache's
+ * SETATTR of the file's times) overtake it, as they may under load.
+ */
+static void test_write_delay(void)
+{
+	static long ms = -1;
+	const char *v;
+
+	if (ms < 0) {
+		v = getenv("MFS_TEST_WRITE_DELAY_MS");
+		ms = v ? atol(v) : 0;
+		if (ms < 0 || ms > 10000)
+			ms = 0;
+	}
+	if (ms)
+		nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -764,6 +787,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	(void)fi;
 	if (ro_check(req))
 		return;
+	test_write_delay();
 	n = mfs_write(srv(req)->fs, to_mfs(ino), off, size, buf);
 	if (n < 0)
 		fuse_reply_err(req, -n);

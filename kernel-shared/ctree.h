@@ -234,6 +234,12 @@ struct mfs_fs_info {
 	u64 next_ino;
 	int compress;			/* 0 none, else zlib level 1..9 */
 	u64 read_devid;			/* read_policy=devid:N: copies there first; 0 none */
+	/*
+	 * The caller keeps mtime/ctime of written files itself (the FUSE
+	 * writeback cache sends them with SETATTR); a write leaves them alone,
+	 * or it could stamp a time later than the one the kernel set.
+	 */
+	int caller_times;
 	u64 dev_stats_dirty;		/* device error counters changed */
 
 	/* balance/convert/delete/resize in progress (restripe.c) */

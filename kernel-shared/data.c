@@ -973,10 +973,14 @@ static int finish_write(struct mfs_trans_handle *trans, u64 ino, u64 end)
 
 	if (ret)
 		return ret;
+	if (trans->fs_info->caller_times && end <= le64_to_cpu(ii.size))
+		return 0;
 	if (end > le64_to_cpu(ii.size))
 		ii.size = cpu_to_le64(end);
-	mfs_now(&ii.mtime);
-	ii.ctime = ii.mtime;
+	if (!trans->fs_info->caller_times) {
+		mfs_now(&ii.mtime);
+		ii.ctime = ii.mtime;
+	}
 	return mfs_write_inode(trans, ino, &ii);
 }
 
