@@ -1158,6 +1158,12 @@ struct chunk_writer {
 	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
 	pthread_t thread;
 	int ret;		/* of the last window written */
+	/* early writeback: a thread flushes the stripes' devices as windows land */
+	pthread_t flusher;
+	bool flusher_started, flusher_stop;
+	pthread_mutex_t flush_lock;
+	pthread_cond_t flush_cond;
+	u64 written, flushed;	/* bytes per stripe written / covered by a flush */
 };
 
 /* Where stripe i's part of row lies in the window. */
@@ -1242,7 +1248,71 @@ static void *write_window(void *arg)
 			ret = sw[i].ret;
 	}
 	w->ret = ret;
+	if (w->flusher_started) {
+		pthread_mutex_lock(&w->flush_lock);
+		w->written += w->writing->rows * map->stripe_len;
+		pthread_cond_signal(&w->flush_cond);
+		pthread_mutex_unlock(&w->flush_lock);
+	}
 	return NULL;
+}
+
+/*
+ * The commit that swaps the chunk in flushes every device; by then the
+ * devices (a loop device's backing file, a disk's cache) may hold a whole
+ * chunk unwritten, and the copy of the next chunk waits for it. Flushing
+ * the new stripes' devices every RESTRIPE_FLUSH_EVERY bytes, beside the
+ * copy, starts that writeback early. Only durability timing changes: the
+ * commit still flushes everything before the swap.
+ */
+#define RESTRIPE_FLUSH_EVERY	(128 * SZ_1M)	/* per stripe */
+
+static void *flusher_run(void *arg)
+{
+	struct chunk_writer *w = arg;
+	struct mfs_chunk_map *map = w->map;
+	int i, j;
+
+	pthread_mutex_lock(&w->flush_lock);
+	for (;;) {
+		while (!w->flusher_stop && w->written - w->flushed < RESTRIPE_FLUSH_EVERY)
+			pthread_cond_wait(&w->flush_cond, &w->flush_lock);
+		if (w->flusher_stop)
+			break;
+		w->flushed = w->written;
+		pthread_mutex_unlock(&w->flush_lock);
+		for (i = 0; i < map->num_stripes; i++) {
+			struct mfs_device *dev = map->stripes[i].dev;
+
+			for (j = 0; j < i && map->stripes[j].dev != dev; j++)
+				;
+			if (j == i && dev && dev->io && !(w->keep && w->keep[i]))
+				mfs_io_flush(dev->io);	/* the commit's flush reports errors */
+		}
+		pthread_mutex_lock(&w->flush_lock);
+	}
+	pthread_mutex_unlock(&w->flush_lock);
+	return NULL;
+}
+
+static void flusher_start(struct chunk_writer *w)
+{
+	pthread_mutex_init(&w->flush_lock, NULL);
+	pthread_cond_init(&w->flush_cond, NULL);
+	w->flusher_started = !pthread_create(&w->flusher, NULL, flusher_run, w);
+}
+
+static void flusher_stop(struct chunk_writer *w)
+{
+	if (w->flusher_started) {
+		pthread_mutex_lock(&w->flush_lock);
+		w->flusher_stop = true;
+		pthread_cond_signal(&w->flush_cond);
+		pthread_mutex_unlock(&w->flush_lock);
+		pthread_join(w->flusher, NULL);
+	}
+	pthread_mutex_destroy(&w->flush_lock);
+	pthread_cond_destroy(&w->flush_cond);
 }
 
 /* Wait for the window being written; its result. */
@@ -1349,6 +1419,7 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		if (!w.win[i].buf)
 			ret = -ENOMEM;
 	}
+	flusher_start(&w);
 	for (i = 0; i < n && !ret; i++) {
 		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
 			ra_limit = r[i].start + RESTRIPE_READAHEAD;
@@ -1373,6 +1444,7 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	if (!ret)
 		ret = writer_flush(&w);
 	err = writer_wait(&w);
+	flusher_stop(&w);
 	if (w.ret)
 		__atomic_add_fetch(&st->write_errs, 1, __ATOMIC_RELAXED);
 	free(w.win[0].buf);

@@ -1306,19 +1306,43 @@ int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, in
 	return 0;
 }
 
+struct flush_job {
+	struct mfs_io_dev *io;
+	int ret;
+};
+
+static void *flush_job_run(void *arg)
+{
+	struct flush_job *j = arg;
+
+	j->ret = mfs_io_flush(j->io);
+	return NULL;
+}
+
+/*
+ * Every present device's cache to stable storage. The devices flush in
+ * parallel: a flush waits for the device to write back what it holds,
+ * and one device's writeback need not wait for another's.
+ */
 int mfs_flush_all_devices(struct mfs_fs_info *fs)
 {
-	int i, ret = 0;
+	struct flush_job job[fs->nr_devices ? fs->nr_devices : 1];
+	pthread_t tid[fs->nr_devices ? fs->nr_devices : 1];
+	bool started[fs->nr_devices ? fs->nr_devices : 1];
+	int i, n = 0, ret = 0;
 
-	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-		int err;
-
-		if (dev->missing || !dev->io)
-			continue;
-		err = mfs_io_flush(dev->io);
-		if (err && !ret)
-			ret = err;
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!fs->devices[i]->missing && fs->devices[i]->io)
+			job[n++] = (struct flush_job){ fs->devices[i]->io, 0 };
+	for (i = 1; i < n; i++)
+		started[i] = pthread_create(&tid[i], NULL, flush_job_run, &job[i]) == 0;
+	for (i = 0; i < n; i++) {
+		if (i == 0 || !started[i])
+			flush_job_run(&job[i]);
+		else
+			pthread_join(tid[i], NULL);
+		if (job[i].ret && !ret)
+			ret = job[i].ret;
 	}
 	return ret;
 }
