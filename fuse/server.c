@@ -43,6 +43,7 @@ struct ino_count {
 };
 
 #define INO_HASH 4096
+#define WB_ERRORS_MAX 64
 
 struct server {
 	struct mfs_fs_info *fs;
@@ -57,6 +58,13 @@ struct server {
 	pthread_cond_t stop_cond;
 	bool stopping;
 	bool acl;		/* FUSE_CAP_POSIX_ACL: mode and ACLs are ours to keep in step */
+	/* writeback errors not yet reported to a write() (see note_wb_error) */
+	pthread_mutex_t wb_lock;
+	struct wb_error {
+		u64 ino;
+		int err;
+	} wb_errors[WB_ERRORS_MAX];
+	int nr_wb_errors;
 };
 
 static struct server *srv(fuse_req_t req)
@@ -505,12 +513,58 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/*
+ * With the writeback cache a write() only fills the kernel's page cache;
+ * when the WRITE of those pages fails later (ENOSPC, EIO, EROFS) the
+ * kernel keeps the error for fsync and close, and further write() calls
+ * go on succeeding: `dd if=/dev/zero of=f` on a full filesystem would
+ * never stop. But a cached write() first refreshes the file's attributes
+ * when they are stale, with a GETATTR that carries the open file, and
+ * fails with that request's error. So a failed writeback WRITE records
+ * its error and marks the attributes stale; the next GETATTR through an
+ * open file of the inode returns the error once, and the write() that
+ * asked fails with it (btrfs fails the write() itself, at reservation).
+ */
+static void note_wb_error(struct server *s, fuse_ino_t ino, int err)
+{
+	int i;
+
+	pthread_mutex_lock(&s->wb_lock);
+	for (i = 0; i < s->nr_wb_errors && s->wb_errors[i].ino != ino; i++)
+		;
+	if (i < WB_ERRORS_MAX) {
+		s->wb_errors[i] = (struct wb_error){ ino, err };
+		if (i == s->nr_wb_errors)
+			s->nr_wb_errors++;
+	}
+	pthread_mutex_unlock(&s->wb_lock);
+	fuse_lowlevel_notify_inval_inode(s->se, ino, -1, 0);
+}
+
+/* The recorded writeback error of ino, taken (0: none). */
+static int take_wb_error(struct server *s, fuse_ino_t ino)
+{
+	int i, err = 0;
+
+	pthread_mutex_lock(&s->wb_lock);
+	for (i = 0; i < s->nr_wb_errors; i++) {
+		if (s->wb_errors[i].ino == ino) {
+			err = s->wb_errors[i].err;
+			s->wb_errors[i] = s->wb_errors[--s->nr_wb_errors];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->wb_lock);
+	return err;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mfs_stat st;
-	int ret = mfs_getattr(srv(req)->fs, to_mfs(ino), &st);
+	int ret = fi ? -take_wb_error(srv(req), ino) : 0;
 
-	(void)fi;
+	if (!ret)
+		ret = mfs_getattr(srv(req)->fs, to_mfs(ino), &st);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
@@ -784,11 +838,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	ssize_t n;
 
-	(void)fi;
 	if (ro_check(req))
 		return;
 	test_write_delay();
 	n = mfs_write(srv(req)->fs, to_mfs(ino), off, size, buf);
+	if (n < 0 && fi && fi->writepage)
+		note_wb_error(srv(req), ino, (int)-n);
 	if (n < 0)
 		fuse_reply_err(req, -n);
 	else
@@ -1482,6 +1537,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	pthread_mutex_init(&s->ilock, NULL);
 	pthread_mutex_init(&s->stop_lock, NULL);
+	pthread_mutex_init(&s->wb_lock, NULL);
 	pthread_cond_init(&s->stop_cond, NULL);
 	if (opts->cache_size)
 		fs->eb_cache_limit = opts->cache_size;

@@ -174,3 +174,26 @@ os.close(fd)
 	run mfs check "$T/img1"
 	assert_success
 }
+
+@test "an endless writer gets ENOSPC from write() once the filesystem is full" {
+	# with the writeback cache write() only fills the page cache; the
+	# failed writeback must still stop the writer (it never calls fsync)
+	make_images 1 256M
+	mkfs.mfs -q -f -d single -m dup "$T/img1"
+	mfs_mount "$T/img1" "$T/mnt"
+	run timeout 120 dd if=/dev/zero of="$T/mnt/fill" bs=1M
+	echo "$output"
+	assert_failure 1
+	assert_line --partial "error writing '$T/mnt/fill': No space left on device"
+	# far less than the page cache could hold was accepted
+	[ "$(stat -c %s "$T/mnt/fill")" -lt $((1024 * MiB)) ]
+	mounted_rw "$T/mnt"
+	# the file stays usable: stat and reads work, and it can be removed
+	stat "$T/mnt/fill" >/dev/null
+	head -c 1M "$T/mnt/fill" | cmp - <(head -c 1M /dev/zero)
+	rm "$T/mnt/fill"
+	echo again >"$T/mnt/small"
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
