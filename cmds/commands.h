@@ -20,6 +20,9 @@ int cmd_mkfs_main(int argc, char **argv);
 int cmd_fsck_main(int argc, char **argv);
 /* mount.mfs as run by mount(8) */
 int cmd_mount_helper_main(int argc, char **argv);
+
+/* cmds/mount.c: the mounted filesystem's writes committed, 0 or -errno */
+int mfs_sync_mount(const char *mnt);
 /* The mount point of the mounted mfs the device at path is a member of (cmds/stats.c). */
 bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
 

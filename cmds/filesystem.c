@@ -471,6 +471,40 @@ static int cmd_filesystem_label(const struct cmd_struct *cmd, int argc, char **a
 }
 DEFINE_SIMPLE_COMMAND(filesystem_label, "label");
 
+/* ---------------- sync ---------------- */
+
+static const char * const cmd_filesystem_sync_usage[] = {
+	"mfs filesystem sync <path>",
+	"",
+	"Commit everything written to the mounted filesystem at <path>: the",
+	"kernel's cached writes go to the server, which commits them to every",
+	"device. sync(1) alone does not commit an mfs (Linux sends FUSE servers",
+	"no syncfs request); use this, fsync, or wait for the commit interval.",
+	NULL
+};
+
+static int cmd_filesystem_sync(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	const char *mnt;
+	int ret;
+
+	clean_args_no_options(cmd, argc, argv);
+	if (check_argc_exact(argc - optind, 1))
+		return 1;
+	mnt = argv[optind];
+	ret = mfs_sync_mount(mnt);
+	if (ret == -ENOTTY || ret == -EINVAL || ret == -ENOTDIR) {
+		error("not a mounted mfs filesystem: %s", mnt);
+		return 1;
+	}
+	if (ret) {
+		error("sync of '%s' failed: %s", mnt, strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+DEFINE_SIMPLE_COMMAND(filesystem_sync, "sync");
+
 /* cmds/usage.c */
 extern const struct cmd_struct cmd_struct_filesystem_df;
 extern const struct cmd_struct cmd_struct_filesystem_usage;
@@ -488,6 +522,7 @@ static const struct cmd_group filesystem_cmd_group = {
 		&cmd_struct_filesystem_usage,
 		&cmd_struct_filesystem_resize,
 		&cmd_struct_filesystem_label,
+		&cmd_struct_filesystem_sync,
 		NULL
 	}
 };

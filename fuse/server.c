@@ -1303,6 +1303,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_reply_arg(req, cmd, sp);
 		return;
 	}
+	case MFS_IOC_SYNC:
+		/* anyone may commit, as anyone may fsync; read-only: nothing to write */
+		fuse_reply_ioctl(req, s->opts->ro ? 0 : mfs_sync_fs(s->fs), NULL, 0);
+		return;
 	}
 	if (!caller_is_admin(req)) {
 		fuse_reply_err(req, EPERM);
@@ -1314,9 +1318,6 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		return;
 	}
 	switch (cmd) {
-	case MFS_IOC_SYNC:
-		fuse_reply_ioctl(req, mfs_sync_fs(s->fs), NULL, 0);
-		return;
 	case MFS_IOC_RESTRIPE_START: {
 		struct mfs_ioctl_restripe_args *a = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
 

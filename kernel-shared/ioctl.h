@@ -21,7 +21,7 @@ struct mfs_ioctl_fs_info {
 };
 
 #define MFS_IOC_FS_INFO		_IOR(MFS_IOCTL_MAGIC, 1, struct mfs_ioctl_fs_info)
-/* Commit the running transaction (sync). */
+/* Commit the running transaction (sync); any caller, as fsync; 0 on a read-only mount. */
 #define MFS_IOC_SYNC		_IO(MFS_IOCTL_MAGIC, 2)
 
 _Static_assert(sizeof(struct mfs_ioctl_fs_info) < 16384, "restricted ioctl size");

@@ -755,22 +755,27 @@ PY
 	assert_failure
 	assert_output --partial "Operation not permitted"
 	is_mounted "$mnt"
-	sync_ioctl='import fcntl, os, sys
+	# an admin ioctl: pause the restripe (nothing runs: the call itself works)
+	pause_ioctl='import fcntl, os, struct, sys
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+req = (3 << 30) | (8 << 16) | (0xE5 << 8) | 12	# MFS_IOC_RESTRIPE_CTL
 try:
-    fcntl.ioctl(fd, (0xE5 << 8) | 2)	# MFS_IOC_SYNC = _IO(0xE5, 2)
+    fcntl.ioctl(fd, req, bytearray(struct.pack("<Ii", 1, 0)))
     print("ok")
 except OSError as e:
     print(os.strerror(e.errno))'
-	run as_user "$MFS_PY" -c "$sync_ioctl" "$mnt"
+	run as_user "$MFS_PY" -c "$pause_ioctl" "$mnt"
 	assert_output "Operation not permitted"
-	run "$MFS_PY" -c "$sync_ioctl" "$mnt"
+	run "$MFS_PY" -c "$pause_ioctl" "$mnt"
 	assert_output ok
+	# a commit is not an admin operation (as btrfs filesystem sync, or fsync)
+	run as_user "$MFS_BUILD/mfs" filesystem sync "$mnt"
+	assert_success
 	run as_user "$MFS_BUILD/mfs" device stats "$mnt"
 	assert_failure
 	assert_output --partial "Operation not permitted"
 	# without CAP_SYS_ADMIN even uid 0 is refused
-	run setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$MFS_PY" -c "$sync_ioctl" "$mnt"
+	run setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$MFS_PY" -c "$pause_ioctl" "$mnt"
 	assert_output "Operation not permitted"
 	mfs umount "$mnt"
 	run mfs check "$T/img1"
@@ -796,4 +801,31 @@ PY
 	mfs_mount "$T/img1" "$T/mnt"
 	assert_equal "$(stat -c '%s %Y.%y %Z.%z' "$T/mnt/f")" "$before"
 	mfs umount "$T/mnt"
+}
+
+@test "mfs filesystem sync commits what sync(1) cannot: it survives a crash right after" {
+	mfs_fs raid1 2
+	mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
+	head -c $((3 * MiB + 5)) /dev/urandom >"$T/src"
+	cp "$T/src" "$T/mnt/f"
+	mkdir "$T/mnt/d"
+	ln -s f "$T/mnt/d/link"
+	run mfs filesystem sync "$T/mnt"
+	assert_success
+	assert_output ""
+	mfs_kill9 "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	cmp "$T/src" "$T/mnt/f"
+	assert_equal "$(readlink "$T/mnt/d/link")" f
+	mfs umount "$T/mnt"
+	# read-only: nothing to commit, not an error; and not an mfs: refused
+	mfs_mount -o ro "$T/img1" "$T/mnt"
+	run mfs filesystem sync "$T/mnt"
+	assert_success
+	mfs umount "$T/mnt"
+	run mfs filesystem sync "$T"
+	assert_failure 1
+	assert_output "ERROR: not a mounted mfs filesystem: $T"
 }
