@@ -450,6 +450,13 @@ static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsi
 		mfs_target_close(&t);
 		return 2;
 	}
+	if (ret == -ENOSPC && op == MFS_RESTRIPE_CTL_RESUME) {
+		error("balance resume on '%s' failed: not enough free space for the rest of the operation (was data written while it was paused?)",
+		      t.mnt);
+		fprintf(stderr, "It stays paused: free some space or add a device, then resume; or cancel it.\n");
+		mfs_target_close(&t);
+		return 1;
+	}
 	if (ret) {
 		error("balance %s on '%s' failed: %s", verb, t.mnt,
 		      ret == -EINPROGRESS ? "Already running" : strerror(-ret));

@@ -656,15 +656,16 @@ out:
 	return ret;
 }
 
-int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
-			  struct mfs_restripe_estimate *est)
+/* The estimate for what is left of an operation at logical cursor on. */
+static int estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
+			 struct mfs_restripe_estimate *est)
 {
 	struct mfs_device *shrunk = NULL;
 	u64 *list, bytes, largest = 0, old_size = 0;
 	int n, i, j, ret;
 
 	memset(est, 0, sizeof(*est));
-	ret = select_chunks(fs, a, 0, &list, &n, &bytes);
+	ret = select_chunks(fs, a, cursor, &list, &n, &bytes);
 	if (ret)
 		return ret;
 	/* a shrink places everything as if the device already had its new size */
@@ -758,6 +759,12 @@ int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args
 		shrunk->total_bytes = old_size;
 	free(list);
 	return ret;
+}
+
+int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			  struct mfs_restripe_estimate *est)
+{
+	return estimate_from(fs, a, 0, est);
 }
 
 /* New chunks follow a conversion at once. */
@@ -891,6 +898,20 @@ int mfs_restripe_resume(struct mfs_fs_info *fs)
 		return -ENOENT;
 	if (st->state == MFS_RESTRIPE_RUNNING)
 		return -EINPROGRESS;
+	/*
+	 * What was written while it was paused may leave no room for the rest
+	 * (a replace has its own check, at start): refuse as start does, so
+	 * that a run never stops half-way for want of space. It stays paused.
+	 */
+	if (st->args.op != MFS_RESTRIPE_OP_REPLACE) {
+		struct mfs_restripe_estimate est;
+
+		ret = estimate_from(fs, &st->args, st->cursor, &est);
+		if (ret)
+			return ret;
+		if (!est.fits)
+			return -ENOSPC;
+	}
 	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &st->bytes_total);
 	if (ret)
 		return ret;

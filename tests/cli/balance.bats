@@ -634,6 +634,41 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	assert_output ""
 }
 
+@test "balance resume: refused while what was written during the pause leaves no room for the rest" {
+	big_fs
+	mnt "$T/img1"
+	mfs balance start --bg -dconvert=raid1 "$T/mnt"
+	wait_completed "$T/mnt" 1
+	run mfs balance pause "$T/mnt"
+	assert_success
+	# new data goes to raid1 chunks at once: fill the filesystem
+	run dd if=/dev/zero of="$T/mnt/fill" bs=1M conv=fsync status=none
+	assert_failure
+	run --separate-stderr mfs balance resume "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: balance resume on '$T/mnt' failed: not enough free space for the rest of the operation (was data written while it was paused?)"
+	run mfs balance status "$T/mnt"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is paused"
+	# with the room back it resumes and completes
+	rm "$T/mnt/fill"
+	# the space comes back once the kernel forgets the file and it is committed
+	for ((i = 0; i < 100; i++)); do
+		mfs filesystem sync "$T/mnt"
+		[ "$(stat -f -c %a "$T/mnt")" -gt 1000 ] && break
+		sleep 0.1
+	done
+	run mfs balance resume "$T/mnt"
+	assert_success
+	assert_line --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+	run mfs filesystem df "$T/img1"
+	assert_line --regexp '^Data, RAID1: '
+	refute_line --regexp '^Data, RAID0: '
+}
+
 @test "balance: SIGKILL of the daemon mid-balance; it resumes at mount and completes" {
 	big_fs
 	chunk_layout "$T/img1" >"$T/before"
