@@ -122,9 +122,14 @@ static int collect_fs(struct mfs_scan *scan, const u8 *fsid, struct show_fs *out
 			sd->size = d->total_bytes;
 			sd->used = d->bytes_used;
 			sd->path = NULL;
-			for (j = 0; !d->missing && j < n; j++)
-				if (strcmp(paths[j], d->path) == 0)
+			/* the engine keeps devices by absolute path */
+			for (j = 0; !d->missing && j < n; j++) {
+				char real[PATH_MAX];
+
+				if (strcmp(paths[j], d->path) == 0 ||
+				    (realpath(paths[j], real) && strcmp(real, d->path) == 0))
 					sd->path = paths[j];
+			}
 			if (!sd->path)
 				out->nmissing++;
 		}

@@ -2,6 +2,7 @@
  * Superblocks, the tree-block cache with verification of every block read,
  * and opening/closing a filesystem from its member devices.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -629,6 +630,7 @@ static int open_member_devices(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 	bool excl = !(ctl->flags & MFS_OPEN_NO_EXCL);
 	bool have_fsid = ctl->fsid != NULL;
 	u64 best_gen = 0;
+	char real[PATH_MAX];
 	int i, ret;
 
 	if (have_fsid)
@@ -669,7 +671,10 @@ static int open_member_devices(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 			continue;
 		}
 		dev = calloc(1, sizeof(*dev));
-		if (!dev || !(dev->path = strdup(ctl->paths[i]))) {
+		/* shown as an absolute path, as the daemon (cwd /) must reopen it */
+		if (dev && !realpath(ctl->paths[i], real))
+			snprintf(real, sizeof(real), "%s", ctl->paths[i]);
+		if (!dev || !(dev->path = strdup(real))) {
 			free(dev);
 			mfs_io_close(io);
 			return -ENOMEM;

@@ -9,7 +9,7 @@ load helpers
 	mkfs.mfs -q -L abbr $(imgs 2)
 	full=$(mfs filesystem show "$T/img1")
 	[ -n "$full" ]
-	for cmd in "fi sh" "f s" "filesystem sh" "fi show"; do
+	for cmd in "fi sh" "f sh" "filesystem sh" "fi show"; do
 		run --separate-stderr mfs $cmd "$T/img1"
 		assert_success
 		assert_output "$full"

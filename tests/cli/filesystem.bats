@@ -174,6 +174,24 @@ print("ok")' <<<"$output"
 	assert_line $'\t*** Some devices missing'
 }
 
+@test "filesystem show: devices named by relative paths are shown by absolute ones" {
+	make_images 2
+	cd "$T"
+	mkfs.mfs -q -f img1
+	run --separate-stderr mfs filesystem show img1
+	assert_success
+	assert_line --regexp $'^\tdevid    1 size .* path img1$'
+	mkdir -p mnt
+	mfs mount img1 mnt
+	echo "$T/mnt" >>"$T/.mounts"
+	mfs device add -f img2 mnt
+	run --separate-stderr mfs filesystem show mnt
+	assert_success
+	assert_line --regexp $'^\tdevid    1 size .* path '"$T/img1\$"
+	assert_line --regexp $'^\tdevid    2 size .* path '"$T/img2\$"
+	mfs umount mnt
+}
+
 @test "filesystem show: an argument that matches nothing is an error" {
 	make_two_fs
 	truncate -s 1G "$T/plain"
