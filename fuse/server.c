@@ -1303,10 +1303,16 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_reply_arg(req, cmd, sp);
 		return;
 	}
-	case MFS_IOC_SYNC:
+	case MFS_IOC_SYNC: {
 		/* anyone may commit, as anyone may fsync; read-only: nothing to write */
-		fuse_reply_ioctl(req, s->opts->ro ? 0 : mfs_sync_fs(s->fs), NULL, 0);
+		int ret = s->opts->ro ? 0 : mfs_sync_fs(s->fs);
+
+		/* as btrfs's commit wakes its cleaner: empty data chunks go */
+		if (!ret && !s->opts->ro)
+			ret = mfs_remove_unused_chunks(s->fs);
+		fuse_reply_ioctl(req, ret, NULL, 0);
 		return;
+	}
 	}
 	if (!caller_is_admin(req)) {
 		fuse_reply_err(req, EPERM);
@@ -1451,7 +1457,8 @@ static void *committer(void *arg)
 		if (s->stopping)
 			break;
 		pthread_mutex_unlock(&s->stop_lock);
-		mfs_sync_fs(s->fs);
+		if (!mfs_sync_fs(s->fs))
+			mfs_remove_unused_chunks(s->fs);
 		pthread_mutex_lock(&s->stop_lock);
 	}
 	pthread_mutex_unlock(&s->stop_lock);

@@ -1042,6 +1042,61 @@ static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg
 	return ret;
 }
 
+/* Whether another data chunk of bg's profile exists. */
+static bool other_of_profile(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++)
+		if (fs->bgs[i] != bg && fs->bgs[i]->flags == bg->flags)
+			return true;
+	return false;
+}
+
+/*
+ * Data chunks that became empty (their files deleted, or the writes made
+ * during a convert come and gone) go back to the unallocated pool, where
+ * any profile can use them, as btrfs's cleaner removes unused block
+ * groups. Kept: metadata and system chunks (the space reservation counts
+ * on them), the last data chunk of each profile (the profiles present
+ * decide the allocation profile at the next mount), and everything while a
+ * restripe runs (it removes the empty chunks it meets itself).
+ */
+int mfs_remove_unused_chunks(struct mfs_fs_info *fs)
+{
+	int i = 0, ret = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->fatal_error || fs->open_rows ||
+	    (fs->restripe && fs->restripe->state == MFS_RESTRIPE_RUNNING))
+		goto out;
+	while (!ret && i < fs->nr_bgs) {
+		struct mfs_block_group *bg = fs->bgs[i];
+
+		if (!(bg->flags & MFS_BLOCK_GROUP_DATA) || (bg->flags & MFS_BLOCK_GROUP_METADATA) ||
+		    bg->used || bg->pinned || bg->reserved || bg->inflight || bg->ro ||
+		    bg->new_chunk || !other_of_profile(fs, bg)) {
+			i++;
+			continue;
+		}
+		/* the commit it makes may allocate: make sure nothing goes there */
+		bg->ro = true;
+		ret = mfs_commit_if_dirty(fs);
+		if (!ret && (bg->used || bg->reserved || bg->pinned)) {
+			bg->ro = false;
+			i++;
+			continue;
+		}
+		if (!ret)
+			ret = remove_empty_chunk(fs, bg);	/* bgs[i] is the next one now */
+		else
+			bg->ro = false;
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
 /* Read range r from the old layout, picking a copy whose checksums hold. */
 static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const struct mfs_range *r,
 		     const u8 *csums, u8 *buf)

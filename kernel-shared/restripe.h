@@ -94,6 +94,8 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 int mfs_restripe_run(struct mfs_fs_info *fs);
 /* A paused operation becomes RUNNING again (then call mfs_restripe_run). */
 int mfs_restripe_resume(struct mfs_fs_info *fs);
+/* Empty data chunks back to the unallocated pool (takes fs->lock). */
+int mfs_remove_unused_chunks(struct mfs_fs_info *fs);
 /* Cancel a paused one (a running one: set cancel_req). */
 int mfs_restripe_cancel_paused(struct mfs_fs_info *fs);
 

@@ -23,6 +23,11 @@
 # bytes, the raw times and mfs/raw. The goals: each restripe step at most
 # 0.5x btrfs's time and at most 1.3x the raw copy.
 #
+# During balance, convert, replace and delete a probe creates, writes,
+# stats and deletes a small file every 10 ms; the table gives its slowest
+# and 99th-percentile time (ms) on each filesystem: how long a user's file
+# operation stalls while the filesystem restripes.
+#
 # Every timed step starts with cold caches (sync + drop_caches; mfs keeps its
 # tree-block cache) unless BENCH_DROP_CACHES=0. The mfs daemon's user and
 # system CPU seconds per step come from /proc/PID/stat.
@@ -168,9 +173,47 @@ cpu_of() {	# user and system CPU seconds of a process so far
 
 now_ns() { date +%s%N; }
 
-declare -A WALL CPU MOVED WRITTEN RAW RAWRW
+declare -A WALL CPU MOVED WRITTEN RAW RAWRW STALL
 
-# step FS NAME CMD...: cold caches, run CMD then syncfs, record the wall time
+# A live filesystem must keep serving while a restripe runs. The probe
+# creates, writes (4 KiB), stats and deletes a small file every 10 ms
+# until told to stop, and keeps the slowest and the 99th percentile of
+# those operations, in ms: how long a user's file operation can stall.
+probe_start() {
+	rm -f "$tmp/probe.stop" "$tmp/probe.out"
+	python3 - "$mnt/.probe" "$tmp/probe.out" "$tmp/probe.stop" <<'EOF' &
+import os, sys, time
+d, out, stop = sys.argv[1:4]
+os.makedirs(d, exist_ok=True)
+lat, i = [], 0
+while not os.path.exists(stop):
+    t = time.monotonic()
+    p = os.path.join(d, "p%d" % (i % 64))
+    with open(p, "wb") as f:
+        f.write(b"x" * 4096)
+    os.stat(p)
+    os.unlink(p)
+    lat.append(time.monotonic() - t)
+    i += 1
+    time.sleep(0.01)
+os.rmdir(d)
+lat.sort()
+with open(out, "w") as f:
+    if lat:
+        f.write("%.0f/%.0f\n" % (lat[-1] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000))
+    else:
+        f.write("-\n")
+EOF
+	PROBE_PID=$!
+}
+
+probe_stop() {	# probe_stop FS NAME
+	touch "$tmp/probe.stop"
+	wait "$PROBE_PID"
+	STALL[$1,$2]=$(cat "$tmp/probe.out" 2>/dev/null || echo -)
+}
+
+# step FS NAME CMD...: cold caches, run CMD then commit, record the wall time
 # (and the mfs daemon's CPU time)
 step() {
 	local fs=$1 name=$2 t0 t1 pid="" u0 s0 u1 s1 out=$tmp/step.out
@@ -180,10 +223,13 @@ step() {
 		pid=$(daemon_pid) || die "cannot find the mfs daemon"
 		read -r u0 s0 < <(cpu_of "$pid")
 	fi
+	case "$name" in balance | convert | replace | delete) probe_start ;; esac
 	t0=$(now_ns)
 	"$@" >"$out" 2>&1 || { cat "$out" >&2; die "$fs $name failed: $*"; }
-	sync -f "$mnt"
+	# a commit: syncfs commits btrfs; FUSE gets no syncfs, mfs has its own
+	if [ "$fs" = mfs ]; then "$mfs" filesystem sync "$mnt"; else sync -f "$mnt"; fi
 	t1=$(now_ns)
+	case "$name" in balance | convert | replace | delete) probe_stop "$fs" "$name" ;; esac
 	WALL[$fs,$name]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
 	CPU[$fs,$name]=-
 	if [ -n "$pid" ] && [ -e "/proc/$pid/stat" ]; then
@@ -314,8 +360,8 @@ if [ -n "${RAW_COPY:-}" ]; then
 	echo "# raw loop-device rates: copy $(mib "$RAW_COPY") MiB/s, read $(mib "$RAW_READ") MiB/s," \
 		"write $(mib "$RAW_WRITE") MiB/s; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
-printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s\n' step "btrfs s" "mfs s" "/btrfs" \
-	"MiB mv" "MiB wr" "raw s" "/raw" "rw s" "/rw" "mfs u/s"
+printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s | %11s %11s\n' step "btrfs s" "mfs s" "/btrfs" \
+	"MiB mv" "MiB wr" "raw s" "/raw" "rw s" "/rw" "mfs u/s" "btrfs stall" "mfs stall"
 for s in write device-add balance convert scrub replace delete; do
 	b=${WALL[btrfs,$s]:-} m=${WALL[mfs,$s]:-}
 	case "$s" in scrub) m="" ;; esac
@@ -325,14 +371,17 @@ for s in write device-add balance convert scrub replace delete; do
 		raw=${RAW[$s]:--} rr=$(ratio "$m" "${RAW[$s]:-}")
 		rw=${RAWRW[$s]:--} rrw=$(ratio "$m" "${RAWRW[$s]:-}")
 	fi
-	printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s\n' "$s" "${b:--}" "${m:-n/a}" \
-		"$(ratio "$m" "$b")" "$mv" "$wr" "$raw" "$rr" "$rw" "$rrw" "${CPU[mfs,$s]:--}"
+	printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s | %11s %11s\n' "$s" "${b:--}" "${m:-n/a}" \
+		"$(ratio "$m" "$b")" "$mv" "$wr" "$raw" "$rr" "$rw" "$rrw" "${CPU[mfs,$s]:--}" \
+		"${STALL[btrfs,$s]:--}" "${STALL[mfs,$s]:--}"
 done
 cat <<'EOF'
 # /btrfs: mfs time / btrfs time. MiB mv: used bytes of the chunks the step
 # relocates; MiB wr: what their new layout stores. raw s: a loop-device copy
 # of MiB mv at the raw copy rate; rw s: reading MiB mv plus writing MiB wr at
 # the raw read and write rates. mfs u/s: CPU seconds of the mfs daemon.
+# stall: slowest/99th percentile ms of a create+write+stat+unlink probe run
+# every 10 ms during the step (the filesystem serving while it restripes).
 # scrub: not implemented in mfs yet (btrfs time for reference).
 # delete: both delete the replace target (holding what device 2 held).
 # goals: restripe steps (balance, convert, delete) /btrfs <= 0.5 and /raw <= 1.3

@@ -106,12 +106,20 @@ ui_profile() {
 	gen_file "$T/src/f" 127
 	mkfs.mfs -q -d single -m raid1 -r "$T/src" $(imgs 2)
 	sums "$T/src" >"$T/want"
-	mnt "$T/img1"
+	mnt -o commit=3600 "$T/img1"
 	gen_file "$T/mnt/tmp" 40
 	sync "$T/mnt/tmp"
 	rm "$T/mnt/tmp"
 	verify_online
-	umnt
+	# the deletion committed (an fsync commits everything), then a crash:
+	# the cleaner that umount's commit runs would remove the empty chunk
+	for ((i = 0; i < 100; i++)); do
+		sync "$T/mnt/f"
+		used=$(mfs filesystem df -b "$T/mnt" | awk -F'used=' '/^Data,/ { print $2 }')
+		[ "$used" -lt $((128 * MiB)) ] && break
+		sleep 0.1
+	done
+	kill_daemon
 	mkdir "$T/orig"
 	cp --sparse=always $(imgs 2) "$T/orig/"
 	chunk_usage "$T/img1" >"$T/usage"

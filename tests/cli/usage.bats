@@ -640,3 +640,50 @@ shrink_online() {
 	done
 	mfs umount "$T/mnt"
 }
+
+# data_total MNT|IMG: bytes of data chunks of every profile
+data_total() {
+	mfs filesystem df -b "$1" | awk -F'total=|,' '/^Data,/ { s += $3 } END { print s + 0 }'
+}
+
+@test "empty data chunks go back to the unallocated pool; the last one of a profile stays" {
+	make_images 1 1G
+	mkfs.mfs -q -f -d single -m dup "$T/img1"
+	one=$(data_total "$T/img1")
+	mfs_mount "$T/img1" "$T/mnt"
+	for i in 1 2 3 4; do
+		head -c 150M /dev/zero >"$T/mnt/f$i"
+	done
+	echo keep >"$T/mnt/keep"
+	mfs filesystem sync "$T/mnt"
+	full=$(data_total "$T/mnt")
+	[ "$full" -ge $((4 * one)) ]
+	rm "$T/mnt"/f*
+	# the space comes back once the kernel forgets the files and a commit runs
+	for ((i = 0; i < 100; i++)); do
+		mfs filesystem sync "$T/mnt"
+		[ "$(data_total "$T/mnt")" -le "$one" ] && break
+		sleep 0.1
+	done
+	assert_equal "$(data_total "$T/mnt")" "$one"
+	run mfs filesystem df "$T/mnt"
+	assert_line --regexp '^Data, single: total='
+	# ... and by the periodic commit too, without asking
+	mfs umount "$T/mnt"
+	mfs_mount -o commit=1 "$T/img1" "$T/mnt"
+	for i in 1 2 3; do
+		head -c 150M /dev/zero >"$T/mnt/g$i"
+	done
+	sync "$T/mnt/g3"
+	[ "$(data_total "$T/mnt")" -gt "$one" ]
+	rm "$T/mnt"/g*
+	for ((i = 0; i < 100; i++)); do
+		[ "$(data_total "$T/mnt")" -le "$one" ] && break
+		sleep 0.1
+	done
+	assert_equal "$(data_total "$T/mnt")" "$one"
+	assert_equal "$(cat "$T/mnt/keep")" keep
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
