@@ -65,6 +65,7 @@ struct server {
 		int err;
 	} wb_errors[WB_ERRORS_MAX];
 	int nr_wb_errors;
+	long write_delay_ms;	/* MFS_TEST_WRITE_DELAY_MS */
 };
 
 static struct server *srv(fuse_req_t req)
@@ -814,23 +815,24 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /*
- * MFS_TEST_WRITE_DELAY_MS: each WRITE waits this long first, so that a
- * test sees requests the kernel sent after it (the writeback cache's
- * SETATTR of the file's times) overtake it, as they may under load.
+ * MFS_TEST_WRITE_DELAY_MS (read once at start): each WRITE waits this long
+ * first, so that a test sees requests the kernel sent after it (the
+ * writeback cache's SETATTR of the file's times) overtake it, as they may
+ * under load.
  */
-static void test_write_delay(void)
+static long write_delay_from_env(void)
 {
-	static long ms = -1;
-	const char *v;
+	const char *v = getenv("MFS_TEST_WRITE_DELAY_MS");
+	long ms = v ? atol(v) : 0;
 
-	if (ms < 0) {
-		v = getenv("MFS_TEST_WRITE_DELAY_MS");
-		ms = v ? atol(v) : 0;
-		if (ms < 0 || ms > 10000)
-			ms = 0;
-	}
-	if (ms)
-		nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+	return ms < 0 || ms > 10000 ? 0 : ms;
+}
+
+static void test_write_delay(const struct server *s)
+{
+	if (s->write_delay_ms)
+		nanosleep(&(struct timespec){ s->write_delay_ms / 1000,
+					     (s->write_delay_ms % 1000) * 1000000L }, NULL);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -840,7 +842,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 	if (ro_check(req))
 		return;
-	test_write_delay();
+	test_write_delay(srv(req));
 	n = mfs_write(srv(req)->fs, to_mfs(ino), off, size, buf);
 	if (n < 0 && fi && fi->writepage)
 		note_wb_error(srv(req), ino, (int)-n);
@@ -1546,6 +1548,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	pthread_mutex_init(&s->ilock, NULL);
 	pthread_mutex_init(&s->stop_lock, NULL);
 	pthread_mutex_init(&s->wb_lock, NULL);
+	s->write_delay_ms = write_delay_from_env();
 	pthread_cond_init(&s->stop_cond, NULL);
 	if (opts->cache_size)
 		fs->eb_cache_limit = opts->cache_size;
