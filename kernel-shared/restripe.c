@@ -1506,11 +1506,23 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 			ret = -ENOMEM;
 			break;
 		}
-		ret = read_good(fs, plan->read, &r[i], csums[i], buf);
-		if (ret && plan->read != old)
-			ret = read_good(fs, old, &r[i], csums[i], buf);
-		if (ret == -EIO || ret == -EUCLEAN)
-			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
+		/*
+		 * The checksums are looked up as the copy reaches each extent,
+		 * the lock held only for that: file operations of a live
+		 * filesystem wait for one lookup, not for a whole chunk's. The
+		 * chunk takes no new extents, so an item found at the extent's
+		 * start is that extent's (one freed meanwhile has none left).
+		 */
+		pthread_mutex_lock(&fs->lock);
+		ret = extent_csums(fs, &r[i], &csums[i]);
+		pthread_mutex_unlock(&fs->lock);
+		if (!ret) {
+			ret = read_good(fs, plan->read, &r[i], csums[i], buf);
+			if (ret && plan->read != old)
+				ret = read_good(fs, old, &r[i], csums[i], buf);
+			if (ret == -EIO || ret == -EUCLEAN)
+				__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
+		}
 		if (!ret)
 			ret = writer_put(&w, r[i].start, buf, r[i].len);
 		free(buf);
@@ -1759,11 +1771,9 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 			keep[i] = mfs_stripe_kept(old, i, new[0]);
 		plan.keep = keep;
 	}
-	csums = calloc(n + 1, sizeof(*csums));
+	csums = calloc(n + 1, sizeof(*csums));	/* filled by the copy */
 	if (!csums)
 		ret = -ENOMEM;
-	for (i = 0; !ret && i < n; i++)
-		ret = extent_csums(fs, &ranges[i], &csums[i]);
 	pthread_mutex_unlock(&fs->lock);
 
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
