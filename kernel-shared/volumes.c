@@ -1082,13 +1082,13 @@ static int batches_run(struct batch_set *set)
 
 /*
  * Which copy of a piece a read takes (read_policy). With devid:N, the copy
- * on that device when it has one. Otherwise the least busy: each 64 MiB of
+ * on that device when it has one. Otherwise the least busy: each 256 MiB of
  * a chunk has a home copy, kept unless its device has clearly more reads
  * in flight than another (more than one stream's readahead), so a
  * sequential reader stays on one device - whose readahead then works -
  * while several readers spread over the copies.
  */
-#define READ_REGION_SHIFT	26
+#define READ_REGION_SHIFT	28
 #define READ_BUSY_MARGIN	8
 
 static int pick_copy(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
