@@ -888,11 +888,28 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 	return ret;
 }
 
-int mfs_restripe_resume(struct mfs_fs_info *fs)
+/* The operation runs again from its cursor: what is left counted anew. */
+static int run_from_cursor(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 *list;
 	int n, ret;
+
+	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &st->bytes_total);
+	if (ret)
+		return ret;
+	free(list);
+	st->bytes_total += st->bytes_done;
+	st->expected = st->completed + n;
+	st->pause_req = st->cancel_req = 0;
+	st->state = MFS_RESTRIPE_RUNNING;
+	return 0;
+}
+
+int mfs_restripe_resume(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	int ret;
 
 	if (!st || st->state == MFS_RESTRIPE_NONE)
 		return -ENOENT;
@@ -912,16 +929,10 @@ int mfs_restripe_resume(struct mfs_fs_info *fs)
 		if (!est.fits)
 			return -ENOSPC;
 	}
-	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &st->bytes_total);
-	if (ret)
-		return ret;
-	free(list);
-	st->bytes_total += st->bytes_done;
-	st->expected = st->completed + n;
-	st->pause_req = st->cancel_req = 0;
-	st->state = MFS_RESTRIPE_RUNNING;
-	apply_targets(fs, &st->args);
-	return 0;
+	ret = run_from_cursor(fs);
+	if (!ret)
+		apply_targets(fs, &st->args);
+	return ret;
 }
 
 /* ---------------- moving one chunk ---------------- */
@@ -2062,8 +2073,8 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 static int replace_turn_round(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	u64 *list, tmp;
-	int n, ret;
+	u64 tmp;
+	int ret;
 
 	if (!(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING)) {
 		st->cancel_progress = progress(st);
@@ -2076,14 +2087,9 @@ static int replace_turn_round(struct mfs_fs_info *fs)
 		st->read_errs = st->write_errs = 0;
 		__atomic_store_n(&st->bytes_done, 0, __ATOMIC_RELAXED);
 	}
-	ret = select_chunks(fs, &st->args, st->cursor, &list, &n, &st->bytes_total);
+	ret = run_from_cursor(fs);
 	if (ret)
 		return ret;
-	free(list);
-	st->bytes_total += st->bytes_done;
-	st->expected = st->completed + n;
-	st->pause_req = st->cancel_req = 0;
-	st->state = MFS_RESTRIPE_RUNNING;
 	ret = persist(fs, false);
 	if (ret)
 		st->state = MFS_RESTRIPE_PAUSED;
