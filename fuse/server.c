@@ -1261,6 +1261,17 @@ static void ioctl_dev_stats(fuse_req_t req, struct server *s, const void *in_buf
 	ioctl_reply_arg(req, MFS_IOC_DEV_STATS, ds);
 }
 
+/*
+ * A commit, then empty data chunks back to the unallocated pool (as
+ * btrfs's commit wakes its cleaner).
+ */
+static int commit_and_clean(struct server *s)
+{
+	int ret = mfs_sync_fs(s->fs);
+
+	return ret ? ret : mfs_remove_unused_chunks(s->fs);
+}
+
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned int flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
@@ -1305,16 +1316,10 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		ioctl_reply_arg(req, cmd, sp);
 		return;
 	}
-	case MFS_IOC_SYNC: {
+	case MFS_IOC_SYNC:
 		/* anyone may commit, as anyone may fsync; read-only: nothing to write */
-		int ret = s->opts->ro ? 0 : mfs_sync_fs(s->fs);
-
-		/* as btrfs's commit wakes its cleaner: empty data chunks go */
-		if (!ret && !s->opts->ro)
-			ret = mfs_remove_unused_chunks(s->fs);
-		fuse_reply_ioctl(req, ret, NULL, 0);
+		fuse_reply_ioctl(req, s->opts->ro ? 0 : commit_and_clean(s), NULL, 0);
 		return;
-	}
 	}
 	if (!caller_is_admin(req)) {
 		fuse_reply_err(req, EPERM);
@@ -1459,8 +1464,7 @@ static void *committer(void *arg)
 		if (s->stopping)
 			break;
 		pthread_mutex_unlock(&s->stop_lock);
-		if (!mfs_sync_fs(s->fs))
-			mfs_remove_unused_chunks(s->fs);
+		commit_and_clean(s);
 		pthread_mutex_lock(&s->stop_lock);
 	}
 	pthread_mutex_unlock(&s->stop_lock);
