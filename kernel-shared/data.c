@@ -613,7 +613,7 @@ static int read_segs_unlocked(struct mfs_fs_info *fs, struct read_seg *segs, int
 /*
  * Look up the extents of [off, off+len) under fs->lock and fill in what
  * needs no disk read (holes, inline data) or must be read under the lock
- * (chunks with parity, whose open rows live in memory); list the rest.
+ * (raid5/6 rows still in memory); list the rest.
  */
 static int plan_read(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf,
 		     struct read_seg **segs, int *nsegs)
@@ -639,7 +639,8 @@ static int plan_read(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf,
 			map = NULL;
 		else
 			map = mfs_find_chunk(fs, fe.disk_bytenr);
-		if (!map || mfs_profile(map->type)->nparity) {
+		if (!map || (mfs_profile(map->type)->nparity &&
+			     mfs_range_has_open_rows(fs, map, fe.disk_bytenr, fe.disk_num_bytes))) {
 			ret = read_extent(fs, ino, &fe, s, e - s, buf + (s - off));
 			if (ret)
 				return ret;
@@ -995,6 +996,7 @@ struct write_piece {
 	u64 len;
 	u64 bytenr;
 	bool unlocked;		/* written without fs->lock: counted in bg->inflight */
+	bool parity;		/* raid5/6: buffered in open rows, not written by itself */
 	u8 *csums;
 };
 
@@ -1010,9 +1012,12 @@ static void piece_done(struct mfs_fs_info *fs, struct write_piece *p)
 		pthread_cond_broadcast(&fs->inflight_done);
 }
 
-/* Reserve the extents of [pos, pos+len); chunks with parity are written right away. */
+/*
+ * Reserve the extents of [pos, pos+len). Data for chunks with parity goes
+ * into the open rows at once; the rows it fills are added to *full.
+ */
 static int reserve_pieces(struct mfs_trans_handle *trans, u64 pos, const u8 *buf, u64 len,
-			  struct write_piece *pieces, int *npieces)
+			  struct write_piece *pieces, int *npieces, struct mfs_open_row **full)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	u64 done = 0;
@@ -1027,6 +1032,7 @@ static int reserve_pieces(struct mfs_trans_handle *trans, u64 pos, const u8 *buf
 		p->pos = pos + done;
 		p->len = min_t(u64, len - done, max_extent_size(fs));
 		p->unlocked = false;
+		p->parity = false;
 		p->csums = malloc(p->len / SECTOR * fs->csum_size);
 		if (!p->csums)
 			return -ENOMEM;
@@ -1037,12 +1043,13 @@ static int reserve_pieces(struct mfs_trans_handle *trans, u64 pos, const u8 *buf
 		}
 		(*npieces)++;
 		bg = mfs_lookup_block_group(fs, p->bytenr);
-		if (bg && !mfs_profile(bg->flags)->nparity) {
-			bg->inflight++;
-			p->unlocked = true;
-		} else {
-			compute_csums(fs, buf + done, p->len, p->csums);
-			ret = mfs_write_logical(fs, p->bytenr, buf + done, p->len);
+		if (!bg)
+			return -EUCLEAN;
+		bg->inflight++;
+		p->unlocked = true;
+		if (mfs_profile(bg->flags)->nparity) {
+			p->parity = true;
+			ret = mfs_write_logical_defer(fs, p->bytenr, buf + done, p->len, full);
 			if (ret)
 				return ret;
 		}
@@ -1123,6 +1130,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	struct mfs_trans_handle *trans;
 	struct mfs_inode_item ii;
 	struct write_piece *pieces;
+	struct mfs_open_row *full = NULL;
 	int npieces = 0, i, ret;
 	u8 *buf = NULL;
 	u64 done;
@@ -1146,25 +1154,34 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	if (!ret)
 		ret = uninline(trans, ino);
 	if (!ret)
-		ret = reserve_pieces(trans, off, buf, len, pieces, &npieces);
+		ret = reserve_pieces(trans, off, buf, len, pieces, &npieces, &full);
 	mfs_end_transaction(trans);
-	if (ret)
+	if (ret) {
+		/* rows this write filled may hold other writers' data: they go out */
+		mfs_write_full_rows(fs, full);
+		mfs_release_full_rows(fs, full);
 		goto undo;
+	}
 	/* map_lock before dropping fs->lock: the maps stay as they are */
 	pthread_rwlock_rdlock(&fs->map_lock);
 	pthread_mutex_unlock(&fs->lock);
 
 	for (i = 0, done = 0; i < npieces; done += pieces[i].len, i++) {
-		if (!pieces[i].unlocked)
-			continue;
 		compute_csums(fs, buf + done, pieces[i].len, pieces[i].csums);
-		if (!ret)
+		if (!ret && !pieces[i].parity)
 			ret = mfs_write_logical_unlocked(fs, pieces[i].bytenr, buf + done,
 							 pieces[i].len);
+	}
+	if (full) {
+		int err = mfs_write_full_rows(fs, full);
+
+		if (!ret)
+			ret = err;
 	}
 
 	pthread_rwlock_unlock(&fs->map_lock);
 	pthread_mutex_lock(&fs->lock);
+	mfs_release_full_rows(fs, full);
 	if (ret)
 		goto undo;
 	ret = start_write_transaction(fs, ino, off, len, npieces, &trans);

@@ -801,9 +801,22 @@ out:
 struct mfs_open_row {
 	struct mfs_chunk_map *map;
 	u64 row;
-	u64 filled;		/* bytes written into the row so far */
+	/*
+	 * ROW_UNIT blocks written so far, each counted once (space given back
+	 * and handed out again is written twice); a block only partly written
+	 * is not counted, so such a row waits for the commit.
+	 */
+	u64 filled;
+	u8 *written;		/* bitmap of those blocks */
 	u8 *buf;		/* ndata * stripe_len */
+	/*
+	 * Full, and being written without fs->lock by the writer that filled
+	 * it (mfs_write_full_rows); it stays listed, so reads under the lock
+	 * find its data here until that writer releases it.
+	 */
+	bool writing;
 	struct mfs_open_row *next;
+	struct mfs_open_row *next_full;	/* in that writer's list */
 };
 
 static struct mfs_open_row *find_open_row(struct mfs_fs_info *fs,
@@ -837,10 +850,25 @@ static int row_stripe_index(const struct mfs_chunk_map *map, u64 row, int col)
 	return (col + row % map->num_stripes) % map->num_stripes;
 }
 
+/* blocks[] = the row's data columns, then its parity computed into parity. */
+static int row_blocks(const struct mfs_chunk_map *map, const u8 *data, u8 *parity, void **blocks)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int ndata = map->num_stripes - a->nparity, i;
+	u64 slen = map->stripe_len;
+
+	for (i = 0; i < ndata; i++)
+		blocks[i] = (void *)(data + i * slen);
+	for (i = 0; i < a->nparity; i++)
+		blocks[ndata + i] = parity + i * slen;
+	return mfs_raid56_gen(ndata, a->nparity, slen, blocks);
+}
+
+/* One row through the page cache (the restriper's copies into a new chunk). */
 static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	int n = map->num_stripes, ndata = n - a->nparity, i, ret = 0;
+	int n = map->num_stripes, i, ret = 0;
 	u64 slen = map->stripe_len;
 	void *blocks[n];
 	u8 *parity;
@@ -848,11 +876,7 @@ static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 	parity = malloc(a->nparity * slen);
 	if (!parity)
 		return -ENOMEM;
-	for (i = 0; i < ndata; i++)
-		blocks[i] = (void *)(data + i * slen);
-	for (i = 0; i < a->nparity; i++)
-		blocks[ndata + i] = parity + i * slen;
-	ret = mfs_raid56_gen(ndata, a->nparity, slen, blocks);
+	ret = row_blocks(map, data, parity, blocks);
 	for (i = 0; !ret && i < n; i++) {
 		int idx = row_stripe_index(map, row, i);
 		struct mfs_map_stripe *s = &map->stripes[idx];
@@ -863,15 +887,40 @@ static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 	return ret;
 }
 
-static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
+static int write_rows(struct mfs_open_row **rows, int nrows);
+
+static u64 row_logical(const struct mfs_open_row *r)
 {
 	const struct mfs_raid_attr *a = mfs_profile(r->map->type);
-	u64 row_len = (r->map->num_stripes - a->nparity) * r->map->stripe_len;
-	struct mfs_open_row **pp;
-	int ret = write_full_row(r->map, r->row, r->buf);
 
-	/* the row is on disk now: the allocator must not reuse its free parts */
-	mfs_seal_row(fs, r->map->logical + r->row * row_len);
+	return r->map->logical + r->row * (r->map->num_stripes - a->nparity) * r->map->stripe_len;
+}
+
+#define ROW_UNIT 4096
+
+static void free_row(struct mfs_open_row *r)
+{
+	free(r->written);
+	free(r->buf);
+	free(r);
+}
+
+/* Count the whole ROW_UNIT blocks of [in_row, in_row + n) written the first time. */
+static void mark_written(struct mfs_open_row *r, u64 in_row, u64 n)
+{
+	u64 b = (in_row + ROW_UNIT - 1) / ROW_UNIT, end = (in_row + n) / ROW_UNIT;
+
+	for (; b < end; b++) {
+		if (r->written[b / 8] & (1U << (b % 8)))
+			continue;
+		r->written[b / 8] |= 1U << (b % 8);
+		r->filled++;
+	}
+}
+
+static void unlist_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
+{
+	struct mfs_open_row **pp;
 
 	for (pp = &fs->open_rows; *pp; pp = &(*pp)->next) {
 		if (*pp == r) {
@@ -879,37 +928,92 @@ static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 			break;
 		}
 	}
-	free(r->buf);
-	free(r);
+	free_row(r);
+}
+
+static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
+{
+	int ret = write_rows(&r, 1);
+
+	/* the row is on disk now: the allocator must not reuse its free parts */
+	mfs_seal_row(fs, row_logical(r));
+	unlist_row(fs, r);
 	return ret;
 }
 
+/*
+ * At commit: every row goes to disk, in one batch. A full row its writer
+ * is still writing without the lock is written here as well (the same
+ * bytes to the same place, both around the page cache), so the commit
+ * never waits for that writer; the writer still owns it and unlists it.
+ */
 int mfs_flush_open_rows(struct mfs_fs_info *fs)
 {
-	int ret = 0;
+	struct mfs_open_row *r, *next, **rows;
+	int n = 0, ret;
 
-	while (fs->open_rows) {
-		int err = flush_row(fs, fs->open_rows);
-
-		if (err && !ret)
-			ret = err;
+	for (r = fs->open_rows; r; r = r->next)
+		n++;
+	if (!n)
+		return 0;
+	rows = malloc(n * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	n = 0;
+	for (r = fs->open_rows; r; r = r->next)
+		rows[n++] = r;
+	ret = write_rows(rows, n);
+	free(rows);
+	for (r = fs->open_rows; r; r = next) {
+		next = r->next;
+		if (r->writing)
+			continue;
+		/* on disk now: the allocator must not reuse the row's free parts */
+		mfs_seal_row(fs, row_logical(r));
+		unlist_row(fs, r);
 	}
 	return ret;
 }
 
+/* Forget buffered rows (an aborted transaction); rows being written stay with their writers. */
 void mfs_drop_open_rows(struct mfs_fs_info *fs)
 {
-	while (fs->open_rows) {
-		struct mfs_open_row *r = fs->open_rows;
+	struct mfs_open_row **pp = &fs->open_rows;
 
-		fs->open_rows = r->next;
-		free(r->buf);
-		free(r);
+	while (*pp) {
+		struct mfs_open_row *r = *pp;
+
+		if (r->writing) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		free_row(r);
 	}
 }
 
+bool mfs_range_has_open_rows(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+			     u64 logical, u64 len)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	u64 row_len = (map->num_stripes - a->nparity) * map->stripe_len;
+	u64 first = (logical - map->logical) / row_len;
+	u64 last = (logical + len - 1 - map->logical) / row_len;
+	struct mfs_open_row *r;
+
+	for (r = fs->open_rows; r; r = r->next)
+		if (r->map == map && r->row >= first && r->row <= last)
+			return true;
+	return false;
+}
+
+/*
+ * Copy into the open rows; a row that fills up is written at once, or with
+ * full != NULL marked writing and appended to *full for the caller to
+ * write without the lock.
+ */
 static int raid56_write(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
-			u64 logical, const u8 *buf, u64 len)
+			u64 logical, const u8 *buf, u64 len, struct mfs_open_row **full)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
 	u64 ndata = map->num_stripes - a->nparity;
@@ -921,20 +1025,36 @@ static int raid56_write(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 		u64 n = min_t(u64, len, row_len - in_row);
 		struct mfs_open_row *r = find_open_row(fs, map, row);
 
+		if (r && r->writing)
+			return -EIO;	/* a full row taking more: the allocator broke */
 		if (!r) {
 			r = calloc(1, sizeof(*r));
-			if (!r || !(r->buf = calloc(1, row_len))) {
+			if (!r)
+				return -ENOMEM;
+			r->written = calloc(row_len / ROW_UNIT / 8 + 1, 1);
+			/* aligned: written around the page cache when full */
+			if (!r->written ||
+			    posix_memalign((void **)&r->buf, MFS_IO_DIRECT_ALIGN, row_len)) {
+				free(r->written);
 				free(r);
 				return -ENOMEM;
 			}
+			memset(r->buf, 0, row_len);
 			r->map = map;
 			r->row = row;
 			r->next = fs->open_rows;
 			fs->open_rows = r;
 		}
 		memcpy(r->buf + in_row, buf, n);
-		r->filled += n;
-		if (r->filled >= row_len) {
+		mark_written(r, in_row, n);
+		if (r->filled * ROW_UNIT >= row_len && full) {
+			/* full: the allocator has nothing left here to give out */
+			mfs_seal_row(fs, row_logical(r));
+			r->writing = true;
+			while (*full)
+				full = &(*full)->next_full;
+			*full = r;
+		} else if (r->filled * ROW_UNIT >= row_len) {
 			int ret = flush_row(fs, r);
 
 			if (ret)
@@ -947,7 +1067,8 @@ static int raid56_write(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 	return 0;
 }
 
-int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+static int write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len,
+			 struct mfs_open_row **full)
 {
 	const u8 *p = buf;
 
@@ -961,7 +1082,7 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
 			return -EUCLEAN;
 		if (mfs_profile(map->type)->nparity) {
 			n = min_t(u64, len, map->logical + map->length - logical);
-			ret = raid56_write(fs, map, logical, p, n);
+			ret = raid56_write(fs, map, logical, p, n, full);
 			if (ret)
 				return ret;
 		} else {
@@ -981,6 +1102,27 @@ int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 
 		len -= n;
 	}
 	return 0;
+}
+
+int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	return write_logical(fs, logical, buf, len, NULL);
+}
+
+int mfs_write_logical_defer(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len,
+			    struct mfs_open_row **full)
+{
+	return write_logical(fs, logical, buf, len, full);
+}
+
+void mfs_release_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
+{
+	while (full) {
+		struct mfs_open_row *next = full->next_full;
+
+		unlist_row(fs, full);
+		full = next;
+	}
 }
 
 /*
@@ -1135,7 +1277,7 @@ static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8
 
 		if (!map)
 			return -EUCLEAN;
-		if (mfs_profile(map->type)->nparity)
+		if (write && mfs_profile(map->type)->nparity)
 			return -EAGAIN;
 		ret = mfs_map_block(map, logical, &io);
 		if (ret)
@@ -1168,6 +1310,74 @@ int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *
 	if (!ret)
 		ret = batches_run(&set);
 	free(set.b);
+	return ret;
+}
+
+/*
+ * Rows with their parity, around the page cache (a buffered write could
+ * collide with a direct one of the same row). Consecutive rows of a chunk
+ * lie back to back on every device, so each device gets one vectored write
+ * per run of rows, and the devices are written in parallel.
+ */
+static int write_rows(struct mfs_open_row **rows, int nrows)
+{
+	struct batch_set set = { 0 };
+	u8 **parity;
+	int i, ret = 0;
+
+	parity = calloc(nrows, sizeof(*parity));
+	if (!parity)
+		return -ENOMEM;
+	for (i = 0; !ret && i < nrows; i++) {
+		struct mfs_open_row *r = rows[i];
+		struct mfs_chunk_map *map = r->map;
+		int n = map->num_stripes, c;
+		u64 slen = map->stripe_len;
+		void *blocks[n];
+
+		if (posix_memalign((void **)&parity[i], MFS_IO_DIRECT_ALIGN,
+				   mfs_profile(map->type)->nparity * slen)) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = row_blocks(map, r->buf, parity[i], blocks);
+		for (c = 0; !ret && c < n; c++) {
+			struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, r->row, c)];
+
+			if (!s->dev || !s->dev->io)
+				ret = -EIO;
+			else
+				ret = batch_add(&set, s->dev, s->physical + r->row * slen,
+						blocks[c], slen, true);
+		}
+	}
+	if (!ret)
+		ret = batches_run(&set);
+	for (i = 0; i < nrows; i++)
+		free(parity[i]);
+	free(parity);
+	free(set.b);
+	return ret;
+}
+
+int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
+{
+	struct mfs_open_row *r, **rows;
+	int n = 0, ret;
+
+	(void)fs;
+	for (r = full; r; r = r->next_full)
+		n++;
+	if (!n)
+		return 0;
+	rows = malloc(n * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	n = 0;
+	for (r = full; r; r = r->next_full)
+		rows[n++] = r;
+	ret = write_rows(rows, n);
+	free(rows);
 	return ret;
 }
 

@@ -65,8 +65,9 @@ int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror);
 int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
 /*
- * The same without fs->lock, with fs->map_lock held shared: for chunks
- * without parity only (-EAGAIN otherwise). Writes go around the page cache
+ * The same without fs->lock, with fs->map_lock held shared: writes for
+ * chunks without parity only (-EAGAIN otherwise); reads of raid5/6 take the
+ * data column (the caller checked no open row covers it). Writes go around the page cache
  * when buf, len and logical are MFS_IO_DIRECT_ALIGN aligned; reads take the
  * copy on the least busy device and neither verify nor repair.
  */
@@ -78,6 +79,22 @@ struct mfs_read_range {
 };
 /* Several ranges read at once: all their device transfers run in parallel. */
 int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r);
+/*
+ * raid5/6 data without holding fs->lock through the disk writes: under the
+ * lock, mfs_write_logical_defer buffers the data in the open rows and hands
+ * back the rows it filled; without the lock (map_lock shared) the caller
+ * writes them with mfs_write_full_rows, then releases them under the lock
+ * again. Until then reads under the lock find their data in memory, and a
+ * commit writes them itself.
+ */
+struct mfs_open_row;
+int mfs_write_logical_defer(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len,
+			    struct mfs_open_row **full);
+int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full);
+void mfs_release_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full);
+/* Whether [logical, logical+len) of a raid5/6 chunk touches a row in memory. */
+bool mfs_range_has_open_rows(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+			     u64 logical, u64 len);
 /* Write out buffered raid5/6 rows with their parity. */
 int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);

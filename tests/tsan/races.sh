@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Race tests: the FUSE server built with ThreadSanitizer (scripts/build.sh
 # --tsan) serves a mount while parallel writers, readers, small-file
-# churn, a convert with its progress polled, and a full balance run against
+# churn, a convert to raid5 data with its progress polled, and a full balance run against
 # it. Any ThreadSanitizer report fails the test, as does a check that is not
 # clean afterwards. Prints TAP.
 set -u
@@ -39,7 +39,7 @@ done
 "$mfs" device add "$tmp/c.img" "$m" >/dev/null
 (
 	# progress lines poll the status while the restriper works
-	"$mfs" balance start -dconvert=raid1 -mconvert=raid1 "$m" >/dev/null &&
+	"$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$m" >/dev/null &&
 		"$mfs" balance start --full-balance -d "$m" >/dev/null
 ) &
 bal=$!
