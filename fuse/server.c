@@ -39,11 +39,11 @@ struct ino_count {
 	u64 ino;
 	u64 nlookup;
 	bool orphan;
+	int wb_error;		/* a writeback error not yet reported (see note_wb_error) */
 	struct ino_count *next;
 };
 
 #define INO_HASH 4096
-#define WB_ERRORS_MAX 64
 
 struct server {
 	struct mfs_fs_info *fs;
@@ -58,13 +58,6 @@ struct server {
 	pthread_cond_t stop_cond;
 	bool stopping;
 	bool acl;		/* FUSE_CAP_POSIX_ACL: mode and ACLs are ours to keep in step */
-	/* writeback errors not yet reported to a write() (see note_wb_error) */
-	pthread_mutex_t wb_lock;
-	struct wb_error {
-		u64 ino;
-		int err;
-	} wb_errors[WB_ERRORS_MAX];
-	int nr_wb_errors;
 	long write_delay_ms;	/* MFS_TEST_WRITE_DELAY_MS */
 };
 
@@ -528,34 +521,30 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
  */
 static void note_wb_error(struct server *s, fuse_ino_t ino, int err)
 {
-	int i;
+	struct ino_count *c;
 
-	pthread_mutex_lock(&s->wb_lock);
-	for (i = 0; i < s->nr_wb_errors && s->wb_errors[i].ino != ino; i++)
-		;
-	if (i < WB_ERRORS_MAX) {
-		s->wb_errors[i] = (struct wb_error){ ino, err };
-		if (i == s->nr_wb_errors)
-			s->nr_wb_errors++;
-	}
-	pthread_mutex_unlock(&s->wb_lock);
+	/* kept with the inode's lookup count: it goes when the kernel forgets the inode */
+	pthread_mutex_lock(&s->ilock);
+	c = *count_slot(s, to_mfs(ino));
+	if (c)
+		c->wb_error = err;
+	pthread_mutex_unlock(&s->ilock);
 	fuse_lowlevel_notify_inval_inode(s->se, ino, -1, 0);
 }
 
 /* The recorded writeback error of ino, taken (0: none). */
 static int take_wb_error(struct server *s, fuse_ino_t ino)
 {
-	int i, err = 0;
+	struct ino_count *c;
+	int err = 0;
 
-	pthread_mutex_lock(&s->wb_lock);
-	for (i = 0; i < s->nr_wb_errors; i++) {
-		if (s->wb_errors[i].ino == ino) {
-			err = s->wb_errors[i].err;
-			s->wb_errors[i] = s->wb_errors[--s->nr_wb_errors];
-			break;
-		}
+	pthread_mutex_lock(&s->ilock);
+	c = *count_slot(s, to_mfs(ino));
+	if (c) {
+		err = c->wb_error;
+		c->wb_error = 0;
 	}
-	pthread_mutex_unlock(&s->wb_lock);
+	pthread_mutex_unlock(&s->ilock);
 	return err;
 }
 
@@ -1551,7 +1540,6 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024);
 	pthread_mutex_init(&s->ilock, NULL);
 	pthread_mutex_init(&s->stop_lock, NULL);
-	pthread_mutex_init(&s->wb_lock, NULL);
 	s->write_delay_ms = write_delay_from_env();
 	pthread_cond_init(&s->stop_cond, NULL);
 	if (opts->cache_size)

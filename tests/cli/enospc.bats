@@ -197,3 +197,27 @@ os.close(fd)
 	run mfs check "$T/img1"
 	assert_success
 }
+
+@test "writeback errors of many files are all kept: a later endless writer still stops" {
+	# each failed writeback is remembered with its inode until a write()
+	# through an open file takes it; files closed after the error never
+	# take theirs, and that must not use up room for the next writer's
+	make_images 1 256M
+	mkfs.mfs -q -f -d single -m dup "$T/img1"
+	mfs_mount "$T/img1" "$T/mnt"
+	run timeout 120 dd if=/dev/zero of="$T/mnt/fill" bs=1M
+	assert_failure 1
+	local n
+	for n in $(seq 1 80); do
+		head -c 256K /dev/zero >"$T/mnt/f$n" 2>/dev/null || true
+	done
+	run timeout 60 dd if=/dev/zero of="$T/mnt/endless" bs=1M
+	echo "$output"
+	assert_failure 1
+	assert_line --partial "No space left on device"
+	mounted_rw "$T/mnt"
+	rm -f "$T/mnt"/f* "$T/mnt/endless"
+	mfs umount "$T/mnt"
+	run mfs check "$T/img1"
+	assert_success
+}
