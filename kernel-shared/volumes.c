@@ -816,7 +816,7 @@ struct mfs_open_row {
 	 */
 	bool writing;
 	struct mfs_open_row *next;
-	struct mfs_open_row *next_full;	/* in that writer's list */
+	struct mfs_open_row *next_full;	/* in that writer's list (NULL unless writing) */
 };
 
 static struct mfs_open_row *find_open_row(struct mfs_fs_info *fs,
@@ -887,7 +887,7 @@ static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 	return ret;
 }
 
-static int write_rows(struct mfs_open_row **rows, int nrows);
+static int write_rows(struct mfs_open_row *rows, bool full_list);
 
 static u64 row_logical(const struct mfs_open_row *r)
 {
@@ -933,7 +933,7 @@ static void unlist_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 
 static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 {
-	int ret = write_rows(&r, 1);
+	int ret = write_rows(r, true);	/* not writing: a list of one */
 
 	/* the row is on disk now: the allocator must not reuse its free parts */
 	mfs_seal_row(fs, row_logical(r));
@@ -949,21 +949,9 @@ static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
  */
 int mfs_flush_open_rows(struct mfs_fs_info *fs)
 {
-	struct mfs_open_row *r, *next, **rows;
-	int n = 0, ret;
+	struct mfs_open_row *r, *next;
+	int ret = write_rows(fs->open_rows, false);
 
-	for (r = fs->open_rows; r; r = r->next)
-		n++;
-	if (!n)
-		return 0;
-	rows = malloc(n * sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	n = 0;
-	for (r = fs->open_rows; r; r = r->next)
-		rows[n++] = r;
-	ret = write_rows(rows, n);
-	free(rows);
 	for (r = fs->open_rows; r; r = next) {
 		next = r->next;
 		if (r->writing)
@@ -1314,22 +1302,27 @@ int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *
 }
 
 /*
- * Rows with their parity, around the page cache (a buffered write could
+ * The rows of a list (linked by next_full, or by next: all open rows) with
+ * their parity, around the page cache (a buffered write could
  * collide with a direct one of the same row). Consecutive rows of a chunk
  * lie back to back on every device, so each device gets one vectored write
  * per run of rows, and the devices are written in parallel.
  */
-static int write_rows(struct mfs_open_row **rows, int nrows)
+static int write_rows(struct mfs_open_row *rows, bool full_list)
 {
 	struct batch_set set = { 0 };
+	struct mfs_open_row *r;
 	u8 **parity;
-	int i, ret = 0;
+	int nrows = 0, i, ret = 0;
 
+	for (r = rows; r; r = full_list ? r->next_full : r->next)
+		nrows++;
+	if (!nrows)
+		return 0;
 	parity = calloc(nrows, sizeof(*parity));
 	if (!parity)
 		return -ENOMEM;
-	for (i = 0; !ret && i < nrows; i++) {
-		struct mfs_open_row *r = rows[i];
+	for (r = rows, i = 0; !ret && r; r = full_list ? r->next_full : r->next, i++) {
 		struct mfs_chunk_map *map = r->map;
 		int n = map->num_stripes, c;
 		u64 slen = map->stripe_len;
@@ -1362,23 +1355,8 @@ static int write_rows(struct mfs_open_row **rows, int nrows)
 
 int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
 {
-	struct mfs_open_row *r, **rows;
-	int n = 0, ret;
-
 	(void)fs;
-	for (r = full; r; r = r->next_full)
-		n++;
-	if (!n)
-		return 0;
-	rows = malloc(n * sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	n = 0;
-	for (r = full; r; r = r->next_full)
-		rows[n++] = r;
-	ret = write_rows(rows, n);
-	free(rows);
-	return ret;
+	return write_rows(full, true);
 }
 
 int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r)
