@@ -175,16 +175,28 @@ os.close(fd)
 	assert_success
 }
 
-@test "an endless writer gets ENOSPC from write() once the filesystem is full" {
-	# with the writeback cache write() only fills the page cache; the
-	# failed writeback must still stop the writer (it never calls fsync)
+# endless_dd FILE SECONDS: dd from /dev/zero into FILE must stop with ENOSPC
+# from write() within SECONDS (it never calls fsync).
+endless_dd() {
+	run timeout "$2" dd if=/dev/zero of="$1" bs=1M
+	echo "$output"
+	assert_failure 1
+	assert_line --partial "error writing '$1': No space left on device"
+}
+
+# fill_small_fs: a 256 MiB single/dup filesystem mounted at $T/mnt, filled
+# by an endless writer of $T/mnt/fill.
+fill_small_fs() {
 	make_images 1 256M
 	mkfs.mfs -q -f -d single -m dup "$T/img1"
 	mfs_mount "$T/img1" "$T/mnt"
-	run timeout 120 dd if=/dev/zero of="$T/mnt/fill" bs=1M
-	echo "$output"
-	assert_failure 1
-	assert_line --partial "error writing '$T/mnt/fill': No space left on device"
+	endless_dd "$T/mnt/fill" 120
+}
+
+@test "an endless writer gets ENOSPC from write() once the filesystem is full" {
+	# with the writeback cache write() only fills the page cache; the
+	# failed writeback must still stop the writer (it never calls fsync)
+	fill_small_fs
 	# far less than the page cache could hold was accepted
 	[ "$(stat -c %s "$T/mnt/fill")" -lt $((1024 * MiB)) ]
 	mounted_rw "$T/mnt"
@@ -202,19 +214,12 @@ os.close(fd)
 	# each failed writeback is remembered with its inode until a write()
 	# through an open file takes it; files closed after the error never
 	# take theirs, and that must not use up room for the next writer's
-	make_images 1 256M
-	mkfs.mfs -q -f -d single -m dup "$T/img1"
-	mfs_mount "$T/img1" "$T/mnt"
-	run timeout 120 dd if=/dev/zero of="$T/mnt/fill" bs=1M
-	assert_failure 1
+	fill_small_fs
 	local n
 	for n in $(seq 1 80); do
 		head -c 256K /dev/zero >"$T/mnt/f$n" 2>/dev/null || true
 	done
-	run timeout 60 dd if=/dev/zero of="$T/mnt/endless" bs=1M
-	echo "$output"
-	assert_failure 1
-	assert_line --partial "No space left on device"
+	endless_dd "$T/mnt/endless" 60
 	mounted_rw "$T/mnt"
 	rm -f "$T/mnt"/f* "$T/mnt/endless"
 	mfs umount "$T/mnt"
