@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "cmds/commands.h"
+#include "common/device-scan.h"
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
@@ -380,6 +381,48 @@ int mfs_sync_mount(const char *mnt)
 	return ret;
 }
 
+/* Whether @mnt is the mount point of an mfs mount, live or with its daemon gone. */
+static bool is_mfs_mount_point(const char *mnt)
+{
+	char real[PATH_MAX], line[8192];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(mnt, real))
+		return false;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char mp[PATH_MAX], type[64];
+		char *sep = strstr(line, " - ");
+
+		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    sscanf(sep + 3, "%63s", type) == 1 && strcmp(type, "fuse.mfs") == 0) {
+			mfs_unescape_mount_path(mp);
+			found = strcmp(mp, real) == 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The daemon died (killed, crashed): the kernel keeps the mount, every
+ * access failing with ENOTCONN. Take it away so the devices can be mounted
+ * again; what was not committed is lost, as after a power cut.
+ */
+static int umount_dead(const char *mnt)
+{
+	warning("the daemon serving %s is gone; unmounting it (changes after the last commit are lost)",
+		mnt);
+	if (umount2(mnt, 0) && umount2(mnt, MNT_DETACH)) {
+		error("cannot unmount %s: %m", mnt);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
@@ -393,6 +436,10 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	mnt = argv[optind];
 	ret = mfs_get_fs_info(mnt, info);
+	if (ret == -ENOTCONN && is_mfs_mount_point(mnt)) {
+		free(info);
+		return umount_dead(mnt);
+	}
 	if (ret) {
 		error("%s is not a mounted mfs filesystem", mnt);
 		free(info);

@@ -9,6 +9,7 @@
 #include "common/device-scan.h"
 #include "common/messages.h"
 #include "common/open.h"
+#include "common/target.h"
 #include "common/units.h"
 #include "kernel-shared/create.h"
 #include "kernel-shared/volumes.h"
@@ -31,8 +32,13 @@ int mfs_check_new_device(const char *path, bool force, u64 byte_count, const u8 
 		error("%s is neither a block device nor a regular file", path);
 		return -EINVAL;
 	}
-	if (mfs_path_is_mounted(path, mnt, sizeof(mnt)) == 1) {
+	if (mfs_path_is_mounted(path, mnt, sizeof(mnt)) == 1 ||
+	    mfs_find_mount_of_device(path, mnt, sizeof(mnt))) {
 		error("%s is mounted on %s", path, mnt);
+		return -EBUSY;
+	}
+	if (mfs_file_loop_busy(path, mnt, sizeof(mnt)) == 1) {
+		error("%s is in use: it backs %s, which is held open", path, mnt);
 		return -EBUSY;
 	}
 	fd = mfs_open_exclusive(path, O_RDWR);

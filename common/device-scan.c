@@ -85,7 +85,7 @@ out:
 }
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s)
+void mfs_unescape_mount_path(char *s)
 {
 	char *out = s;
 
@@ -128,8 +128,11 @@ static int read_sysfs_line(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Device numbers of the loop devices backed by the file @st describes. */
-static int find_backing_loops(const struct stat *st, dev_t *loops, int max)
+/*
+ * Device numbers of the loop devices backed by the file @st describes, and
+ * their names ("loop4") in @names when not NULL.
+ */
+static int find_backing_loops(const struct stat *st, dev_t *loops, char (*names)[256], int max)
 {
 	DIR *dir = opendir("/sys/block");
 	struct dirent *de;
@@ -153,6 +156,8 @@ static int find_backing_loops(const struct stat *st, dev_t *loops, int max)
 		if (read_sysfs_line(path, line, sizeof(line)) ||
 		    sscanf(line, "%u:%u", &maj, &min) != 2)
 			continue;
+		if (names)
+			copy_string(names[n], sizeof(names[n]), de->d_name);
 		loops[n++] = makedev(maj, min);
 	}
 	closedir(dir);
@@ -164,7 +169,7 @@ static int find_backing_loops(const struct stat *st, dev_t *loops, int max)
  * "id parent maj:min root mountpoint opts [optional...] - fstype source ..."
  */
 static bool parse_mountinfo_line(char *line, dev_t *dev, char **mnt,
-				 char **source)
+				 char **fstype, char **source)
 {
 	char *field[6], *tok, *save;
 	unsigned int maj, min;
@@ -178,15 +183,18 @@ static bool parse_mountinfo_line(char *line, dev_t *dev, char **mnt,
 	/* Skip the optional fields up to the "-" separator. */
 	while (tok && strcmp(tok, "-") != 0)
 		tok = strtok_r(NULL, " \n", &save);
-	if (!tok || !strtok_r(NULL, " \n", &save))
+	if (!tok)
+		return false;
+	*fstype = strtok_r(NULL, " \n", &save);
+	if (!*fstype)
 		return false;
 	*source = strtok_r(NULL, " \n", &save);
 	if (!*source)
 		return false;
 	*dev = makedev(maj, min);
 	*mnt = field[4];
-	unescape_octal(*mnt);
-	unescape_octal(*source);
+	mfs_unescape_mount_path(*mnt);
+	mfs_unescape_mount_path(*source);
 	return true;
 }
 
@@ -203,18 +211,18 @@ int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen)
 	if (stat(path, &st))
 		return -errno;
 	if (S_ISREG(st.st_mode))
-		nloops = find_backing_loops(&st, loops, ARRAY_SIZE(loops));
+		nloops = find_backing_loops(&st, loops, NULL, ARRAY_SIZE(loops));
 
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return -errno;
 	while (!ret && getline(&line, &linelen, f) > 0) {
-		char *mpoint, *source;
+		char *mpoint, *fstype, *source;
 		struct stat sst;
 		dev_t dev;
 		int i;
 
-		if (!parse_mountinfo_line(line, &dev, &mpoint, &source))
+		if (!parse_mountinfo_line(line, &dev, &mpoint, &fstype, &source))
 			continue;
 		if (S_ISBLK(st.st_mode) && dev == st.st_rdev)
 			ret = 1;
@@ -222,8 +230,13 @@ int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen)
 			if (dev == loops[i])
 				ret = 1;
 		}
-		/* FUSE mounts have no device number; the source names the device. */
-		if (!ret && source[0] == '/' && stat(source, &sst) == 0 &&
+		/*
+		 * Other FUSE mounts have no device number; the source names the
+		 * device. An mfs mount's source may be a member deleted since:
+		 * mfs_find_mount_of_device() asks the daemon instead.
+		 */
+		if (!ret && strcmp(fstype, "fuse.mfs") != 0 && source[0] == '/' &&
+		    stat(source, &sst) == 0 &&
 		    same_file(&st, &sst))
 			ret = 1;
 		if (ret)
@@ -232,6 +245,63 @@ int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen)
 	free(line);
 	fclose(f);
 	return ret;
+}
+
+bool mfs_same_device(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	dev_t loops[8];
+	int i, n;
+
+	if (stat(a, &sa) || stat(b, &sb))
+		return false;
+	if (same_file(&sa, &sb))
+		return true;
+	/* an image file and a loop device over it */
+	if (S_ISBLK(sa.st_mode) && S_ISREG(sb.st_mode)) {
+		struct stat tmp = sa;
+
+		sa = sb;
+		sb = tmp;
+	}
+	if (!S_ISREG(sa.st_mode) || !S_ISBLK(sb.st_mode))
+		return false;
+	n = find_backing_loops(&sa, loops, NULL, ARRAY_SIZE(loops));
+	for (i = 0; i < n; i++)
+		if (loops[i] == sb.st_rdev)
+			return true;
+	return false;
+}
+
+int mfs_file_loop_busy(const char *path, char *loop, size_t looplen)
+{
+	char names[8][256];
+	dev_t loops[8];
+	struct stat st;
+	int i, n;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	n = find_backing_loops(&st, loops, names, ARRAY_SIZE(loops));
+	for (i = 0; i < n; i++) {
+		char node[300];
+		struct stat nst;
+		int fd;
+
+		snprintf(node, sizeof(node), "/dev/%s", names[i]);
+		if (stat(node, &nst) || !S_ISBLK(nst.st_mode) || nst.st_rdev != loops[i])
+			continue;
+		fd = open(node, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		if (errno == EBUSY) {
+			copy_string(loop, looplen, node);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int mfs_open_exclusive(const char *path, int flags)

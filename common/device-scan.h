@@ -22,6 +22,18 @@ int mfs_probe_foreign_signature(const char *path, char *type, size_t typelen,
  */
 int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen);
 
+/* Undo mountinfo's \ooo escapes of space, tab, newline and backslash, in place. */
+void mfs_unescape_mount_path(char *s);
+
+/* Whether @a and @b name the same device, an image file and a loop device over it included. */
+bool mfs_same_device(const char *a, const char *b);
+
+/*
+ * 1 if @path is an image file backing a loop device someone holds (a mount,
+ * a filesystem daemon, another O_EXCL opener), with that device in @loop.
+ */
+int mfs_file_loop_busy(const char *path, char *loop, size_t looplen);
+
 /*
  * Open @path so nobody else can hold it: O_EXCL for a block device, an
  * exclusive flock for a file. Returns the fd, -EBUSY if held, or -errno.

@@ -10,31 +10,66 @@
 #include <sys/stat.h>
 #include "common/target.h"
 #include "common/open.h"
+#include "common/device-scan.h"
 #include "common/messages.h"
 #include "common/units.h"
 #include "kernel-shared/admin.h"
 #include "kernel-shared/disk-io.h"
 #include "kernel-shared/restripe.h"
 
+static int try_online(const char *path, struct mfs_target *t);
+
+/* Whether the daemon serving @mp has @dev open; -errno when it cannot be asked. */
+static int mount_has_device(const char *mp, const char *dev)
+{
+	struct mfs_target t;
+	struct mfs_space sp;
+	int i, ret;
+
+	memset(&t, 0, sizeof(t));
+	ret = try_online(mp, &t);
+	if (ret)
+		return ret;
+	ret = mfs_target_space(&t, &sp);
+	close(t.fd);
+	if (ret)
+		return ret;
+	for (i = 0; i < sp.nr_devs && !ret; i++)
+		if (!sp.devs[i].missing && sp.devs[i].path[0] &&
+		    mfs_same_device(dev, sp.devs[i].path))
+			ret = 1;
+	mfs_space_free(&sp);
+	return ret;
+}
+
+/*
+ * The mount point of the mounted mfs holding @dev (any member, named as a
+ * device, an image file or a loop device over it). Each daemon is asked for
+ * the devices it has open; the mount source, which may be a member deleted
+ * since, decides only for a daemon that does not answer.
+ */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 {
-	char real[PATH_MAX], line[8192];
+	char line[8192];
 	FILE *f;
 	bool found = false;
 
-	if (!realpath(dev, real))
-		return false;
-	f = fopen("/proc/self/mountinfo", "r");
+	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
 		char mp[PATH_MAX], type[64], source[PATH_MAX];
 		char *sep = strstr(line, " - ");
+		int ret;
 
 		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
-		    sscanf(sep + 3, "%63s %4095s", type, source) != 2)
+		    sscanf(sep + 3, "%63s %4095s", type, source) != 2 ||
+		    strcmp(type, "fuse.mfs") != 0)
 			continue;
-		if (strcmp(type, "fuse.mfs") == 0 && strcmp(source, real) == 0) {
+		mfs_unescape_mount_path(mp);
+		mfs_unescape_mount_path(source);
+		ret = mount_has_device(mp, dev);
+		if (ret == 1 || (ret < 0 && mfs_same_device(dev, source))) {
 			snprintf(mnt, len, "%s", mp);
 			found = true;
 		}

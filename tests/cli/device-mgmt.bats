@@ -134,6 +134,72 @@ setup_file() {
 	verify_offline "$T/img1"
 }
 
+@test "device add: a member of another mounted mfs is refused by any name, even with -f" {
+	fs_with -n 2 2 512M 8 -d raid1 -m raid1
+	# the other filesystem's second member is mounted through a loop device
+	truncate -s 512M "$T/o1" "$T/o2"
+	loop=$(make_loop "$T/o2")
+	MFS_REGISTRY="$T/other-registry" mkfs.mfs -q -d raid1 -m raid1 "$T/o1" "$loop"
+	mkdir "$T/mnt2"
+	MFS_REGISTRY="$T/other-registry" mfs mount -o device="$loop" "$T/o1" "$T/mnt2"
+	echo "$T/mnt2" >>"$T/.mounts"
+	echo precious >"$T/mnt2/keep"
+	mnt "$T/img1"
+
+	for dev in "$T/o2" "$loop"; do
+		run --separate-stderr mfs device add -f "$dev" "$T/mnt"
+		assert_failure 1
+		assert_stderr_line "ERROR: $dev is mounted on $T/mnt2"
+	done
+	[ "$(nr_devices "$T/img1")" = 2 ]
+	# a member that is not the mount's source resolves to its mount as well
+	run --separate-stderr mfs balance status "$T/o2"
+	assert_success
+	assert_output "No balance found on '$T/mnt2'"
+	mfs umount "$T/mnt2"
+	run mfs check "$T/o1" "$loop"
+	assert_success
+	MFS_REGISTRY="$T/other-registry" mfs mount -o ro,device="$loop" "$T/o1" "$T/mnt2"
+	[ "$(cat "$T/mnt2/keep")" = precious ]
+	mfs umount "$T/mnt2"
+	verify_online
+}
+
+@test "device delete of the mount's source device; it can be added back" {
+	fs_with 3 512M 20 -d raid1 -m raid1
+	mnt "$T/img1"
+	run --separate-stderr mfs device delete "$T/img1" "$T/mnt"
+	assert_success
+	[ "$(nr_devices "$T/img2")" = 2 ]
+	# the mount table still names img1 as the source: it is not mounted
+	run --separate-stderr mfs device add -f "$T/img1" "$T/mnt"
+	assert_success
+	assert_stderr_empty
+	[ "$(nr_devices "$T/img2")" = 3 ]
+	# and a member resolves to the mount, the deleted source no longer does
+	run --separate-stderr mfs balance status "$T/img3"
+	assert_success
+	assert_output "No balance found on '$T/mnt'"
+	verify_online
+	umnt
+	verify_offline "$T/img2"
+}
+
+@test "mfs umount of a mount whose daemon was killed detaches it" {
+	fs_with 2 512M 8 -d raid1 -m raid1
+	mnt "$T/img1"
+	kill -9 "$(daemon_pid)"
+	run --separate-stderr mfs umount "$T/mnt"
+	assert_success
+	assert_stderr_line "WARNING: the daemon serving $T/mnt is gone; unmounting it (changes after the last commit are lost)"
+	! is_mounted "$T/mnt"
+	verify_offline "$T/img1"
+	# a directory that is no mount at all is still an error
+	run --separate-stderr mfs umount "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: $T/mnt is not a mounted mfs filesystem"
+}
+
 @test "device delete: by path and by devid, online; filesystem show at once; superblocks wiped" {
 	fs_with 4 512M 60 -d raid1 -m raid1
 	mnt "$T/img1"
