@@ -1064,6 +1064,18 @@ static bool other_of_profile(struct mfs_fs_info *fs, const struct mfs_block_grou
 	return false;
 }
 
+/* Whether bg is the only chunk of its type (data, metadata or system). */
+static bool last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++)
+		if (fs->bgs[i] != bg && (fs->bgs[i]->flags & MFS_BLOCK_GROUP_TYPE_MASK) ==
+					(bg->flags & MFS_BLOCK_GROUP_TYPE_MASK))
+			return false;
+	return true;
+}
+
 /*
  * Data chunks that became empty (their files deleted, or the writes made
  * during a convert come and gone) go back to the unallocated pool, where
@@ -1754,8 +1766,13 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 			return ret;
 		}
 	}
-	if (bg->used == 0 && bg->reserved == 0) {
-		/* relocated by removing it: it counts, as in btrfs */
+	if (bg->used == 0 && bg->reserved == 0 && !last_of_type(fs, bg)) {
+		/*
+		 * Relocated by removing it: it counts, as in btrfs. The last
+		 * chunk of its type is relocated as any other (an empty copy):
+		 * the profiles present decide the allocation profile at the
+		 * next mount, so removing it would forget a convert.
+		 */
 		ret = remove_empty_chunk(fs, bg);
 		if (!ret)
 			st->completed++;
@@ -1973,6 +1990,7 @@ static int run_once(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 *list = NULL, *all = NULL, *alen = NULL, bytes;
+	bool *removed = NULL;
 	int n = 0, nall = 0, i, j, ret;
 
 	st->start_ns = now_ns();
@@ -1993,17 +2011,29 @@ static int run_once(struct mfs_fs_info *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
-	/* empty chunks first: removing them is free and makes room for the rest */
+	/*
+	 * Empty chunks first: removing them is free and makes room for the
+	 * rest. They count as considered here, not again below. (The last
+	 * chunk of a type is copied, not removed: it waits for its turn.)
+	 */
+	removed = calloc(n + 1, sizeof(*removed));
+	if (!ret && !removed)
+		ret = -ENOMEM;
 	for (j = 0; !ret && j < n && !st->cancel_req && !st->pause_req; j++) {
 		struct mfs_block_group *bg;
 		bool empty;
 
 		pthread_mutex_lock(&fs->lock);
 		bg = mfs_lookup_block_group(fs, list[j]);
-		empty = bg && bg->start == list[j] && bg->used == 0 && bg->reserved == 0;
+		empty = bg && bg->start == list[j] && bg->used == 0 && bg->reserved == 0 &&
+			!last_of_type(fs, bg);
 		pthread_mutex_unlock(&fs->lock);
-		if (empty)
-			ret = relocate_chunk(fs, list[j]);
+		if (!empty)
+			continue;
+		ret = relocate_chunk(fs, list[j]);
+		removed[j] = !ret;
+		if (!ret)
+			st->considered++;
 	}
 	for (i = 0, j = 0; !ret && i < nall; i++) {
 		if (st->cancel_req) {
@@ -2014,9 +2044,13 @@ static int run_once(struct mfs_fs_info *fs)
 			ret = -EINTR;
 			break;
 		}
-		st->considered++;
 		while (j < n && list[j] < all[i])
 			j++;
+		if (j < n && list[j] == all[i] && removed[j]) {
+			j++;
+			continue;
+		}
+		st->considered++;
 		if (j < n && list[j] == all[i]) {
 			ret = relocate_chunk(fs, list[j++]);
 		} else {
@@ -2028,6 +2062,7 @@ static int run_once(struct mfs_fs_info *fs)
 		}
 	}
 	free(list);
+	free(removed);
 	free(all);
 	free(alen);
 	pthread_mutex_lock(&fs->lock);

@@ -491,6 +491,50 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	verify_offline "$T/img1"
 }
 
+@test "balance of the only, empty data chunk keeps the profile it was converted to" {
+	# data_types DEV: the profiles of the data chunks, sorted and unique
+	data_types() {
+		chunk_layout "$1" | awk '$2 ~ /^Data/ { print $2 }' | sort -u | paste -sd' '
+	}
+	make_images 3 512M
+	mkfs.mfs -q -d raid1 -m raid1 $(imgs 3)
+	# offline: usage=0 takes the empty chunk; it is copied, not removed
+	run --separate-stderr mfs balance start -dusage=0 "$T/img1"
+	assert_success
+	assert_output "Done, had to relocate 1 out of 3 chunks"
+	[ "$(data_types "$T/img1")" = "Data|RAID1" ]
+	run mfs balance start -dconvert=raid0 "$T/img1"
+	assert_success
+	[ "$(data_types "$T/img1")" = "Data|RAID0" ]
+
+	# online, across a remount: new data still goes raid0
+	mnt "$T/img1"
+	run mfs balance start -dconvert=raid1c4 "$T/mnt"
+	assert_failure	# raid1c4 needs 4 devices
+	run mfs balance start -dconvert=raid5 "$T/mnt"
+	assert_success
+	umnt
+	[ "$(data_types "$T/img1")" = "Data|RAID5" ]
+	mnt "$T/img1"
+	gen_file "$T/mnt/f" 40
+	sums "$T/mnt" >"$T/want"
+	# data chunks emptied, converted, removed, then a delete
+	rm "$T/mnt/f"
+	mfs balance start -q -dconvert=raid1 "$T/mnt"
+	run mfs balance start -dusage=0 "$T/mnt"
+	assert_success
+	run mfs device delete "$T/img3" "$T/mnt"
+	assert_success
+	umnt
+	[ "$(data_types "$T/img1")" = "Data|RAID1" ]
+	mnt "$T/img1"
+	gen_file "$T/mnt/g" 30
+	sums "$T/mnt" >"$T/want"
+	umnt
+	[ "$(data_types "$T/img1")" = "Data|RAID1" ]
+	verify_offline "$T/img1"
+}
+
 @test "balance pause/resume/cancel/status: btrfs output and exit codes; survives umount; skip_balance" {
 	big_fs
 	truncate -s 1G "$T/new"
