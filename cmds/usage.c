@@ -322,6 +322,33 @@ static int for_each_target(char **args, int nargs, bool writable, target_fn fn, 
 	return ret;
 }
 
+/*
+ * Run fn on every target; with --format json, *array is the document's
+ * array for fn to fill, printed when every target succeeded.
+ */
+static int run_json_or_text(const char *name, char **args, int nargs, target_fn fn, void *ctx,
+			    struct json_object **array)
+{
+	struct json_object *root = NULL;
+	int ret;
+
+	if (mfs_output_format == MFS_OUTPUT_JSON) {
+		root = mfs_json_start(name, array);
+		if (!root) {
+			error("out of memory");
+			return 1;
+		}
+	}
+	ret = for_each_target(args, nargs, false, fn, ctx);
+	if (root) {
+		if (ret)
+			json_object_put(root);
+		else
+			mfs_json_print_free(root);
+	}
+	return ret;
+}
+
 /* ---------------- filesystem df ---------------- */
 
 static const char * const cmd_filesystem_df_usage[] = {
@@ -373,28 +400,13 @@ static int df_one(struct mfs_target *t, void *arg, bool first)
 static int cmd_filesystem_df(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct df_ctx ctx = { 0 };
-	struct json_object *root = NULL;
-	int ret;
 
 	ctx.units = get_unit_mode_from_arg(&argc, argv, 1);
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_min(argc - optind, 1))
 		return 1;
-	if (mfs_output_format == MFS_OUTPUT_JSON) {
-		root = mfs_json_start("filesystem-df", &ctx.array);
-		if (!root) {
-			error("out of memory");
-			return 1;
-		}
-	}
-	ret = for_each_target(argv + optind, argc - optind, false, df_one, &ctx);
-	if (root) {
-		if (ret)
-			json_object_put(root);
-		else
-			mfs_json_print_free(root);
-	}
-	return ret;
+	return run_json_or_text("filesystem-df", argv + optind, argc - optind, df_one, &ctx,
+				&ctx.array);
 }
 DEFINE_COMMAND(filesystem_df, "df", cmd_filesystem_df, cmd_filesystem_df_usage, NULL,
 	       CMD_FORMAT_JSON);
@@ -417,68 +429,155 @@ static const char * const cmd_filesystem_usage_usage[] = {
 struct usage_ctx {
 	unsigned int units;
 	bool tabular;
+	struct json_object *array;	/* --format json */
 };
 
-static void print_overall(const struct usage *u, unsigned int units)
+/* The "Overall" figures of filesystem usage. */
+struct overall {
+	u64 size, allocated, missing, slack, used, free_est, free_min, free_statfs;
+	s64 unallocated;
+	double data_ratio, meta_ratio;
+	char multiple[64];	/* the types with several profiles, or "" */
+};
+
+static void compute_overall(const struct usage *u, struct overall *o)
 {
 	const struct mfs_space *sp = &u->sp;
-	int width = (units & UNITS_UNIT_MASK) == UNITS_HUMAN ? 10 : 18;
-	u64 size = 0, allocated = 0, missing = 0, slack = 0, used = 0, data_free = 0;
-	u64 free_est, free_min;
-	s64 unallocated = 0;
-	double data_ratio, meta_ratio;
-	char multiple[64] = "";
+	u64 data_free = 0;
 	int i, j, counts[3] = { 0, 0, 0 };
 	static const char * const type_words[3] = { "data", "metadata", "system" };
 
+	memset(o, 0, sizeof(*o));
 	for (i = 0; i < sp->nr_devs; i++) {
 		const struct mfs_ioctl_space_dev *d = &sp->devs[i];
 
-		size += d->total_bytes;
-		slack += dev_slack(d);
+		o->size += d->total_bytes;
+		o->slack += dev_slack(d);
 		if (dev_missing(d))
-			missing += d->total_bytes;
-		unallocated += dev_unallocated(u, i);
+			o->missing += d->total_bytes;
+		o->unallocated += dev_unallocated(u, i);
 	}
 	for (i = 0; i < u->ngroups; i++) {
 		const struct bg_group *g = &u->groups[i];
 
-		allocated += g->raw_total;
-		used += g->raw_used;
+		o->allocated += g->raw_total;
+		o->used += g->raw_used;
 		if (g->flags & MFS_BLOCK_GROUP_DATA)
 			data_free += g->total - min_t(u64, g->used, g->total);
 		counts[type_rank(g->flags, false)]++;
 	}
-	data_ratio = type_ratio(u, MFS_BLOCK_GROUP_DATA, sp->data_profile);
-	meta_ratio = type_ratio(u, MFS_BLOCK_GROUP_METADATA, sp->metadata_profile);
-	free_est = data_free + simulate(u, MFS_BLOCK_GROUP_DATA | sp->data_profile);
-	free_min = free_est;
-	if (meta_ratio > data_ratio)
-		free_min = data_free + simulate(u, MFS_BLOCK_GROUP_METADATA | sp->metadata_profile);
+	o->data_ratio = type_ratio(u, MFS_BLOCK_GROUP_DATA, sp->data_profile);
+	o->meta_ratio = type_ratio(u, MFS_BLOCK_GROUP_METADATA, sp->metadata_profile);
+	o->free_est = data_free + simulate(u, MFS_BLOCK_GROUP_DATA | sp->data_profile);
+	o->free_min = o->free_est;
+	if (o->meta_ratio > o->data_ratio)
+		o->free_min = data_free + simulate(u, MFS_BLOCK_GROUP_METADATA | sp->metadata_profile);
+	o->free_statfs = sp->statfs_bfree;
 	for (j = 0; j < 3; j++) {
 		if (counts[j] < 2)
 			continue;
-		if (multiple[0])
-			strcat(multiple, ", ");
-		strcat(multiple, type_words[j]);
+		if (o->multiple[0])
+			strcat(o->multiple, ", ");
+		strcat(o->multiple, type_words[j]);
 	}
+}
 
+static void print_overall(const struct usage *u, unsigned int units)
+{
+	int width = (units & UNITS_UNIT_MASK) == UNITS_HUMAN ? 10 : 18;
+	struct overall o;
+
+	compute_overall(u, &o);
 	printf("Overall:\n");
-	printf("    Device size:\t\t%*s\n", width, pretty_size_mode(size, units));
-	printf("    Device allocated:\t\t%*s\n", width, pretty_size_mode(allocated, units));
-	printf("    Device unallocated:\t\t%*s\n", width, pretty_signed(unallocated, units));
-	printf("    Device missing:\t\t%*s\n", width, pretty_size_mode(missing, units));
-	printf("    Device slack:\t\t%*s\n", width, pretty_size_mode(slack, units));
-	printf("    Used:\t\t\t%*s\n", width, pretty_size_mode(used, units));
-	printf("    Free (estimated):\t\t%*s\t(min: %s)\n", width, pretty_size_mode(free_est, units),
-	       pretty_size_mode(free_min, units));
-	printf("    Free (statfs, df):\t\t%*s\n", width, pretty_size_mode(sp->statfs_bfree, units));
-	printf("    Data ratio:\t\t\t%*.2f\n", width, data_ratio);
-	printf("    Metadata ratio:\t\t%*.2f\n", width, meta_ratio);
-	if (multiple[0])
-		printf("    Multiple profiles:\t\t%*s\t(%s)\n", width, "yes", multiple);
+	printf("    Device size:\t\t%*s\n", width, pretty_size_mode(o.size, units));
+	printf("    Device allocated:\t\t%*s\n", width, pretty_size_mode(o.allocated, units));
+	printf("    Device unallocated:\t\t%*s\n", width, pretty_signed(o.unallocated, units));
+	printf("    Device missing:\t\t%*s\n", width, pretty_size_mode(o.missing, units));
+	printf("    Device slack:\t\t%*s\n", width, pretty_size_mode(o.slack, units));
+	printf("    Used:\t\t\t%*s\n", width, pretty_size_mode(o.used, units));
+	printf("    Free (estimated):\t\t%*s\t(min: %s)\n", width, pretty_size_mode(o.free_est, units),
+	       pretty_size_mode(o.free_min, units));
+	printf("    Free (statfs, df):\t\t%*s\n", width, pretty_size_mode(o.free_statfs, units));
+	printf("    Data ratio:\t\t\t%*.2f\n", width, o.data_ratio);
+	printf("    Metadata ratio:\t\t%*.2f\n", width, o.meta_ratio);
+	if (o.multiple[0])
+		printf("    Multiple profiles:\t\t%*s\t(%s)\n", width, "yes", o.multiple);
 	else
 		printf("    Multiple profiles:\t\t%*s\n", width, "no");
+}
+
+/*
+ * filesystem usage as JSON: the overall figures, then per type and profile
+ * its size, use and the bytes on each device, then each device's
+ * unallocated space. Bytes throughout, whatever the unit flags.
+ */
+static int usage_json(const struct usage *u, const char *mnt, struct json_object *array)
+{
+	const struct mfs_space *sp = &u->sp;
+	struct json_object *fs = mfs_json_array_add_object(array), *o, *groups, *unalloc;
+	struct overall ov;
+	int i, k;
+
+	if (!fs)
+		return -ENOMEM;
+	compute_overall(u, &ov);
+	mfs_json_add_string(fs, "path", mnt);
+	o = mfs_json_add_object(fs, "overall");
+	groups = mfs_json_add_array(fs, "allocations");
+	unalloc = mfs_json_add_array(fs, "unallocated");
+	if (!o || !groups || !unalloc)
+		return -ENOMEM;
+	mfs_json_add_u64(o, "device-size", ov.size);
+	mfs_json_add_u64(o, "device-allocated", ov.allocated);
+	mfs_json_add_s64(o, "device-unallocated", ov.unallocated);
+	mfs_json_add_u64(o, "device-missing", ov.missing);
+	mfs_json_add_u64(o, "device-slack", ov.slack);
+	mfs_json_add_u64(o, "used", ov.used);
+	mfs_json_add_u64(o, "free-estimated", ov.free_est);
+	mfs_json_add_u64(o, "free-estimated-min", ov.free_min);
+	mfs_json_add_u64(o, "free-statfs-df", ov.free_statfs);
+	mfs_json_add_ratio(o, "data-ratio", ov.data_ratio);
+	mfs_json_add_ratio(o, "metadata-ratio", ov.meta_ratio);
+	mfs_json_add_string(o, "multiple-profiles", ov.multiple[0] ? ov.multiple : "no");
+	for (i = 0; i < u->ngroups; i++) {
+		const struct bg_group *g = &u->groups[i];
+		struct json_object *go = mfs_json_array_add_object(groups), *devs;
+
+		if (!go)
+			return -ENOMEM;
+		mfs_json_add_string(go, "bg-type", mfs_bg_type_name(g->flags));
+		mfs_json_add_string(go, "bg-profile", mfs_profile_ui_name(g->flags));
+		mfs_json_add_u64(go, "size", g->total);
+		mfs_json_add_u64(go, "used", g->used);
+		devs = mfs_json_add_array(go, "devices");
+		for (k = 0; devs && k < sp->nr_devs; k++) {
+			const struct mfs_ioctl_space_dev *d = &sp->devs[u->order[k]];
+			u64 a = dev_width_alloc(sp, d->devid, g->flags, 0);
+			struct json_object *dobj;
+
+			if (!a)
+				continue;
+			dobj = mfs_json_array_add_object(devs);
+			if (!dobj)
+				return -ENOMEM;
+			mfs_json_add_u64(dobj, "devid", d->devid);
+			mfs_json_add_string(dobj, "path", dev_path(d));
+			mfs_json_add_u64(dobj, "size", a);
+		}
+		if (!devs)
+			return -ENOMEM;
+	}
+	for (k = 0; k < sp->nr_devs; k++) {
+		const struct mfs_ioctl_space_dev *d = &sp->devs[u->order[k]];
+		struct json_object *dobj = mfs_json_array_add_object(unalloc);
+
+		if (!dobj)
+			return -ENOMEM;
+		mfs_json_add_u64(dobj, "devid", d->devid);
+		mfs_json_add_string(dobj, "path", dev_path(d));
+		mfs_json_add_s64(dobj, "size", dev_unallocated(u, u->order[k]));
+	}
+	return 0;
 }
 
 static void print_linear(const struct usage *u, unsigned int units)
@@ -641,6 +740,14 @@ static int usage_one(struct mfs_target *t, void *arg, bool first)
 
 	if (usage_load(t, &u, false))
 		return 1;
+	if (ctx->array) {
+		int ret = usage_json(&u, t->mnt, ctx->array);
+
+		if (ret)
+			error("out of memory");
+		usage_free(&u);
+		return ret ? 1 : 0;
+	}
 	if (!first)
 		printf("\n");
 	print_overall(&u, ctx->units);
@@ -670,9 +777,11 @@ static int cmd_filesystem_usage(const struct cmd_struct *cmd, int argc, char **a
 	}
 	if (check_argc_min(argc - optind, 1))
 		return 1;
-	return for_each_target(argv + optind, argc - optind, false, usage_one, &ctx);
+	return run_json_or_text("filesystem-usage", argv + optind, argc - optind, usage_one, &ctx,
+				&ctx.array);
 }
-DEFINE_SIMPLE_COMMAND(filesystem_usage, "usage");
+DEFINE_COMMAND(filesystem_usage, "usage", cmd_filesystem_usage, cmd_filesystem_usage_usage, NULL,
+	       CMD_FORMAT_JSON);
 
 /* ---------------- device usage ---------------- */
 
@@ -747,33 +856,94 @@ static void print_device_block(const struct usage *u, int idx, unsigned int unit
 	print_dev_line("Unallocated", pretty_signed(dev_unallocated(u, idx), units));
 }
 
+/* One device of device usage as JSON: the same lines, bytes. */
+static int device_json(const struct usage *u, int idx, struct json_object *array)
+{
+	const struct mfs_space *sp = &u->sp;
+	const struct mfs_ioctl_space_dev *d = &sp->devs[idx];
+	struct json_object *o = mfs_json_array_add_object(array), *allocs;
+	int g;
+
+	if (!o)
+		return -ENOMEM;
+	mfs_json_add_u64(o, "devid", d->devid);
+	mfs_json_add_string(o, "path", dev_path(d));
+	mfs_json_add_u64(o, "device-size", d->device_size);
+	mfs_json_add_u64(o, "device-slack", dev_slack(d));
+	allocs = mfs_json_add_array(o, "allocations");
+	if (!allocs)
+		return -ENOMEM;
+	for (g = 0; g < u->ngroups; g++) {
+		u64 flags = u->groups[g].flags, w = 0, sum;
+		bool striped = profile_is_striped(flags);
+
+		/* striped profiles: an entry per chunk width, as the text lines */
+		do {
+			struct json_object *a;
+
+			if (striped) {
+				w = next_width(sp, flags, w);
+				if (!w)
+					break;
+			}
+			sum = dev_width_alloc(sp, d->devid, flags, w);
+			if (!sum)
+				continue;
+			a = mfs_json_array_add_object(allocs);
+			if (!a)
+				return -ENOMEM;
+			mfs_json_add_string(a, "bg-type", mfs_bg_type_name(flags));
+			mfs_json_add_string(a, "bg-profile", mfs_profile_ui_name(flags));
+			if (striped)
+				mfs_json_add_u64(a, "stripes", w);
+			mfs_json_add_u64(a, "size", sum);
+		} while (striped);
+	}
+	mfs_json_add_s64(o, "unallocated", dev_unallocated(u, idx));
+	return 0;
+}
+
+struct device_usage_ctx {
+	unsigned int units;
+	struct json_object *array;	/* --format json */
+};
+
 static int device_usage_one(struct mfs_target *t, void *arg, bool first)
 {
-	unsigned int units = *(unsigned int *)arg;
+	struct device_usage_ctx *ctx = arg;
 	struct usage u;
-	int k;
+	int k, ret = 0;
 
 	if (usage_load(t, &u, false))
 		return 1;
-	for (k = 0; k < u.sp.nr_devs; k++) {
+	for (k = 0; k < u.sp.nr_devs && !ret; k++) {
+		if (ctx->array) {
+			ret = device_json(&u, u.order[k], ctx->array);
+			continue;
+		}
 		if (!first || k)
 			printf("\n");
-		print_device_block(&u, u.order[k], units);
+		print_device_block(&u, u.order[k], ctx->units);
 	}
+	if (ret)
+		error("out of memory");
 	usage_free(&u);
-	return 0;
+	return ret ? 1 : 0;
 }
 
 static int cmd_device_usage(const struct cmd_struct *cmd, int argc, char **argv)
 {
-	unsigned int units = get_unit_mode_from_arg(&argc, argv, 1);
+	struct device_usage_ctx ctx = { 0 };
 
+	ctx.units = get_unit_mode_from_arg(&argc, argv, 1);
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_min(argc - optind, 1))
 		return 1;
-	return for_each_target(argv + optind, argc - optind, false, device_usage_one, &units);
+	return run_json_or_text("device-usage", argv + optind, argc - optind, device_usage_one, &ctx,
+				&ctx.array);
 }
-DEFINE_SIMPLE_COMMAND(device_usage, "usage");
+DEFINE_COMMAND(device_usage, "usage", cmd_device_usage, cmd_device_usage_usage, NULL,
+	       CMD_FORMAT_JSON);
 
 /* ---------------- filesystem resize ---------------- */
 

@@ -50,6 +50,32 @@ void mfs_json_add_string(struct json_object *obj, const char *key,
 	json_object_object_add(obj, key, json_object_new_string(value));
 }
 
+struct json_object *mfs_json_add_object(struct json_object *obj, const char *key)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (o)
+		json_object_object_add(obj, key, o);
+	return o;
+}
+
+struct json_object *mfs_json_add_array(struct json_object *obj, const char *key)
+{
+	struct json_object *a = json_object_new_array();
+
+	if (a)
+		json_object_object_add(obj, key, a);
+	return a;
+}
+
+void mfs_json_add_ratio(struct json_object *obj, const char *key, double value)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%.2f", value);
+	json_object_object_add(obj, key, json_object_new_double_s(value, text));
+}
+
 void mfs_json_print_free(struct json_object *root)
 {
 	printf("%s\n", json_object_to_json_string_ext(root,

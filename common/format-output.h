@@ -20,6 +20,12 @@ void mfs_json_add_s64(struct json_object *obj, const char *key, s64 value);
 void mfs_json_add_string(struct json_object *obj, const char *key,
 			 const char *value);
 
+/* Add a new empty object or array under @key of @obj; NULL when out of memory. */
+struct json_object *mfs_json_add_object(struct json_object *obj, const char *key);
+struct json_object *mfs_json_add_array(struct json_object *obj, const char *key);
+/* A ratio such as 2.00, with two decimals as the text output shows it. */
+void mfs_json_add_ratio(struct json_object *obj, const char *key, double value);
+
 /* Print the document to stdout (pretty, spaced, "/" unescaped) and free it. */
 void mfs_json_print_free(struct json_object *root);
 

@@ -136,9 +136,55 @@ mfs_ui() {
 	mfs filesystem df --raw "$T/img1" >"$T/from-text"
 	diff -u "$T/from-text" "$T/from-json"
 	grep -qx 'Data, RAID5: total=[0-9]*, used=0' "$T/from-json"
-	# json needs the global option
-	run --separate-stderr mfs filesystem usage --format json "$T/img1"
+	# a command without JSON output refuses the option
+	run --separate-stderr mfs filesystem label --format json "$T/img1"
 	assert_failure
+}
+
+@test "filesystem usage and device usage --format json: the numbers of the raw text output" {
+	make_images 3
+	mkfs.mfs -q -d raid5 -m raid1 $(imgs 3)
+	run --separate-stderr mfs --format json filesystem usage "$T/img1"
+	assert_success
+	assert_stderr_empty
+	echo "$output" >"$T/u.json"
+	mfs filesystem usage -b "$T/img1" >"$T/u.txt"
+	[ "$(jq -r '.__header.version' "$T/u.json")" = 1 ]
+	fs='."filesystem-usage"[0]'
+	# every overall figure equals the text's
+	for pair in "Device size:device-size" "Device allocated:device-allocated" \
+		"Device unallocated:device-unallocated" "Used:used" \
+		"Free (statfs, df):free-statfs-df" "Data ratio:data-ratio" "Metadata ratio:metadata-ratio"; do
+		text=$(awk -F':' -v k="    ${pair%%:*}" '$1 == k { gsub(/[ \t]/, "", $2); print $2 }' "$T/u.txt")
+		json=$(jq -r "$fs.overall.\"${pair#*:}\"" "$T/u.json")
+		echo "$pair: text $text json $json"
+		[ -n "$text" ] && awk -v a="$text" -v b="$json" 'BEGIN { exit !(a + 0 == b + 0) }'
+	done
+	est=$(jq -r "$fs.overall.\"free-estimated\"" "$T/u.json")
+	grep -q "Free (estimated):[[:space:]]*$est[[:space:]]" "$T/u.txt"
+	# per type and profile: size and used, and the bytes on each device
+	jq -r "$fs.allocations[] | \"\(.\"bg-type\"),\(.\"bg-profile\"): Size:\(.size), Used:\(.used)\"" \
+		"$T/u.json" >"$T/groups-json"
+	sed -n 's/ (.*//p' "$T/u.txt" | grep ': Size:' >"$T/groups-text"
+	diff -u "$T/groups-text" "$T/groups-json"
+	[ "$(jq -r "$fs.allocations[0].devices | length" "$T/u.json")" = 3 ]
+	[ "$(jq -r "[$fs.unallocated[].size] | add" "$T/u.json")" = \
+		"$(jq -r "$fs.overall.\"device-unallocated\"" "$T/u.json")" ]
+
+	run --separate-stderr mfs --format json device usage "$T/img1"
+	assert_success
+	echo "$output" >"$T/d.json"
+	[ "$(jq -r '."device-usage" | length' "$T/d.json")" = 3 ]
+	[ "$(jq -r '."device-usage"[].devid' "$T/d.json" | paste -sd' ')" = "1 2 3" ]
+	[ "$(jq -r '."device-usage"[0].allocations[] | select(."bg-profile" == "RAID5") | .stripes' "$T/d.json")" = 3 ]
+	# each device: its allocations plus unallocated plus the reserved 2 MiB make its size
+	for i in 0 1 2; do
+		[ "$(jq -r ".\"device-usage\"[$i] | ([.allocations[].size] | add) + .unallocated + 2097152 - .\"device-size\"" "$T/d.json")" = 0 ]
+	done
+	# the same numbers as the text with -b
+	mfs device usage -b "$T/img1" | awk '/^   Data,RAID5\/3:/ { print $2 }' >"$T/r5-text"
+	jq -r '."device-usage"[].allocations[] | select(."bg-profile" == "RAID5") | .size' "$T/d.json" >"$T/r5-json"
+	diff -u "$T/r5-text" "$T/r5-json"
 }
 
 @test "filesystem usage: allocation adds up and Free (estimated) is the profile's arithmetic" {
