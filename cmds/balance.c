@@ -114,7 +114,8 @@ int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *
 			}
 			f->flags |= MFS_BALANCE_ARGS_DEVID;
 		} else if (!strcmp(tok, "drange") && val) {
-			if (parse_range(val, &f->pstart, &f->pend)) {
+			/* a byte range is MIN..MAX with either end optional, as in btrfs */
+			if (!strstr(val, "..") || parse_range(val, &f->pstart, &f->pend)) {
 				error("invalid drange argument: %s", val);
 				ret = -EINVAL;
 			}
@@ -122,7 +123,7 @@ int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *
 				f->pend = f->pstart + 1;
 			f->flags |= MFS_BALANCE_ARGS_DRANGE;
 		} else if (!strcmp(tok, "vrange") && val) {
-			if (parse_range(val, &f->vstart, &f->vend)) {
+			if (!strstr(val, "..") || parse_range(val, &f->vstart, &f->vend)) {
 				error("invalid vrange argument: %s", val);
 				ret = -EINVAL;
 			}
@@ -225,6 +226,17 @@ int mfs_check_exclusive(struct mfs_target *t, const char *what, bool allow_pause
 }
 
 /* Start, then follow in the foreground: shared by balance, device delete, resize. */
+/* The engine's reason for a refusal, with the path the user gave for its "<mnt>". */
+static void print_refusal(const char *what, const char *msg, const char *mnt)
+{
+	const char *at = strstr(msg, "<mnt>");
+
+	if (at)
+		error("%s: %.*s%s%s", what, (int)(at - msg), msg, mnt, at + strlen("<mnt>"));
+	else
+		error("%s: %s", what, msg);
+}
+
 int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_args *a,
 			     bool background, bool quiet, const char *what, const char *started)
 {
@@ -239,7 +251,7 @@ int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_arg
 		} else if (a->msg[0] && a->op == MFS_RESTRIPE_OP_RESIZE)
 			error("unable to resize '%s': %s", t->mnt, a->msg);	/* btrfs's words */
 		else if (a->msg[0])
-			error("%s: %s", what, a->msg);
+			print_refusal(what, a->msg, t->mnt);
 		else
 			error("%s failed on '%s': %s", what, t->mnt, strerror(-ret));
 		free(st);
@@ -415,6 +427,11 @@ static int dry_run(struct mfs_target *t, struct mfs_ioctl_restripe_args *a)
 		return 1;
 	est->args = *a;
 	ret = mfs_target_restripe_estimate(t, est);
+	if (ret && est->args.msg[0]) {
+		error("balance: %s", est->args.msg);
+		free(est);
+		return 1;
+	}
 	if (ret) {
 		error("cannot estimate: %s", strerror(-ret));
 		free(est);
@@ -432,6 +449,14 @@ static int dry_run(struct mfs_target *t, struct mfs_ioctl_restripe_args *a)
 
 /* ---------------- pause, resume, cancel, status ---------------- */
 
+/* What pause/resume/cancel/status call the operation: "balance", or "device delete" there. */
+static const char *ctl_noun = "balance";
+
+void mfs_restripe_ctl_noun(const char *noun)
+{
+	ctl_noun = noun;
+}
+
 static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsigned int op,
 		       const char *verb)
 {
@@ -445,20 +470,20 @@ static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsi
 		return 1;
 	ret = mfs_target_restripe_ctl(&t, op);
 	if (ret == -ENOTCONN || ret == -ENOENT) {
-		error("balance %s on '%s' failed: %s", verb, t.mnt,
+		error("%s %s on '%s' failed: %s", ctl_noun, verb, t.mnt,
 		      op == MFS_RESTRIPE_CTL_PAUSE ? "Not running" : "Not in progress");
 		mfs_target_close(&t);
 		return 2;
 	}
 	if (ret == -ENOSPC && op == MFS_RESTRIPE_CTL_RESUME) {
-		error("balance resume on '%s' failed: not enough free space for the rest of the operation (was data written while it was paused?)",
-		      t.mnt);
+		error("%s resume on '%s' failed: not enough free space for the rest of the operation (was data written while it was paused?)",
+		      ctl_noun, t.mnt);
 		fprintf(stderr, "It stays paused: free some space or add a device, then resume; or cancel it.\n");
 		mfs_target_close(&t);
 		return 1;
 	}
 	if (ret) {
-		error("balance %s on '%s' failed: %s", verb, t.mnt,
+		error("%s %s on '%s' failed: %s", ctl_noun, verb, t.mnt,
 		      ret == -EINPROGRESS ? "Already running" : strerror(-ret));
 		mfs_target_close(&t);
 		return 1;
@@ -472,9 +497,9 @@ static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsi
 
 			mfs_target_restripe_status(&t, st);
 			if (r == -EINTR)
-				fprintf(stderr, "balance paused by user\n");
+				fprintf(stderr, "%s paused by user\n", ctl_noun);
 			else if (r == -ECANCELED)
-				fprintf(stderr, "balance canceled by user\n");
+				fprintf(stderr, "%s canceled by user\n", ctl_noun);
 			else if (r)
 				error("error during balancing '%s': %s", t.mnt, strerror(-r)), ret = 1;
 			else
@@ -584,13 +609,13 @@ static int cmd_balance_status(const struct cmd_struct *cmd, int argc, char **arg
 	st = calloc(1, sizeof(*st));
 	ret = st ? mfs_target_restripe_status(&t, st) : -ENOMEM;
 	if (ret) {
-		error("balance status on '%s' failed: %s", t.mnt, strerror(-ret));
+		error("%s status on '%s' failed: %s", ctl_noun, t.mnt, strerror(-ret));
 		free(st);
 		mfs_target_close(&t);
 		return 2;
 	}
 	if (st->state == MFS_RESTRIPE_NONE) {
-		printf("No balance found on '%s'\n", t.mnt);
+		printf("No %s found on '%s'\n", ctl_noun, t.mnt);
 		ret = 0;
 	} else {
 		double pct = st->expected ? 100.0 * (st->expected - st->completed) / st->expected : 0;

@@ -393,6 +393,7 @@ static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv
 				for (k = 0; g->commands[k]; k++)
 					if (!strcmp(g->commands[k]->token, verbs[v])) {
 						optind = 1;
+						mfs_restripe_ctl_noun("device delete");
 						return g->commands[k]->fn(g->commands[k], 2, sub);
 					}
 			}
@@ -430,7 +431,8 @@ out:
 	return ret;
 }
 DEFINE_SIMPLE_COMMAND(device_delete, "delete");
-DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL, 0);
+/* btrfs's other name for it: resolvable, listed once (as delete) */
+DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL, CMD_HIDDEN);
 
 /* cmds/stats.c */
 extern const struct cmd_struct cmd_struct_device_stats;
@@ -447,7 +449,7 @@ static const struct cmd_group device_cmd_group = {
 		&cmd_struct_device_add,
 		&cmd_struct_device_delete,
 		&cmd_struct_device_remove,
-		&cmd_struct_replace,
+		&cmd_struct_device_replace,
 		&cmd_struct_device_scan,
 		&cmd_struct_device_ready,
 		&cmd_struct_device_stats,

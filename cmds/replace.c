@@ -470,3 +470,5 @@ static const struct cmd_group replace_cmd_group = {
 	}
 };
 DEFINE_GROUP_COMMAND(replace, "replace");
+/* "mfs device replace ...": the same group, listed once (under mfs replace) */
+DEFINE_COMMAND(device_replace, "replace", handle_command_group, NULL, &replace_cmd_group, CMD_HIDDEN);

@@ -14,4 +14,7 @@ int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_arg
 /* 0 when no other exclusive operation runs (or is paused, if allowed); else prints why, 1. */
 int mfs_check_exclusive(struct mfs_target *t, const char *what, bool allow_paused);
 
+/* How balance pause|resume|cancel|status name the operation in messages (default "balance"). */
+void mfs_restripe_ctl_noun(const char *noun);
+
 #endif

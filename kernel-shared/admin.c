@@ -155,8 +155,12 @@ int mfs_admin_restripe_estimate(struct mfs_fs_info *fs, struct mfs_ioctl_restrip
 	struct mfs_restripe_args a;
 
 	mfs_restripe_args_from_ioctl(&a, &io->args);
+	io->args.msg[0] = 0;
 	pthread_mutex_lock(&fs->lock);
-	io->result = mfs_restripe_estimate(fs, &a, &est);
+	/* what start would refuse first, the dry run refuses too */
+	io->result = mfs_restripe_check_args(fs, &a, io->args.msg, sizeof(io->args.msg));
+	if (!io->result)
+		io->result = mfs_restripe_estimate(fs, &a, &est);
 	pthread_mutex_unlock(&fs->lock);
 	if (!io->result) {
 		io->chunks = est.chunks;

@@ -399,7 +399,8 @@ static int take_space(struct mfs_block_group *bg, u64 start, u64 len)
 /*
  * A restripe in progress (running or paused) will move a chunk it has not
  * reached yet: until then that chunk may take new extents of a profile it
- * is as safe as, since they get the target layout when it moves.
+ * is as safe as, or of any profile if the restripe's filters select it
+ * (mfs_restripe_will_move), since they get the target layout when it moves.
  */
 static bool restripe_ahead(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
 {
@@ -451,7 +452,8 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 		if (pass == 2) {
 			if (type & MFS_BLOCK_GROUP_DATA)
 				keep_metadata_headroom(fs);
-			ret = mfs_alloc_chunk(fs, type | profile, 0, &bg);
+			ret = mfs_alloc_chunk(fs, type | profile,
+					      mfs_restripe_new_chunk_stripe(fs, type), &bg);
 			if (ret == 0 && bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);
 			if (ret && ret != -ENOSPC)
@@ -467,8 +469,9 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 				continue;
 			if (pass == 0 && p != profile)
 				continue;
-			if (pass == 1 && (p == profile || !mfs_profile_covers(p, profile) ||
-					  !restripe_ahead(fs, bg)))
+			if (pass == 1 && (p == profile || !restripe_ahead(fs, bg) ||
+					  !(mfs_profile_covers(p, profile) ||
+					    mfs_restripe_will_move(fs, bg))))
 				continue;
 			if (bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);

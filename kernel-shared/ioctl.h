@@ -86,7 +86,7 @@ struct mfs_ioctl_restripe_ctl {
  * whether it fits; nothing is changed. Allowed on a read-only mount.
  */
 struct mfs_ioctl_restripe_estimate {
-	struct mfs_ioctl_restripe_args args;	/* in (its result and msg unused) */
+	struct mfs_ioctl_restripe_args args;	/* in; msg out: why start would refuse */
 	uint64_t chunks;		/* out: chunks selected */
 	uint64_t bytes;			/* out: used bytes in them */
 	uint64_t raw_needed;		/* out: raw space their new layouts take */

@@ -362,6 +362,36 @@ static bool chunk_selected(struct mfs_fs_info *fs, const struct mfs_restripe_arg
 	return true;
 }
 
+bool mfs_restripe_will_move(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	const struct mfs_restripe_status *st = fs->restripe;
+	const struct mfs_balance_filter *f;
+	u64 counts[3] = { 0, 0, 0 };
+	bool sel;
+
+	if (!st || st->state == MFS_RESTRIPE_NONE || bg->start < st->cursor || !bg->map)
+		return false;
+	/* usage and limit depend on what the chunk holds and on the order: not static */
+	f = filter_for(&st->args, bg->flags, &sel);
+	if (st->args.op == MFS_RESTRIPE_OP_BALANCE &&
+	    (f->flags & (MFS_BALANCE_ARGS_USAGE | MFS_BALANCE_ARGS_LIMIT)))
+		return false;
+	return chunk_selected(fs, &st->args, bg->map, counts);
+}
+
+u64 mfs_restripe_new_chunk_stripe(struct mfs_fs_info *fs, u64 flags)
+{
+	const struct mfs_restripe_status *st = fs->restripe;
+	const struct mfs_balance_filter *f;
+	bool sel;
+
+	if (!st || st->state == MFS_RESTRIPE_NONE || st->args.op != MFS_RESTRIPE_OP_BALANCE ||
+	    (flags & MFS_BLOCK_GROUP_DATA))
+		return 0;
+	f = filter_for(&st->args, flags, &sel);
+	return sel && (f->flags & MFS_BALANCE_ARGS_CONVERT) ? MFS_CONVERT_TREE_CHUNK_STRIPE : 0;
+}
+
 /* Logical starts of the selected chunks at or after cursor. */
 static int select_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
 			 u64 **out, int *nout, u64 *bytes)
@@ -416,8 +446,76 @@ static const char *type_word(u64 type)
 	return "metadata";
 }
 
-static int check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
-		      char *msg, size_t msglen)
+/*
+ * What a profile below its minimum device count could become on ndev
+ * devices, keeping as much of its redundancy as they allow.
+ */
+static u64 delete_convert_target(u64 profile, bool data, int ndev)
+{
+	const struct mfs_raid_attr *p = mfs_profile(profile);
+
+	if (ndev >= 3 && p->tolerated_failures >= 2)
+		return MFS_BLOCK_GROUP_RAID1C3;
+	if (ndev >= 2)
+		return data && p->nparity ? MFS_BLOCK_GROUP_RAID5 : MFS_BLOCK_GROUP_RAID1;
+	return data ? 0 : MFS_BLOCK_GROUP_DUP;
+}
+
+/*
+ * A delete leaving ndev devices: refused when a profile in use needs more.
+ * The message names the first such profile and suggests the convert that
+ * covers every type below its minimum (system follows metadata), with -f
+ * when metadata would lose redundancy; <mnt> is for the command to fill in.
+ */
+static int check_delete_minimum(struct mfs_fs_info *fs, int ndev, char *msg, size_t msglen)
+{
+	static const char *word[] = { "zero", "one", "two", "three", "four" };
+	const struct mfs_raid_attr *first = NULL;
+	u64 first_type = 0, dto = 0, mto = 0;
+	bool dlow = false, mlow = false, force = false;
+	char opts[128];
+	int i;
+
+	for (i = 0; i < fs->nr_chunks; i++) {
+		u64 type = fs->chunks[i]->type;
+		const struct mfs_raid_attr *p = mfs_profile(type);
+		bool data = type & MFS_BLOCK_GROUP_DATA;
+		u64 to;
+
+		if (ndev >= p->devs_min)
+			continue;
+		if (!first) {
+			first = p;
+			first_type = type;
+		}
+		to = delete_convert_target(type, data, ndev);
+		if (data) {
+			/* several data profiles below: the least redundant target covers all */
+			dto = dlow && mfs_profile(dto)->tolerated_failures < mfs_profile(to)->tolerated_failures ?
+			      dto : to;
+			dlow = true;
+		} else {
+			mto = mlow && mfs_profile(mto)->tolerated_failures < mfs_profile(to)->tolerated_failures ?
+			      mto : to;
+			mlow = true;
+			if (mfs_profile(to)->tolerated_failures < p->tolerated_failures)
+				force = true;
+		}
+	}
+	if (!first)
+		return 0;
+	snprintf(opts, sizeof(opts), "%s%s%s%s%s%s", force ? "-f " : "",
+		 dlow ? "-dconvert=" : "", dlow ? mfs_profile(dto)->name : "",
+		 dlow && mlow ? " " : "", mlow ? "-mconvert=" : "", mlow ? mfs_profile(mto)->name : "");
+	snprintf(msg, msglen,
+		 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start %s <mnt>'",
+		 first->devs_min < 5 ? word[first->devs_min] : "many", first->ui_name,
+		 type_word(first_type), opts);
+	return -EINVAL;
+}
+
+int mfs_restripe_check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			    char *msg, size_t msglen)
 {
 	int ndev = allocatable_devices(fs, a), i;
 	const struct mfs_balance_filter *fl[3] = { &a->data, &a->meta, &a->sys };
@@ -470,26 +568,7 @@ static int check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 			return -EINVAL;
 		}
 		/* every profile in use must keep enough devices */
-		for (i = 0; i < fs->nr_chunks; i++) {
-			const struct mfs_raid_attr *p = mfs_profile(fs->chunks[i]->type);
-
-			if (ndev < p->devs_min) {
-				const char *word[] = { "zero", "one", "two", "three", "four" };
-				bool data = fs->chunks[i]->type & MFS_BLOCK_GROUP_DATA;
-				u64 to_bit = ndev >= 2 ? MFS_BLOCK_GROUP_RAID1 : 0;
-				const char *to = to_bit ? "raid1" : "single";
-				/* metadata losing redundancy needs -f: say so */
-				bool force = !data && mfs_profile(to_bit)->tolerated_failures <
-						      p->tolerated_failures;
-
-				snprintf(msg, msglen,
-					 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start %s-%cconvert=%s <mnt>'",
-					 p->devs_min < 5 ? word[p->devs_min] : "many", p->ui_name,
-					 type_word(fs->chunks[i]->type), force ? "-f " : "",
-					 data ? 'd' : 'm', to);
-				return -EINVAL;
-			}
-		}
+		return check_delete_minimum(fs, ndev, msg, msglen);
 	}
 	return 0;
 }
@@ -522,11 +601,12 @@ static void unalloc_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 }
 
 /*
- * A conversion sends new tree blocks to the target profile at once
- * (apply_targets): unless a chunk of it, or of a profile as safe, is
- * there to take them, the first commit of the operation allocates a
- * metadata and a system chunk of it. Those chunks are really made, so
- * they count.
+ * A conversion sends new tree blocks to the target profile (apply_targets).
+ * The chunks it will move take them until then (mfs_restripe_will_move), but
+ * while the last of them is copied, a writer of the mounted filesystem
+ * needs a chunk of the target, or of a profile as safe: unless one is there,
+ * count a small one of the target profile (mfs_restripe_new_chunk_stripe),
+ * as the run would make it.
  */
 static int simulate_target_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 				  struct mfs_block_group **made, int *nmade)
@@ -550,7 +630,7 @@ static int simulate_target_chunks(struct mfs_fs_info *fs, const struct mfs_restr
 				have = true;
 		if (have)
 			continue;
-		ret = mfs_alloc_chunk(fs, flags, 0, &made[*nmade]);
+		ret = mfs_alloc_chunk(fs, flags, MFS_CONVERT_TREE_CHUNK_STRIPE, &made[*nmade]);
 		if (ret == -ENOSPC)
 			continue;	/* then tree blocks go to chunks of the old profile */
 		if (ret)
@@ -748,8 +828,10 @@ static int estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args 
 		ret = simulate_placement(fs, a, list, n, &stuck, &est->stuck_logical);
 		est->fits = ret == 0;
 		if (ret == -ENOSPC) {
-			if (est->raw_needed <= est->raw_available)
+			if (est->raw_needed <= est->raw_available) {
+				est->holes_too_small = true;
 				est->raw_needed = est->raw_available + stuck;
+			}
 			ret = 0;
 		} else if (!ret && est->raw_needed > est->raw_available) {
 			est->raw_needed = est->raw_available;
@@ -797,6 +879,12 @@ static void no_space_message(struct mfs_fs_info *fs, const struct mfs_restripe_a
 			 (unsigned long long)a->new_size, (unsigned long long)a->devids[0],
 			 mfs_bg_type_name(map->type), mfs_profile(map->type)->ui_name,
 			 (unsigned long long)map->logical, (unsigned long long)map->length);
+	} else if (est->holes_too_small && map) {
+		snprintf(msg, msglen,
+			 "not enough contiguous free space: the %s,%s chunk at %llu (%llu bytes) finds no holes large enough for its new layout, though %llu bytes are free in all; nothing was moved",
+			 mfs_bg_type_name(map->type), mfs_profile(map->type)->ui_name,
+			 (unsigned long long)map->logical, (unsigned long long)map->length,
+			 (unsigned long long)est->raw_available);
 	} else if (a->op == MFS_RESTRIPE_OP_DELETE) {
 		snprintf(msg, msglen,
 			 "not enough space on the remaining devices: %llu bytes needed, %llu available (%llu missing)",
@@ -837,7 +925,7 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 		snprintf(msg, msglen, "unknown operation %d", args->op);
 		return -EINVAL;
 	}
-	ret = check_args(fs, args, msg, msglen);
+	ret = mfs_restripe_check_args(fs, args, msg, msglen);
 	if (ret)
 		return ret;
 	/*
@@ -1791,12 +1879,17 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	if (replace) {
 		plan.read = replace_read_map(old, st->args.devids[0],
 					     st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
-		keep = calloc(new[0]->num_stripes, 1);
-		if (!plan.read || !keep)
+		if (!plan.read)
 			ret = -ENOMEM;
-		/* without parity a stripe left in place holds its data already */
-		for (i = 0; !ret && !mfs_profile(old->type)->nparity && i < old->num_stripes; i++)
-			keep[i] = mfs_stripe_kept(old, i, new[0]);
+	}
+	/* without parity a stripe left in place holds its data already: not written */
+	if (!ret && nnew == 1 && !mfs_profile(old->type)->nparity &&
+	    !mfs_profile(new[0]->type)->nparity) {
+		keep = calloc(new[0]->num_stripes, 1);
+		if (!keep)
+			ret = -ENOMEM;
+		for (i = 0; !ret && i < new[0]->num_stripes; i++)
+			keep[i] = mfs_stripe_holds_old(old, new[0], i);
 		plan.keep = keep;
 	}
 	csums = calloc(n + 1, sizeof(*csums));	/* filled by the copy */

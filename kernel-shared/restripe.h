@@ -96,6 +96,24 @@ int mfs_restripe_run(struct mfs_fs_info *fs);
 int mfs_restripe_resume(struct mfs_fs_info *fs);
 /* Empty data chunks back to the unallocated pool (takes fs->lock). */
 int mfs_remove_unused_chunks(struct mfs_fs_info *fs);
+
+/*
+ * Whether the restripe in progress (running or paused) will move bg, which
+ * it has not reached yet, to the layout its filters give: then bg may take
+ * new extents of the target profile whatever its own, since they get the
+ * target layout when it moves. Only static filters count (not usage=,
+ * limit=).
+ */
+bool mfs_restripe_will_move(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
+
+/*
+ * The stripe size for a new chunk of flags (tree blocks) while a convert of
+ * its type is in progress, 0 for the usual policy: small, since it only
+ * bridges the copy of the last chunk to convert - a full-size one on top
+ * of the chunks' new layouts would refuse a convert that fits.
+ */
+#define MFS_CONVERT_TREE_CHUNK_STRIPE	(32ULL * 1024 * 1024)
+u64 mfs_restripe_new_chunk_stripe(struct mfs_fs_info *fs, u64 flags);
 /* Cancel a paused one (a running one: set cancel_req). */
 int mfs_restripe_cancel_paused(struct mfs_fs_info *fs);
 
@@ -107,7 +125,15 @@ struct mfs_restripe_estimate {
 	u64 raw_available;	/* unallocated raw space usable for them */
 	u64 stuck_logical;	/* !fits: the first chunk that finds no room */
 	bool fits;
+	bool holes_too_small;	/* !fits although the sums do: free space too scattered */
 };
+/*
+ * The refusals that do not depend on space (too few devices for a target
+ * profile, metadata losing redundancy without force, a delete below a
+ * profile's minimum, a bad shrink), with the reason in msg; 0 when none.
+ */
+int mfs_restripe_check_args(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
+			    char *msg, size_t msglen);
 int mfs_restripe_estimate(struct mfs_fs_info *fs, const struct mfs_restripe_args *args,
 			  struct mfs_restripe_estimate *est);
 

@@ -1767,6 +1767,105 @@ static int alloc_keeping_stripes(struct mfs_fs_info *fs, const struct mfs_chunk_
 	return 0;
 }
 
+/* Profiles whose every stripe is a whole copy of the chunk: single, DUP, RAID1, RAID1C3/4. */
+static bool whole_copies(u64 flags)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+
+	return a->devs_max && !a->nparity;
+}
+
+/*
+ * A convert between profiles of whole copies (raid1 to raid1c3, raid1c4
+ * to raid1, single to raid1...): the copies already on distinct devices
+ * that stay are kept in place, the missing ones go to the devices with the
+ * most room. Only the new copies need writing, and only their space.
+ * -ENOSPC when no copy can be kept or a new one finds no room.
+ */
+static int alloc_keeping_copies(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
+				const u64 *excl, int nexcl, struct mfs_chunk_map **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	u64 stripe = old->length;
+	struct mfs_chunk_map *map;
+	int i, d, k = 0, first_new, ret = 0;
+
+	map = mfs_alloc_chunk_map(a->devs_max);
+	if (!map)
+		return -ENOMEM;
+	map->logical = old->logical;
+	map->length = old->length;
+	map->type = flags;
+	map->stripe_len = old->stripe_len;
+	map->num_stripes = a->devs_max;
+	map->sub_stripes = a->sub_stripes;
+	for (i = 0; i < old->num_stripes && k < map->num_stripes; i++) {
+		const struct mfs_map_stripe *st = &old->stripes[i];
+
+		if (st->dev && !st->dev->missing && st->dev->io &&
+		    !devid_excluded(st->devid, excl, nexcl) && !stripe_dev_in(map, k, st->dev))
+			map->stripes[k++] = *st;
+	}
+	if (!k) {
+		free(map);
+		return -ENOSPC;
+	}
+	for (first_new = k; k < map->num_stripes && !ret; k++) {
+		struct mfs_map_stripe *st = &map->stripes[k];
+		struct mfs_device *best = NULL;
+		u64 best_hole = 0, start = 0;
+
+		for (d = 0; d < fs->nr_devices; d++) {
+			struct mfs_device *dev = fs->devices[d];
+			u64 hole;
+
+			if (!mfs_device_allocatable(dev) || devid_excluded(dev->devid, excl, nexcl) ||
+			    stripe_dev_in(map, k, dev))
+				continue;
+			hole = mfs_device_max_hole(dev, NULL);
+			if (hole >= stripe && hole > best_hole) {
+				best = dev;
+				best_hole = hole;
+			}
+		}
+		if (!best || mfs_device_best_fit(best, stripe, &start)) {
+			ret = -ENOSPC;
+			break;
+		}
+		ret = mfs_device_add_extent(best, start, stripe, old->logical);
+		if (ret)
+			break;
+		st->dev = best;
+		st->devid = best->devid;
+		st->physical = start;
+		memcpy(st->dev_uuid, best->uuid, MFS_UUID_SIZE);
+	}
+	if (ret) {
+		for (i = first_new; i < k; i++)
+			mfs_device_remove_extent(map->stripes[i].dev, map->stripes[i].physical);
+		free(map);
+		return ret;
+	}
+	if (a->incompat)
+		fs->incompat_flags |= a->incompat;
+	*out = map;
+	return 0;
+}
+
+bool mfs_stripe_holds_old(const struct mfs_chunk_map *old, const struct mfs_chunk_map *new, int j)
+{
+	bool copies = whole_copies(old->type) && whole_copies(new->type);
+	int i;
+
+	for (i = 0; i < old->num_stripes; i++)
+		if (new->stripes[j].devid == old->stripes[i].devid &&
+		    new->stripes[j].physical == old->stripes[i].physical &&
+		    (copies || (i == j && old->type == new->type && old->length == new->length &&
+				old->num_stripes == new->num_stripes)))
+			return true;
+	return false;
+}
+
 /* Allocatable devices not in excl and their largest holes, largest first. */
 static int gather_holes(struct mfs_fs_info *fs, const u64 *excl, int nexcl,
 			struct dev_hole *holes)
@@ -2000,6 +2099,9 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, 
 		return -ENOMEM;
 	if (nexcl && old->type == flags)
 		ret = alloc_keeping_stripes(fs, old, excl, nexcl, &maps[0]);
+	else if (old->type != flags && whole_copies(old->type) && whole_copies(flags) &&
+		 mfs_profile(flags)->dev_stripes == 1)
+		ret = alloc_keeping_copies(fs, old, flags, excl, nexcl, &maps[0]);
 	/* no room beside the kept stripes (raid5 on 3 devices losing one): a new layout */
 	if (ret == -ENOSPC)
 		ret = alloc_whole(fs, old, flags, excl, nexcl, &maps[0]);

@@ -128,7 +128,8 @@ int mfs_layout_for_length(u64 flags, u64 length, const u64 *hole_len, int nholes
  * Restripe: a second layout of type|profile flags for old's logical range
  * (not yet live), on devices not in excl. One chunk when the holes take
  * it (same profile with devices leaving: stripes on staying devices stay
- * put); else several chunks that cover the range in order, cut only where
+ * put; a convert between profiles of whole copies keeps the copies it
+ * can); else several chunks that cover the range in order, cut only where
  * no extent of used[] (sorted by start) straddles the cut. Their dev
  * extents are recorded in memory; the maps are not in the chunk table.
  * *out is a malloc'd array of *nout maps; -ENOSPC if it does not fit.
@@ -139,6 +140,12 @@ int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, 
 		       struct mfs_chunk_map ***out, int *nout);
 /* Undo mfs_alloc_chunk_at: give back the places (but those kept from old) and free. */
 void mfs_free_chunk_layout(struct mfs_chunk_map **maps, int nmaps, const struct mfs_chunk_map *old);
+/*
+ * Does stripe j of new already hold its data, as a stripe of old left in
+ * place: the same stripe of the same layout, or any copy when both
+ * profiles keep whole copies (mfs_alloc_chunk_at keeps those on a convert)?
+ */
+bool mfs_stripe_holds_old(const struct mfs_chunk_map *old, const struct mfs_chunk_map *new, int j);
 /* Does the new layout keep stripe i of the old one in place? */
 bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new);
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);

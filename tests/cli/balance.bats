@@ -260,6 +260,8 @@ ui_profile() {
 	refused "ERROR: invalid profiles argument: raid1|nope" -dprofiles=raid1\|nope
 	refused "ERROR: invalid devid argument: 0" -ddevid=0
 	refused "ERROR: invalid limit argument: x" -dlimit=x
+	refused "ERROR: invalid vrange argument: 10" -dvrange=10
+	refused "ERROR: invalid drange argument: 5" -mdevid=1,drange=5
 	refused "ERROR: Refusing to explicitly operate on system chunks." -s
 	assert_stderr_line "Pass --force if you really want to do that."
 	refused "ERROR: Refusing to explicitly operate on system chunks." -sconvert=single
@@ -269,6 +271,12 @@ ui_profile() {
 	refused "ERROR: balance: converting metadata to RAID0 reduces redundancy, use --force if you want this" -mconvert=raid0
 	# too few devices for the target
 	refused "ERROR: balance: unable to convert data to RAID1C4: it needs 4 devices, the filesystem has 3" -dconvert=raid1c4
+	# a dry run refuses what start would, before estimating space
+	refused "ERROR: balance: converting metadata to single reduces redundancy, use --force if you want this" --dry-run -mconvert=single
+	refused "ERROR: balance: unable to convert data to RAID1C4: it needs 4 devices, the filesystem has 3" --dry-run -dconvert=raid1c4
+	run --separate-stderr mfs balance start --dry-run -f -mconvert=single "$T/img1"
+	assert_success
+	assert_line "It fits."
 	verify_offline "$T/img1"
 
 	# the same refusals online; no chunk moves either
@@ -487,6 +495,38 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	run awk '$2 ~ /^Data/ && $2 != "Data|RAID1C3" { print }' <(chunk_layout "$T/img1")
 	assert_output ""
 	run awk '$2 ~ /^(Metadata|System)/ && $2 !~ /RAID5$/ { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	verify_offline "$T/img1"
+}
+
+@test "convert to more copies fits where the new copies do: metadata raid1c3/raid1c4 on 4 x 512M" {
+	# metadata raid1 in a 204 MiB chunk; raid1c4 needs 4 x 204 MiB of 2 GiB
+	fs_with 4 512M 20 -d single -m raid1
+	run --separate-stderr mfs balance start --dry-run -mconvert=raid1c3 "$T/img1"
+	assert_success
+	assert_line --regexp '^Would relocate 2 chunks holding '
+	assert_line "It fits."
+	run --separate-stderr mfs balance start -mconvert=raid1c3 "$T/img1"
+	assert_success
+	assert_output "Done, had to relocate 2 out of 3 chunks"
+	run --separate-stderr mfs balance start -mconvert=raid1c4 "$T/img1"
+	assert_success
+	run awk '$2 ~ /^(Metadata|System)/ && ($2 !~ /RAID1C4$/ || NF != 6) { print }' <(chunk_layout "$T/img1")
+	assert_output ""
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+
+	# online, tree blocks written meanwhile; back down needs -f
+	mnt "$T/img1"
+	mkdir "$T/mnt/many"
+	(for i in $(seq 1 1500); do echo "$i" >"$T/mnt/many/f$i"; done) &
+	writer=$!
+	run --separate-stderr mfs balance start -f -mconvert=raid1c3 "$T/mnt"
+	assert_success
+	wait "$writer"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	run awk '$2 ~ /^(Metadata|System)/ && ($2 !~ /RAID1C3$/ || NF != 5) { print }' <(chunk_layout "$T/img1")
 	assert_output ""
 	verify_offline "$T/img1"
 }

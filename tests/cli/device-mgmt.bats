@@ -288,7 +288,7 @@ setup_file() {
 	for i in 1 2 3; do fp[$i]=$(fingerprint "$T/img$i"); done
 	run --separate-stderr mfs device delete 3 "$T/img1"
 	assert_failure 1
-	assert_stderr_regex "^ERROR: device delete: unable to go below three devices on RAID1C3 \((metadata|system) chunks\); convert first, e.g. 'mfs balance start -f -mconvert=raid1 <mnt>'$"
+	assert_stderr_regex "^ERROR: device delete: unable to go below three devices on RAID1C3 \((metadata|system) chunks\); convert first, e.g. 'mfs balance start -f -mconvert=raid1 $T/img1'$"
 	for i in 1 2 3; do assert_untouched "$T/img$i" "${fp[$i]}"; done
 	# after that convert (it lowers metadata redundancy: -f) the delete goes through
 	run mfs balance start -q -mconvert=raid1 "$T/img1"
@@ -301,13 +301,13 @@ setup_file() {
 	# raid1 data on two devices
 	run --separate-stderr mfs device delete 1 "$T/img2"
 	assert_failure 1
-	assert_stderr_regex "^ERROR: device delete: unable to go below two devices on RAID1 \((data|metadata|system) chunks\); convert first, e.g. 'mfs balance start (-f )?-[dm]convert=single <mnt>'$"
+	assert_stderr_regex "^ERROR: device delete: unable to go below two devices on RAID1 \((data|metadata|system) chunks\); convert first, e.g. 'mfs balance start -f -dconvert=single -mconvert=dup $T/img2'$"
 	# two at once from three raid6
 	fs2() { rm -f "$T"/img* "$MFS_REGISTRY"; fs_with 4 512M 8 -d raid6 -m raid1; }
 	fs2
 	run --separate-stderr mfs device delete 3 4 "$T/img1"
 	assert_failure 1
-	assert_stderr_line "ERROR: device delete: unable to go below three devices on RAID6 (data chunks); convert first, e.g. 'mfs balance start -dconvert=raid1 <mnt>'"
+	assert_stderr_line "ERROR: device delete: unable to go below three devices on RAID6 (data chunks); convert first, e.g. 'mfs balance start -dconvert=raid5 $T/img1'"
 	verify_offline "$T/img1"
 	# the only device
 	rm -f "$T"/img* "$MFS_REGISTRY"
@@ -369,7 +369,7 @@ setup_file() {
 	assert_success
 	run mfs device delete status "$T/mnt"
 	assert_success
-	assert_output "No balance found on '$T/mnt'"
+	assert_output "No device delete found on '$T/mnt'"
 	[ "$(nr_devices "$T/img1")" = 2 ]
 	run mfs inspect-internal dump-super "$T/img3"
 	assert_failure
@@ -384,10 +384,10 @@ setup_file() {
 	assert_success
 	run mfs device delete status "$T/mnt"
 	assert_success
-	assert_output "No balance found on '$T/mnt'"
+	assert_output "No device delete found on '$T/mnt'"
 	run --separate-stderr mfs device delete cancel "$T/mnt"
 	assert_failure 2
-	assert_stderr_line "ERROR: balance cancel on '$T/mnt' failed: Not in progress"
+	assert_stderr_line "ERROR: device delete cancel on '$T/mnt' failed: Not in progress"
 	[ "$(nr_devices "$T/img1")" = 3 ]
 	verify_online
 	umnt
