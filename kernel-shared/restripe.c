@@ -2125,8 +2125,10 @@ static int run_once(struct mfs_fs_info *fs)
 			continue;
 		ret = relocate_chunk(fs, list[j]);
 		removed[j] = !ret;
+		pthread_mutex_lock(&fs->lock);
 		if (!ret)
 			st->considered++;
+		pthread_mutex_unlock(&fs->lock);
 	}
 	for (i = 0, j = 0; !ret && i < nall; i++) {
 		if (st->cancel_req) {
@@ -2143,7 +2145,10 @@ static int run_once(struct mfs_fs_info *fs)
 			j++;
 			continue;
 		}
+		/* status reads it under the lock */
+		pthread_mutex_lock(&fs->lock);
 		st->considered++;
+		pthread_mutex_unlock(&fs->lock);
 		if (j < n && list[j] == all[i]) {
 			ret = relocate_chunk(fs, list[j++]);
 		} else {
