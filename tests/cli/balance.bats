@@ -90,7 +90,7 @@ ui_profile() {
 	# --full-balance: no warning; offline the counts are exact: every chunk
 	# is considered and relocated (empty ones by removal)
 	before=$(chunk_layout "$T/img1" | wc -l)
-	run --separate-stderr mfs balance start --full-balance "$T/img1"
+	run --separate-stderr mfs balance start -q --full-balance "$T/img1"
 	assert_success
 	assert_output "Done, had to relocate $before out of $before chunks"
 	assert_stderr_empty
@@ -506,7 +506,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	assert_success
 	assert_line --regexp '^Would relocate 2 chunks holding '
 	assert_line "It fits."
-	run --separate-stderr mfs balance start -mconvert=raid1c3 "$T/img1"
+	run --separate-stderr mfs balance start -q -mconvert=raid1c3 "$T/img1"
 	assert_success
 	assert_output "Done, had to relocate 2 out of 3 chunks"
 	run --separate-stderr mfs balance start -mconvert=raid1c4 "$T/img1"
@@ -539,7 +539,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	make_images 3 512M
 	mkfs.mfs -q -d raid1 -m raid1 $(imgs 3)
 	# offline: usage=0 takes the empty chunk; it is copied, not removed
-	run --separate-stderr mfs balance start -dusage=0 "$T/img1"
+	run --separate-stderr mfs balance start -q -dusage=0 "$T/img1"
 	assert_success
 	assert_output "Done, had to relocate 1 out of 3 chunks"
 	[ "$(data_types "$T/img1")" = "Data|RAID1" ]

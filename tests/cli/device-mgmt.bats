@@ -203,7 +203,7 @@ setup_file() {
 @test "device delete: by path and by devid, online; filesystem show at once; superblocks wiped" {
 	fs_with 4 512M 60 -d raid1 -m raid1
 	mnt "$T/img1"
-	run --separate-stderr mfs device delete "$T/img4" "$T/mnt"
+	run --separate-stderr mfs device delete -q "$T/img4" "$T/mnt"
 	assert_success
 	assert_output ""
 	assert_stderr_empty
