@@ -1345,12 +1345,6 @@ struct chunk_writer {
 	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
 	pthread_t thread;
 	int ret;		/* of the last window written */
-	/* early writeback: a thread flushes the stripes' devices as windows land */
-	pthread_t flusher;
-	bool flusher_started, flusher_stop;
-	pthread_mutex_t flush_lock;
-	pthread_cond_t flush_cond;
-	u64 written, flushed;	/* bytes per stripe written / covered by a flush */
 };
 
 /* Where stripe i's part of row lies in the window. */
@@ -1435,71 +1429,7 @@ static void *write_window(void *arg)
 			ret = sw[i].ret;
 	}
 	w->ret = ret;
-	if (w->flusher_started) {
-		pthread_mutex_lock(&w->flush_lock);
-		w->written += w->writing->rows * map->stripe_len;
-		pthread_cond_signal(&w->flush_cond);
-		pthread_mutex_unlock(&w->flush_lock);
-	}
 	return NULL;
-}
-
-/*
- * The commit that swaps the chunk in flushes every device; by then the
- * devices (a loop device's backing file, a disk's cache) may hold a whole
- * chunk unwritten, and the copy of the next chunk waits for it. Flushing
- * the new stripes' devices every RESTRIPE_FLUSH_EVERY bytes, beside the
- * copy, starts that writeback early. Only durability timing changes: the
- * commit still flushes everything before the swap.
- */
-#define RESTRIPE_FLUSH_EVERY	(128 * SZ_1M)	/* per stripe */
-
-static void *flusher_run(void *arg)
-{
-	struct chunk_writer *w = arg;
-	struct mfs_chunk_map *map = w->map;
-	int i, j;
-
-	pthread_mutex_lock(&w->flush_lock);
-	for (;;) {
-		while (!w->flusher_stop && w->written - w->flushed < RESTRIPE_FLUSH_EVERY)
-			pthread_cond_wait(&w->flush_cond, &w->flush_lock);
-		if (w->flusher_stop)
-			break;
-		w->flushed = w->written;
-		pthread_mutex_unlock(&w->flush_lock);
-		for (i = 0; i < map->num_stripes; i++) {
-			struct mfs_device *dev = map->stripes[i].dev;
-
-			for (j = 0; j < i && map->stripes[j].dev != dev; j++)
-				;
-			if (j == i && dev && dev->io && !(w->keep && w->keep[i]))
-				mfs_io_flush(dev->io);	/* the commit's flush reports errors */
-		}
-		pthread_mutex_lock(&w->flush_lock);
-	}
-	pthread_mutex_unlock(&w->flush_lock);
-	return NULL;
-}
-
-static void flusher_start(struct chunk_writer *w)
-{
-	pthread_mutex_init(&w->flush_lock, NULL);
-	pthread_cond_init(&w->flush_cond, NULL);
-	w->flusher_started = !pthread_create(&w->flusher, NULL, flusher_run, w);
-}
-
-static void flusher_stop(struct chunk_writer *w)
-{
-	if (w->flusher_started) {
-		pthread_mutex_lock(&w->flush_lock);
-		w->flusher_stop = true;
-		pthread_cond_signal(&w->flush_cond);
-		pthread_mutex_unlock(&w->flush_lock);
-		pthread_join(w->flusher, NULL);
-	}
-	pthread_mutex_destroy(&w->flush_lock);
-	pthread_cond_destroy(&w->flush_cond);
 }
 
 /* Wait for the window being written; its result. */
@@ -1587,6 +1517,42 @@ struct copy_plan {
 };
 
 /*
+ * One used range into the new layout, RESTRIPE_PIECE bytes at a time:
+ * a large extent neither needs its size in memory nor leaves the progress
+ * (bytes done, the rate) standing still while it is read.
+ */
+#define RESTRIPE_PIECE		(4 * SZ_1M)
+
+static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		      struct chunk_writer *w, const struct mfs_range *r, const u8 *csums, u8 *buf)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 off, cnt;
+	int ret = 0;
+
+	for (off = 0; off < r->len && !ret; off += cnt) {
+		struct mfs_range piece = *r;
+		const u8 *sums = csums ? csums + off / SECTOR * fs->csum_size : NULL;
+
+		/* a tree block is read whole: its checksum covers all of it */
+		cnt = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK ? r->len :
+		      min_t(u64, r->len - off, RESTRIPE_PIECE);
+		piece.start += off;
+		piece.len = cnt;
+		ret = read_good(fs, plan->read, &piece, sums, buf);
+		if (ret && plan->read != plan->old)
+			ret = read_good(fs, plan->old, &piece, sums, buf);
+		if (ret == -EIO || ret == -EUCLEAN)
+			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
+		if (!ret)
+			ret = writer_put(w, piece.start, buf, cnt);
+		if (!ret)
+			__atomic_add_fetch(&st->bytes_done, cnt, __ATOMIC_RELAXED);
+	}
+	return ret;
+}
+
+/*
  * Copy every used range of the chunk into the new layout (raid5/6 rows
  * whole, each written once), reading each range with read_good.
  */
@@ -1594,7 +1560,6 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		      struct mfs_chunk_map *new, struct mfs_range *r, u8 **csums, int n)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	struct mfs_chunk_map *old = plan->old;
 	u64 slen = new->stripe_len, ra_limit = 0;
 	struct chunk_writer w = { .map = new, .keep = plan->keep };
 	int i, ra_next = 0, ret = 0, err;
@@ -1606,16 +1571,13 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		if (!w.win[i].buf)
 			ret = -ENOMEM;
 	}
-	flusher_start(&w);
+	buf = malloc(RESTRIPE_PIECE);
+	if (!buf)
+		ret = -ENOMEM;
 	for (i = 0; i < n && !ret; i++) {
 		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
 			ra_limit = r[i].start + RESTRIPE_READAHEAD;
 			readahead_ranges(plan->read, r, n, &ra_next, ra_limit);
-		}
-		buf = malloc(r[i].len);
-		if (!buf) {
-			ret = -ENOMEM;
-			break;
 		}
 		/*
 		 * The checksums are looked up as the copy reaches each extent,
@@ -1627,27 +1589,17 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		pthread_mutex_lock(&fs->lock);
 		ret = extent_csums(fs, &r[i], &csums[i]);
 		pthread_mutex_unlock(&fs->lock);
-		if (!ret) {
-			ret = read_good(fs, plan->read, &r[i], csums[i], buf);
-			if (ret && plan->read != old)
-				ret = read_good(fs, old, &r[i], csums[i], buf);
-			if (ret == -EIO || ret == -EUCLEAN)
-				__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
-		}
 		if (!ret)
-			ret = writer_put(&w, r[i].start, buf, r[i].len);
-		free(buf);
-		if (!ret)
-			__atomic_add_fetch(&st->bytes_done, r[i].len, __ATOMIC_RELAXED);
+			ret = copy_range(fs, plan, &w, &r[i], csums[i], buf);
 	}
 	if (!ret)
 		ret = writer_flush(&w);
 	err = writer_wait(&w);
-	flusher_stop(&w);
 	if (w.ret)
 		__atomic_add_fetch(&st->write_errs, 1, __ATOMIC_RELAXED);
 	free(w.win[0].buf);
 	free(w.win[1].buf);
+	free(buf);
 	return ret ?: err;
 }
 
@@ -1701,6 +1653,37 @@ static int swap_in_pieces(struct mfs_trans_handle *trans, struct mfs_block_group
 	return ret;
 }
 
+/*
+ * The devices the copy wrote (new stripes not kept), flushed in parallel
+ * before the lock is taken for the swap. The commit flushes every device
+ * again, but then finds nothing left to write back: the lock it holds is
+ * not held across the write-back of a whole chunk, which stalls the live
+ * filesystem's file operations (a loop device's backing file or a disk's
+ * cache can hold the whole chunk dirty).
+ */
+static int flush_new_stripes(struct mfs_chunk_map **new, int nnew, const u8 *keep)
+{
+	int m, i, j, n = 0, total = 0;
+
+	for (m = 0; m < nnew; m++)
+		total += new[m]->num_stripes;
+
+	struct mfs_io_dev *io[total ? total : 1];
+
+	for (m = 0; m < nnew; m++)
+		for (i = 0; i < new[m]->num_stripes; i++) {
+			struct mfs_device *dev = new[m]->stripes[i].dev;
+
+			if (!dev || !dev->io || (keep && keep[i]))
+				continue;
+			for (j = 0; j < n && io[j] != dev->io; j++)
+				;
+			if (j == n)
+				io[n++] = dev->io;
+		}
+	return mfs_flush_io_devices(io, n);
+}
+
 /* Copy each piece's share of the used ranges (sorted) into it. */
 static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		       struct mfs_chunk_map **new, int nnew, struct mfs_range *r, u8 **csums, int n)
@@ -1715,7 +1698,7 @@ static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		ret = copy_chunk(fs, plan, new[m], r + first, csums + first, last - first);
 		first = last;
 	}
-	return ret;
+	return ret ?: flush_new_stripes(new, nnew, plan->keep);
 }
 
 /*

@@ -1508,20 +1508,19 @@ static void *flush_job_run(void *arg)
 }
 
 /*
- * Every present device's cache to stable storage. The devices flush in
- * parallel: a flush waits for the device to write back what it holds,
- * and one device's writeback need not wait for another's.
+ * These devices' caches to stable storage, in parallel: a flush waits for
+ * the device to write back what it holds, and one device's writeback need
+ * not wait for another's. The first error is returned.
  */
-int mfs_flush_all_devices(struct mfs_fs_info *fs)
+int mfs_flush_io_devices(struct mfs_io_dev **io, int n)
 {
-	struct flush_job job[fs->nr_devices ? fs->nr_devices : 1];
-	pthread_t tid[fs->nr_devices ? fs->nr_devices : 1];
-	bool started[fs->nr_devices ? fs->nr_devices : 1];
-	int i, n = 0, ret = 0;
+	struct flush_job job[n ? n : 1];
+	pthread_t tid[n ? n : 1];
+	bool started[n ? n : 1];
+	int i, ret = 0;
 
-	for (i = 0; i < fs->nr_devices; i++)
-		if (!fs->devices[i]->missing && fs->devices[i]->io)
-			job[n++] = (struct flush_job){ fs->devices[i]->io, 0 };
+	for (i = 0; i < n; i++)
+		job[i] = (struct flush_job){ io[i], 0 };
 	for (i = 1; i < n; i++)
 		started[i] = pthread_create(&tid[i], NULL, flush_job_run, &job[i]) == 0;
 	for (i = 0; i < n; i++) {
@@ -1533,6 +1532,18 @@ int mfs_flush_all_devices(struct mfs_fs_info *fs)
 			ret = job[i].ret;
 	}
 	return ret;
+}
+
+/* Every present device's cache to stable storage. */
+int mfs_flush_all_devices(struct mfs_fs_info *fs)
+{
+	struct mfs_io_dev *io[fs->nr_devices ? fs->nr_devices : 1];
+	int i, n = 0;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!fs->devices[i]->missing && fs->devices[i]->io)
+			io[n++] = fs->devices[i]->io;
+	return mfs_flush_io_devices(io, n);
 }
 
 /* Which stripe of map holds copy `mirror` of logical (raid5/6: the data column). */
@@ -1705,6 +1716,47 @@ static bool stripe_dev_in(const struct mfs_chunk_map *map, int upto, const struc
 }
 
 /*
+ * Stripe k of map (one of `stripe` bytes) on the allocatable device not in
+ * excl with the most room, best fit there; a profile of one stripe per
+ * device skips the devices the map already uses. The dev extent is
+ * recorded in memory.
+ */
+static int place_stripe(struct mfs_fs_info *fs, struct mfs_chunk_map *map, int k, u64 stripe,
+			const u64 *excl, int nexcl)
+{
+	bool distinct = mfs_profile(map->type)->dev_stripes == 1;
+	struct mfs_map_stripe *st = &map->stripes[k];
+	struct mfs_device *best = NULL;
+	u64 best_hole = 0, start = 0;
+	int d, ret;
+
+	for (d = 0; d < fs->nr_devices; d++) {
+		struct mfs_device *dev = fs->devices[d];
+		u64 hole;
+
+		if (!mfs_device_allocatable(dev) || devid_excluded(dev->devid, excl, nexcl))
+			continue;
+		if (distinct && stripe_dev_in(map, map->num_stripes, dev))
+			continue;
+		hole = mfs_device_max_hole(dev, NULL);
+		if (hole >= stripe && hole > best_hole) {
+			best = dev;
+			best_hole = hole;
+		}
+	}
+	if (!best || mfs_device_best_fit(best, stripe, &start))
+		return -ENOSPC;
+	ret = mfs_device_add_extent(best, start, stripe, map->logical);
+	if (ret)
+		return ret;
+	st->dev = best;
+	st->devid = best->devid;
+	st->physical = start;
+	memcpy(st->dev_uuid, best->uuid, MFS_UUID_SIZE);
+	return 0;
+}
+
+/*
  * Same profile, some devices leaving: stripes on the devices that stay
  * stay where they are; only the others get new places. Much less moves,
  * and it fits where a whole new layout would not.
@@ -1712,10 +1764,9 @@ static bool stripe_dev_in(const struct mfs_chunk_map *map, int upto, const struc
 static int alloc_keeping_stripes(struct mfs_fs_info *fs, const struct mfs_chunk_map *old,
 				 const u64 *excl, int nexcl, struct mfs_chunk_map **out)
 {
-	const struct mfs_raid_attr *a = mfs_profile(old->type);
 	u64 stripe = old->length / mfs_nr_data_stripes(old->type, old->num_stripes);
 	struct mfs_chunk_map *map;
-	int i, d, added = 0, ret = 0;
+	int i, added = 0, ret = 0;
 
 	map = mfs_alloc_chunk_map(old->num_stripes);
 	if (!map)
@@ -1723,37 +1774,12 @@ static int alloc_keeping_stripes(struct mfs_fs_info *fs, const struct mfs_chunk_
 	memcpy(map, old, sizeof(*old) + old->num_stripes * sizeof(old->stripes[0]));
 	for (i = 0; i < map->num_stripes && !ret; i++) {
 		struct mfs_map_stripe *st = &map->stripes[i];
-		struct mfs_device *best = NULL;
-		u64 best_hole = 0, start = 0;
 
 		if (st->dev && !devid_excluded(st->devid, excl, nexcl))
 			continue;
-		/* the device with the most room that the chunk does not use yet */
-		for (d = 0; d < fs->nr_devices; d++) {
-			struct mfs_device *dev = fs->devices[d];
-			u64 hole;
-
-			if (!mfs_device_allocatable(dev) || devid_excluded(dev->devid, excl, nexcl))
-				continue;
-			if (a->dev_stripes == 1 && stripe_dev_in(map, map->num_stripes, dev))
-				continue;
-			hole = mfs_device_max_hole(dev, NULL);
-			if (hole >= stripe && hole > best_hole) {
-				best = dev;
-				best_hole = hole;
-			}
-		}
-		if (!best || mfs_device_best_fit(best, stripe, &start)) {
-			ret = -ENOSPC;
-			break;
-		}
-		ret = mfs_device_add_extent(best, start, stripe, old->logical);
+		ret = place_stripe(fs, map, i, stripe, excl, nexcl);
 		if (ret)
 			break;
-		st->dev = best;
-		st->devid = best->devid;
-		st->physical = start;
-		memcpy(st->dev_uuid, best->uuid, MFS_UUID_SIZE);
 		added |= 1 << i;
 	}
 	if (ret) {
@@ -1788,7 +1814,7 @@ static int alloc_keeping_copies(struct mfs_fs_info *fs, const struct mfs_chunk_m
 	const struct mfs_raid_attr *a = mfs_profile(flags);
 	u64 stripe = old->length;
 	struct mfs_chunk_map *map;
-	int i, d, k = 0, first_new, ret = 0;
+	int i, k = 0, first_new, ret = 0;
 
 	map = mfs_alloc_chunk_map(a->devs_max);
 	if (!map)
@@ -1810,35 +1836,10 @@ static int alloc_keeping_copies(struct mfs_fs_info *fs, const struct mfs_chunk_m
 		free(map);
 		return -ENOSPC;
 	}
-	for (first_new = k; k < map->num_stripes && !ret; k++) {
-		struct mfs_map_stripe *st = &map->stripes[k];
-		struct mfs_device *best = NULL;
-		u64 best_hole = 0, start = 0;
-
-		for (d = 0; d < fs->nr_devices; d++) {
-			struct mfs_device *dev = fs->devices[d];
-			u64 hole;
-
-			if (!mfs_device_allocatable(dev) || devid_excluded(dev->devid, excl, nexcl) ||
-			    stripe_dev_in(map, k, dev))
-				continue;
-			hole = mfs_device_max_hole(dev, NULL);
-			if (hole >= stripe && hole > best_hole) {
-				best = dev;
-				best_hole = hole;
-			}
-		}
-		if (!best || mfs_device_best_fit(best, stripe, &start)) {
-			ret = -ENOSPC;
-			break;
-		}
-		ret = mfs_device_add_extent(best, start, stripe, old->logical);
+	for (first_new = k; k < map->num_stripes; k++) {
+		ret = place_stripe(fs, map, k, stripe, excl, nexcl);
 		if (ret)
 			break;
-		st->dev = best;
-		st->devid = best->devid;
-		st->physical = start;
-		memcpy(st->dev_uuid, best->uuid, MFS_UUID_SIZE);
 	}
 	if (ret) {
 		for (i = first_new; i < k; i++)

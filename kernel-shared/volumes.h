@@ -99,6 +99,7 @@ bool mfs_range_has_open_rows(struct mfs_fs_info *fs, const struct mfs_chunk_map 
 int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);
 int mfs_flush_all_devices(struct mfs_fs_info *fs);
+int mfs_flush_io_devices(struct mfs_io_dev **io, int n);
 /* Rewrite one copy (raid5/6: the data column) of logical, e.g. to repair it. */
 int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *buf,
 			     u32 len, int mirror);
