@@ -393,6 +393,19 @@ static int df_one(struct mfs_target *t, void *arg, bool first)
 			       pretty_size_mode(g->used, ctx->units));
 		}
 	}
+	/* as btrfs: the reserve last, as a type of its own */
+	if (ctx->array) {
+		struct json_object *o = mfs_json_array_add_object(ctx->array);
+
+		mfs_json_add_string(o, "bg-type", "GlobalReserve");
+		mfs_json_add_string(o, "bg-profile", "single");
+		mfs_json_add_u64(o, "total", u.sp.global_reserve);
+		mfs_json_add_u64(o, "used", u.sp.global_reserve_used);
+	} else {
+		printf("GlobalReserve, single: total=%s, used=%s\n",
+		       pretty_size_mode(u.sp.global_reserve, ctx->units),
+		       pretty_size_mode(u.sp.global_reserve_used, ctx->units));
+	}
 	usage_free(&u);
 	return 0;
 }
@@ -500,6 +513,9 @@ static void print_overall(const struct usage *u, unsigned int units)
 	printf("    Free (statfs, df):\t\t%*s\n", width, pretty_size_mode(o.free_statfs, units));
 	printf("    Data ratio:\t\t\t%*.2f\n", width, o.data_ratio);
 	printf("    Metadata ratio:\t\t%*.2f\n", width, o.meta_ratio);
+	printf("    Global reserve:\t\t%*s\t(used: %s)\n", width,
+	       pretty_size_mode(u->sp.global_reserve, units),
+	       pretty_size_mode(u->sp.global_reserve_used, units));
 	if (o.multiple[0])
 		printf("    Multiple profiles:\t\t%*s\t(%s)\n", width, "yes", o.multiple);
 	else
@@ -538,6 +554,8 @@ static int usage_json(const struct usage *u, const char *mnt, struct json_object
 	mfs_json_add_u64(o, "free-statfs-df", ov.free_statfs);
 	mfs_json_add_ratio(o, "data-ratio", ov.data_ratio);
 	mfs_json_add_ratio(o, "metadata-ratio", ov.meta_ratio);
+	mfs_json_add_u64(o, "global-reserve", sp->global_reserve);
+	mfs_json_add_u64(o, "global-reserve-used", sp->global_reserve_used);
 	mfs_json_add_string(o, "multiple-profiles", ov.multiple[0] ? ov.multiple : "no");
 	for (i = 0; i < u->ngroups; i++) {
 		const struct bg_group *g = &u->groups[i];

@@ -177,7 +177,8 @@ static int scan_add(struct mfs_scan *scan, const char *path)
 	if (!p)
 		return -ENOMEM;
 	scan->devs = p;
-	scan->devs[scan->nr].path = strdup(path);
+	/* by the canonical name, as filesystem show lists it */
+	scan->devs[scan->nr].path = strdup(real);
 	if (!scan->devs[scan->nr].path)
 		return -ENOMEM;
 	memcpy(&scan->devs[scan->nr].sb, &sb, sizeof(sb));

@@ -157,6 +157,8 @@ static int space_first_page(struct mfs_space *sp, const struct mfs_ioctl_space *
 	sp->system_profile = page->system_profile;
 	sp->statfs_blocks = page->statfs_blocks;
 	sp->statfs_bfree = page->statfs_bfree;
+	sp->global_reserve = page->global_reserve;
+	sp->global_reserve_used = page->global_reserve_used;
 	return 0;
 }
 

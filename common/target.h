@@ -32,6 +32,7 @@ struct mfs_space {
 	int nr_chunks;
 	u64 data_profile, metadata_profile, system_profile;
 	u64 statfs_blocks, statfs_bfree;
+	u64 global_reserve, global_reserve_used;
 };
 
 /*

@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "restripe.h"
 #include "inode.h"
+#include "transaction.h"
 
 static void filter_from_ioctl(struct mfs_balance_filter *f, const struct mfs_ioctl_balance_filter *i)
 {
@@ -261,7 +262,7 @@ static void space_chunks(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u64
 void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
 {
 	u64 dev_cursor = sp->dev_cursor, chunk_cursor = sp->chunk_cursor;
-	u64 stripe_cursor = sp->stripe_cursor;
+	u64 stripe_cursor = sp->stripe_cursor, reserve, meta_free;
 	struct statvfs sv;
 
 	mfs_statfs(fs, &sv);
@@ -275,6 +276,10 @@ void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
 	sp->data_profile = fs->data_profile;
 	sp->metadata_profile = fs->metadata_profile;
 	sp->system_profile = fs->system_profile;
+	reserve = mfs_global_reserve_blocks(fs);
+	meta_free = mfs_metadata_free_blocks(fs);
+	sp->global_reserve = reserve * fs->nodesize;
+	sp->global_reserve_used = (reserve - min_t(u64, reserve, meta_free)) * fs->nodesize;
 	space_devices(fs, sp, dev_cursor);
 	space_chunks(fs, sp, chunk_cursor, stripe_cursor);
 	pthread_mutex_unlock(&fs->lock);

@@ -163,6 +163,8 @@ struct mfs_ioctl_space {
 	uint64_t nr_devices, nr_chunks, nr_stripes;	/* out: on this page */
 	uint64_t data_profile, metadata_profile, system_profile;
 	uint64_t statfs_blocks, statfs_bfree;	/* df figures, bytes */
+	/* the metadata kept back for deletes and commits, and how much of it is gone */
+	uint64_t global_reserve, global_reserve_used;	/* bytes */
 	struct mfs_ioctl_space_dev devs[MFS_SPACE_MAX_DEVS];
 	struct mfs_ioctl_space_chunk chunks[MFS_SPACE_MAX_CHUNKS];
 	struct mfs_ioctl_space_stripe stripes[MFS_SPACE_MAX_STRIPES];

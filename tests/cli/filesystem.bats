@@ -180,7 +180,7 @@ print("ok")' <<<"$output"
 	mkfs.mfs -q -f img1
 	run --separate-stderr mfs filesystem show img1
 	assert_success
-	assert_line --regexp $'^\tdevid    1 size .* path img1$'
+	assert_line --regexp $'^\tdevid    1 size .* path '"$T/img1\$"
 	mkdir -p mnt
 	mfs mount img1 mnt
 	echo "$T/mnt" >>"$T/.mounts"

@@ -92,7 +92,7 @@ print(data_free + per_dev)' "$@"
 }
 
 @test "filesystem df: one line per type and profile, totals as in the chunk tree" {
-	local cfg n d m ratio
+	local cfg n d m ratio reserve
 	for cfg in "${CONFIGS[@]}"; do
 		read -r n d m ratio <<<"$cfg"
 		make_images "$n"
@@ -100,8 +100,12 @@ print(data_free + per_dev)' "$@"
 		run --separate-stderr mfs filesystem df -b "$T/img1"
 		assert_success
 		assert_stderr_empty
-		# as many lines as groups, each total equal to the chunk tree's
-		[ "${#lines[@]}" -eq "$(chunk_info "$T/img1" | grep -c '^group')" ]
+		# as many lines as groups, each total equal to the chunk tree's, and
+		# last the global reserve: 1/64 of the devices (4 MiB..512 MiB), unused
+		[ "${#lines[@]}" -eq "$(($(chunk_info "$T/img1" | grep -c '^group') + 1))" ]
+		reserve=$((n * 1024 * 1024 * 1024 / 64))
+		((reserve > 512 * 1024 * 1024)) && reserve=$((512 * 1024 * 1024))
+		assert_line --index $((${#lines[@]} - 1)) "GlobalReserve, single: total=$reserve, used=0"
 		while read -r _ t p total; do
 			t=${t%,}
 			[ "$(df_value "$t" "$p" total)" = "$total" ] ||
@@ -130,7 +134,7 @@ mfs_ui() {
 	assert_stderr_empty
 	echo "$output" >"$T/df.json"
 	[ "$(jq -r '.__header.version' "$T/df.json")" = 1 ]
-	[ "$(jq -r '."filesystem-df" | length' "$T/df.json")" = 3 ]
+	[ "$(jq -r '."filesystem-df" | length' "$T/df.json")" = 4 ]
 	jq -r '."filesystem-df"[] | "\(."bg-type"), \(."bg-profile"): total=\(.total), used=\(.used)"' \
 		"$T/df.json" >"$T/from-json"
 	mfs filesystem df --raw "$T/img1" >"$T/from-text"
@@ -154,7 +158,8 @@ mfs_ui() {
 	# every overall figure equals the text's
 	for pair in "Device size:device-size" "Device allocated:device-allocated" \
 		"Device unallocated:device-unallocated" "Used:used" \
-		"Free (statfs, df):free-statfs-df" "Data ratio:data-ratio" "Metadata ratio:metadata-ratio"; do
+		"Free (statfs, df):free-statfs-df" "Data ratio:data-ratio" "Metadata ratio:metadata-ratio" \
+		"Global reserve:global-reserve"; do
 		text=$(awk -F':' -v k="    ${pair%%:*}" '$1 == k { gsub(/[ \t]/, "", $2); print $2 }' "$T/u.txt")
 		json=$(jq -r "$fs.overall.\"${pair#*:}\"" "$T/u.json")
 		echo "$pair: text $text json $json"
