@@ -1345,6 +1345,7 @@ struct chunk_writer {
 	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
 	pthread_t thread;
 	int ret;		/* of the last window written */
+	u64 unflushed;		/* bytes per stripe written since the last flush */
 };
 
 /* Where stripe i's part of row lies in the window. */
@@ -1400,6 +1401,39 @@ static void *write_stripe_part(void *arg)
 	return NULL;
 }
 
+/*
+ * The devices the writer writes (stripes not kept), flushed in parallel.
+ * Every RESTRIPE_FLUSH_EVERY bytes per stripe, so that no flush has a
+ * whole chunk to write back: while a device flushes, every other request
+ * to it waits (a loop device syncs its backing file), a user's file write
+ * included. The flush after the copy (flush_new_stripes) and the commit's
+ * then find little left.
+ */
+#define RESTRIPE_FLUSH_EVERY	(32 * SZ_1M)
+
+static int flush_written(struct mfs_chunk_map **maps, int nmaps, const u8 *keep)
+{
+	int m, i, j, n = 0, total = 0;
+
+	for (m = 0; m < nmaps; m++)
+		total += maps[m]->num_stripes;
+
+	struct mfs_io_dev *io[total ? total : 1];
+
+	for (m = 0; m < nmaps; m++)
+		for (i = 0; i < maps[m]->num_stripes; i++) {
+			struct mfs_device *dev = maps[m]->stripes[i].dev;
+
+			if (!dev || !dev->io || (keep && keep[i]))
+				continue;
+			for (j = 0; j < n && io[j] != dev->io; j++)
+				;
+			if (j == n)
+				io[n++] = dev->io;
+		}
+	return mfs_flush_io_devices(io, n);
+}
+
 /* Parity, then every stripe's part at once: the devices write in parallel. */
 static void *write_window(void *arg)
 {
@@ -1427,6 +1461,11 @@ static void *write_window(void *arg)
 			pthread_join(sw[i].thread, NULL);
 		if (sw[i].ret && !ret)
 			ret = sw[i].ret;
+	}
+	w->unflushed += w->writing->rows * map->stripe_len;
+	if (!ret && w->unflushed >= RESTRIPE_FLUSH_EVERY) {
+		ret = flush_written(&w->map, 1, w->keep);
+		w->unflushed = 0;
 	}
 	w->ret = ret;
 	return NULL;
@@ -1653,37 +1692,6 @@ static int swap_in_pieces(struct mfs_trans_handle *trans, struct mfs_block_group
 	return ret;
 }
 
-/*
- * The devices the copy wrote (new stripes not kept), flushed in parallel
- * before the lock is taken for the swap. The commit flushes every device
- * again, but then finds nothing left to write back: the lock it holds is
- * not held across the write-back of a whole chunk, which stalls the live
- * filesystem's file operations (a loop device's backing file or a disk's
- * cache can hold the whole chunk dirty).
- */
-static int flush_new_stripes(struct mfs_chunk_map **new, int nnew, const u8 *keep)
-{
-	int m, i, j, n = 0, total = 0;
-
-	for (m = 0; m < nnew; m++)
-		total += new[m]->num_stripes;
-
-	struct mfs_io_dev *io[total ? total : 1];
-
-	for (m = 0; m < nnew; m++)
-		for (i = 0; i < new[m]->num_stripes; i++) {
-			struct mfs_device *dev = new[m]->stripes[i].dev;
-
-			if (!dev || !dev->io || (keep && keep[i]))
-				continue;
-			for (j = 0; j < n && io[j] != dev->io; j++)
-				;
-			if (j == n)
-				io[n++] = dev->io;
-		}
-	return mfs_flush_io_devices(io, n);
-}
-
 /* Copy each piece's share of the used ranges (sorted) into it. */
 static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		       struct mfs_chunk_map **new, int nnew, struct mfs_range *r, u8 **csums, int n)
@@ -1698,7 +1706,12 @@ static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		ret = copy_chunk(fs, plan, new[m], r + first, csums + first, last - first);
 		first = last;
 	}
-	return ret ?: flush_new_stripes(new, nnew, plan->keep);
+	/*
+	 * What the devices still hold goes to stable storage now, before the
+	 * lock is taken for the swap: the commit under the lock, which
+	 * flushes every device again, then finds nothing left to write back.
+	 */
+	return ret ?: flush_written(new, nnew, plan->keep);
 }
 
 /*
