@@ -471,13 +471,16 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 				break;
 		}
 		ticks++;
+		/* a finished run's status has no clock: the rate is of the run */
+		if (st->elapsed_ns)
+			last_elapsed = st->elapsed_ns;
+		else
+			st->elapsed_ns = last_elapsed;
 		/* a terminal: a live line; otherwise after 1s, then every 5s */
 		if (!quiet && (tty || ticks == 5 || ticks % 25 == 0)) {
 			print_progress(st, tty);
 			printed = true;
 		}
-		if (st->elapsed_ns)
-			last_elapsed = st->elapsed_ns;
 	}
 	if (!t->online) {
 		pthread_join(th, NULL);

@@ -797,6 +797,8 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	[ "$(count_lines '^[0-9]+/[0-9]+ chunks, [0-9.]+[KMG]?i?B of [0-9.]+[KMG]iB \([0-9]+%\), [0-9.]+[KMG]?i?B/s, ETA [0-9]+:[0-9]{2}:[0-9]{2}$')" -ge 2 ]
 	assert_line --regexp '^[0-9]+/[0-9]+ chunks, .* \(100%\), .*, ETA 0:00:00$'
 	assert_line --index $((${#lines[@]} - 1)) --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
+	# bytes move from the first second on: no line without a rate
+	refute_line --regexp ' 0\.00B/s, '
 	verify_online
 	# -q: only the result
 	run --separate-stderr mfs balance start -q --full-balance "$T/mnt"
@@ -809,6 +811,12 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	grep -q '^Done, had to relocate' <(tr '\r' '\n' <"$T/tty.out")
 	verify_online
 	umnt
+	verify_offline "$T/img1"
+	# offline the same lines; the one after the end still has the run's rate
+	run --separate-stderr mfs balance start --full-balance "$T/img1"
+	assert_success
+	[ "$(count_lines '^[0-9]+/[0-9]+ chunks, .*/s, ETA ')" -ge 1 ]
+	refute_line --regexp ' 0\.00B/s, '
 	verify_offline "$T/img1"
 }
 
