@@ -313,23 +313,29 @@ rate() { awk -v b="$1" -v s="$(echo "$2" | median)" 'BEGIN { printf "%.0f", b / 
 
 # The raw rates, each from the median of BENCH_RAW_REPS runs moving the most
 # any restripe step moved: a copy from one loop device to another (the goal's
-# measure), a read alone, a write alone (conv=fdatasync).
+# measure), a read alone; and a write alone (conv=fdatasync) of the most any
+# step wrote (up to the device size): a rate measured on less than a step
+# writes would hide the write-back throttling that a larger write meets.
 run_raw() {
-	local i op bytes=0 copy="" rd="" wr=""
+	local i op bytes=0 wbytes=0 copy="" rd="" wr="" devsize
 	for op in balance convert delete; do
 		[ "${MOVED[$op]:-0}" -gt "$bytes" ] && bytes=${MOVED[$op]}
+		[ "${WRITTEN[$op]:-0}" -gt "$wbytes" ] && wbytes=${WRITTEN[$op]}
 	done
 	[ "$bytes" -gt 0 ] || return 0
+	devsize=$(blockdev --getsize64 "$L4")
+	[ "$wbytes" -gt "$devsize" ] && wbytes=$devsize
+	[ "$wbytes" -gt 0 ] || wbytes=$bytes
 	# real data on the source device, not holes
 	for i in $(seq 1 "$nfiles"); do cat "$tmp/rand.bin"; done |
 		dd of="$L5" bs=4M iflag=fullblock conv=fdatasync status=none || die "filling $L5 failed"
 	for i in $(seq 1 "$raw_reps"); do
 		copy="$copy $(timed dd if="$L5" of="$L4" bs=4M count="$bytes" iflag=count_bytes conv=fdatasync status=none)"
 		rd="$rd $(timed dd if="$L5" of=/dev/null bs=4M count="$bytes" iflag=count_bytes status=none)"
-		wr="$wr $(timed dd if=/dev/zero of="$L4" bs=4M count="$bytes" iflag=count_bytes conv=fdatasync status=none)"
+		wr="$wr $(timed dd if=/dev/zero of="$L4" bs=4M count="$wbytes" iflag=count_bytes conv=fdatasync status=none)"
 	done
-	echo "# raw, $bytes bytes: copy$copy s; read$rd s; write$wr s" >&2
-	RAW_COPY=$(rate "$bytes" "$copy") RAW_READ=$(rate "$bytes" "$rd") RAW_WRITE=$(rate "$bytes" "$wr")
+	echo "# raw, $bytes bytes: copy$copy s; read$rd s; $wbytes bytes: write$wr s" >&2
+	RAW_COPY=$(rate "$bytes" "$copy") RAW_READ=$(rate "$bytes" "$rd") RAW_WRITE=$(rate "$wbytes" "$wr")
 	for op in balance convert delete; do
 		[ -n "${MOVED[$op]:-}" ] || continue
 		RAW[$op]=$(awk -v b="${MOVED[$op]}" -v r="$RAW_COPY" 'BEGIN { printf "%.2f", b / r }')
