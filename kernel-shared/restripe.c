@@ -1406,7 +1406,7 @@ static void *write_stripe_part(void *arg)
  * Every RESTRIPE_FLUSH_EVERY bytes per stripe, so that no flush has a
  * whole chunk to write back: while a device flushes, every other request
  * to it waits (a loop device syncs its backing file), a user's file write
- * included. The flush after the copy (flush_new_stripes) and the commit's
+ * included. The flush when the copy ends (copy_pieces) and the commit's
  * then find little left.
  */
 #define RESTRIPE_FLUSH_EVERY	(32 * SZ_1M)
@@ -1556,9 +1556,10 @@ struct copy_plan {
 };
 
 /*
- * One used range into the new layout, RESTRIPE_PIECE bytes at a time:
- * a large extent neither needs its size in memory nor leaves the progress
- * (bytes done, the rate) standing still while it is read.
+ * One used range into the new layout, RESTRIPE_PIECE bytes at a time, so
+ * the copy needs one buffer of that size whatever the extents on disk say.
+ * mfs writes no data extent larger (data.c max_extent_size); a range read
+ * from another image may be.
  */
 #define RESTRIPE_PIECE		(4 * SZ_1M)
 

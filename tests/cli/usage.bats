@@ -126,14 +126,22 @@ mfs_ui() {
 	esac
 }
 
+# json_of FILE ARGS...: `mfs --format json ARGS...` into FILE; it succeeds,
+# prints nothing on stderr and starts with the version 1 header
+json_of() {
+	local file=$1
+	shift
+	run --separate-stderr mfs --format json "$@"
+	assert_success
+	assert_stderr_empty
+	echo "$output" >"$file"
+	[ "$(jq -r '.__header.version' "$file")" = 1 ]
+}
+
 @test "filesystem df --format json: valid, same numbers as the text" {
 	make_images 3
 	mkfs.mfs -q -d raid5 -m raid1 $(imgs 3)
-	run --separate-stderr mfs --format json filesystem df "$T/img1"
-	assert_success
-	assert_stderr_empty
-	echo "$output" >"$T/df.json"
-	[ "$(jq -r '.__header.version' "$T/df.json")" = 1 ]
+	json_of "$T/df.json" filesystem df "$T/img1"
 	[ "$(jq -r '."filesystem-df" | length' "$T/df.json")" = 4 ]
 	jq -r '."filesystem-df"[] | "\(."bg-type"), \(."bg-profile"): total=\(.total), used=\(.used)"' \
 		"$T/df.json" >"$T/from-json"
@@ -148,12 +156,8 @@ mfs_ui() {
 @test "filesystem usage and device usage --format json: the numbers of the raw text output" {
 	make_images 3
 	mkfs.mfs -q -d raid5 -m raid1 $(imgs 3)
-	run --separate-stderr mfs --format json filesystem usage "$T/img1"
-	assert_success
-	assert_stderr_empty
-	echo "$output" >"$T/u.json"
+	json_of "$T/u.json" filesystem usage "$T/img1"
 	mfs filesystem usage -b "$T/img1" >"$T/u.txt"
-	[ "$(jq -r '.__header.version' "$T/u.json")" = 1 ]
 	fs='."filesystem-usage"[0]'
 	# every overall figure equals the text's
 	for pair in "Device size:device-size" "Device allocated:device-allocated" \
@@ -176,9 +180,7 @@ mfs_ui() {
 	[ "$(jq -r "[$fs.unallocated[].size] | add" "$T/u.json")" = \
 		"$(jq -r "$fs.overall.\"device-unallocated\"" "$T/u.json")" ]
 
-	run --separate-stderr mfs --format json device usage "$T/img1"
-	assert_success
-	echo "$output" >"$T/d.json"
+	json_of "$T/d.json" device usage "$T/img1"
 	[ "$(jq -r '."device-usage" | length' "$T/d.json")" = 3 ]
 	[ "$(jq -r '."device-usage"[].devid' "$T/d.json" | paste -sd' ')" = "1 2 3" ]
 	[ "$(jq -r '."device-usage"[0].allocations[] | select(."bg-profile" == "RAID5") | .stripes' "$T/d.json")" = 3 ]
