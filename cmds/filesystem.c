@@ -48,6 +48,7 @@ struct show_dev {
 	u64 size;
 	u64 used;
 	const char *path;	/* NULL when missing */
+	bool duplicate;		/* claims the devid of the one before it */
 };
 
 struct show_fs {
@@ -155,6 +156,13 @@ static int collect_fs(struct mfs_scan *scan, const u8 *fsid, struct show_fs *out
 		out->total = out->ndevs + out->nmissing;
 	}
 	qsort(out->devs, out->ndevs, sizeof(*out->devs), cmp_show_dev);
+	/* two devices claiming one devid: one is a copy; the filesystem counts it once */
+	for (i = 1; i < out->ndevs; i++)
+		if (out->devs[i].devid == out->devs[i - 1].devid && out->devs[i].path &&
+		    out->devs[i - 1].path) {
+			out->devs[i].duplicate = true;
+			out->total--;
+		}
 	free(paths);
 	return 0;
 }
@@ -261,6 +269,10 @@ static void print_fs_text(const struct show_fs *f, unsigned int units)
 		       pretty_size_mode(f->devs[i].size, units),
 		       pretty_size_mode(f->devs[i].used, units), f->devs[i].path);
 	}
+	for (i = 0; i < f->ndevs; i++)
+		if (f->devs[i].duplicate)
+			printf("\t*** devid %llu is claimed by more than one device (a copy of a member?)\n",
+			       (unsigned long long)f->devs[i].devid);
 	if (f->nmissing && !f->mounted)
 		printf("\t*** Some devices missing\n");
 	printf("\n");
@@ -510,6 +522,157 @@ static int cmd_filesystem_sync(const struct cmd_struct *cmd, int argc, char **ar
 }
 DEFINE_SIMPLE_COMMAND(filesystem_sync, "sync");
 
+/* ---------------- change-uuid ---------------- */
+
+static const char * const cmd_filesystem_change_uuid_usage[] = {
+	"mfs filesystem change-uuid [-U <uuid>] <device> [<device>...]",
+	"",
+	"Give an unmounted filesystem a new uuid (random unless -U), as",
+	"btrfstune -u does: what lets a copy of a filesystem (images copied",
+	"with cp, a cloned disk) be used beside the original. Only the",
+	"superblocks are rewritten, on every member, which must all be present.",
+	"An interrupted change is finished by running the command again.",
+	"",
+	"-U|--uuid <uuid>   the new uuid",
+	NULL
+};
+
+/*
+ * The other fsid of an interrupted change that the devices of this one
+ * (fsid) take part in: pending on some (they are still at fsid), or
+ * reached by some (the others are still at the old one). NULL: none.
+ */
+static const u8 *interrupted_change(const struct mfs_scan *scan, const u8 *fsid)
+{
+	int i;
+
+	for (i = 0; i < scan->nr; i++) {
+		const struct mfs_super_block *sb = &scan->devs[i].sb;
+
+		if (!(le64_to_cpu(sb->flags) & MFS_SUPER_FLAG_CHANGING_FSID))
+			continue;
+		if (!memcmp(sb->fsid, fsid, MFS_FSID_SIZE))
+			return sb->pending_fsid;
+		if (!memcmp(sb->pending_fsid, fsid, MFS_FSID_SIZE))
+			return sb->fsid;
+	}
+	return NULL;
+}
+
+static int cmd_filesystem_change_uuid(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "uuid", required_argument, NULL, 'U' },
+		{ NULL, 0, NULL, 0 }
+	};
+	u8 new_fsid[MFS_FSID_SIZE], first[MFS_FSID_SIZE];
+	const u8 *other, *target = NULL;
+	struct mfs_open_ctl ctl = { 0 };
+	struct mfs_super_block sb;
+	struct mfs_fs_info *fs;
+	struct mfs_scan scan;
+	const char **cand;
+	char old_str[37], new_str[37];
+	bool given = false;
+	int c, i, j, n, ndev, ret;
+
+	while ((c = getopt_long(argc, argv, "U:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'U':
+			if (uuid_parse(optarg, new_fsid)) {
+				error("invalid uuid: %s", optarg);
+				return 1;
+			}
+			given = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	ndev = argc - optind;
+	if (mfs_probe_super(argv[optind], &sb)) {
+		error("not a valid mfs filesystem: %s", argv[optind]);
+		return 1;
+	}
+	memcpy(first, sb.fsid, MFS_FSID_SIZE);
+	if (mfs_scan_all((const char * const *)argv + optind, ndev, &scan))
+		return 1;
+	/* an interrupted change goes where it was going */
+	other = interrupted_change(&scan, first);
+	if (other)
+		target = le64_to_cpu(sb.flags) & MFS_SUPER_FLAG_CHANGING_FSID ? other : first;
+	if (target && given && memcmp(target, new_fsid, MFS_FSID_SIZE)) {
+		uuid_unparse(target, new_str);
+		error("an earlier change of this filesystem's uuid to %s was interrupted: finish it first (run this again without -U)",
+		      new_str);
+		mfs_scan_free(&scan);
+		return 1;
+	}
+	if (target)
+		memcpy(new_fsid, target, MFS_FSID_SIZE);
+	else if (!given)
+		uuid_generate(new_fsid);
+	if (!other && !memcmp(new_fsid, first, MFS_FSID_SIZE)) {
+		uuid_unparse(first, old_str);
+		error("the filesystem on %s already has uuid %s", argv[optind], old_str);
+		mfs_scan_free(&scan);
+		return 1;
+	}
+	/* named devices lead, members found by scanning follow */
+	cand = calloc(scan.nr + ndev, sizeof(*cand));
+	for (i = 0, n = 0; cand && i < ndev; i++)
+		cand[n++] = argv[optind + i];
+	for (i = 0; cand && i < scan.nr; i++) {
+		const u8 *f = scan.devs[i].sb.fsid;
+
+		if (memcmp(f, first, MFS_FSID_SIZE) && (!other || memcmp(f, other, MFS_FSID_SIZE)))
+			continue;
+		for (j = 0; j < ndev && !mfs_same_path(scan.devs[i].path, argv[optind + j]); j++)
+			;
+		if (j == ndev)
+			cand[n++] = scan.devs[i].path;
+	}
+	ctl.paths = cand;
+	ctl.npaths = cand ? n : 0;
+	ctl.nnamed = ndev;
+	ctl.flags = MFS_OPEN_WRITABLE | MFS_OPEN_CHANGE_FSID;
+	ctl.fsid = first;
+	ctl.alt_fsid = other;
+	ctl.sb_mirror = -1;
+	ctl.log = mfs_log_to_stderr;
+	ret = cand ? mfs_open_fs(&ctl, &fs) : -ENOMEM;
+	free(cand);
+	mfs_scan_free(&scan);
+	if (ret == -ENODEV) {
+		error("device %llu is missing: every member must be present to change the uuid (the missing one would keep the old)",
+		      (unsigned long long)ctl.missing_devid);
+		return 1;
+	}
+	if (ret) {
+		error("cannot open the filesystem on %s: %s", argv[optind],
+		      ctl.detail[0] ? ctl.detail : strerror(-ret));
+		return 1;
+	}
+	uuid_unparse(fs->fsid, old_str);
+	ret = mfs_change_fsid(fs, new_fsid);
+	if (ret) {
+		error("changing the uuid failed: %s; run the command again to finish it",
+		      strerror(-ret));
+		mfs_free_fs_info(fs);
+		return 1;
+	}
+	mfs_free_fs_info(fs);
+	uuid_unparse(new_fsid, new_str);
+	if (!mfs_quiet) {
+		printf("Current fsid: %s\n", old_str);
+		printf("New fsid: %s\n", new_str);
+	}
+	return 0;
+}
+DEFINE_SIMPLE_COMMAND(filesystem_change_uuid, "change-uuid");
+
 /* cmds/usage.c */
 extern const struct cmd_struct cmd_struct_filesystem_df;
 extern const struct cmd_struct cmd_struct_filesystem_usage;
@@ -528,6 +691,7 @@ static const struct cmd_group filesystem_cmd_group = {
 		&cmd_struct_filesystem_resize,
 		&cmd_struct_filesystem_label,
 		&cmd_struct_filesystem_sync,
+		&cmd_struct_filesystem_change_uuid,
 		NULL
 	}
 };

@@ -104,7 +104,8 @@ static void print_sys_array(const struct mfs_super_block *sb)
 
 static void dump_super(const struct mfs_super_block *sb, u64 bytenr, const char *dev, bool full)
 {
-	static const char * const incompat_names[] = { "RAID56", "RAID1C34", "COMPRESS_ZLIB" };
+	static const char * const incompat_names[] = { "RAID56", "RAID1C34", "COMPRESS_ZLIB",
+						       "METADATA_UUID" };
 	int csum_type = le16_to_cpu(sb->csum_type);
 	int csize = mfs_csum_size(csum_type);
 	u8 calc[MFS_CSUM_SIZE];
@@ -129,6 +130,10 @@ static void dump_super(const struct mfs_super_block *sb, u64 bytenr, const char 
 	printf("magic\t\t\t%.8s [%s]\n", (const char *)&sb->magic,
 	       le64_to_cpu(sb->magic) == MFS_MAGIC ? "match" : "DON'T MATCH");
 	print_uuid("fsid\t\t", sb->fsid, NULL);
+	if (le64_to_cpu(sb->incompat_flags) & MFS_FEATURE_INCOMPAT_METADATA_UUID)
+		print_uuid("metadata_uuid\t", sb->metadata_uuid, NULL);
+	if (le64_to_cpu(sb->flags) & MFS_SUPER_FLAG_CHANGING_FSID)
+		print_uuid("pending_fsid\t", sb->pending_fsid, NULL);
 	printf("label\t\t\t%.*s\n", MFS_LABEL_SIZE, sb->label);
 	printf("format_version\t\t%u\n", le32_to_cpu(sb->format_version));
 	printf("generation\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->generation));
@@ -136,6 +141,7 @@ static void dump_super(const struct mfs_super_block *sb, u64 bytenr, const char 
 	printf("root_level\t\t%u\n", sb->root_level);
 	printf("chunk_root\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->chunk_root));
 	printf("chunk_root_level\t%u\n", sb->chunk_root_level);
+	printf("root_generation\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->root_generation));
 	printf("chunk_root_generation\t%llu\n",
 	       (unsigned long long)le64_to_cpu(sb->chunk_root_generation));
 	printf("total_bytes\t\t%llu\n", (unsigned long long)le64_to_cpu(sb->total_bytes));
@@ -626,10 +632,10 @@ static void dump_block(struct mfs_fs_info *fs, struct extent_buffer *eb)
 }
 
 /* Depth-first dump of a whole tree; a block that cannot be read is reported. */
-static int dump_subtree(struct mfs_fs_info *fs, u64 bytenr, int level, u64 owner)
+static int dump_subtree(struct mfs_fs_info *fs, u64 bytenr, const struct mfs_tree_check *chk)
 {
 	struct extent_buffer *eb;
-	int i, ret = mfs_read_tree_block(fs, bytenr, level, owner, &eb);
+	int i, ret = mfs_read_tree_block(fs, bytenr, chk, &eb);
 
 	if (ret) {
 		error("cannot read tree block %llu: %s", (unsigned long long)bytenr,
@@ -637,8 +643,13 @@ static int dump_subtree(struct mfs_fs_info *fs, u64 bytenr, int level, u64 owner
 		return 1;
 	}
 	dump_block(fs, eb);
-	for (i = 0; eb_level(eb) > 0 && i < (int)eb_nritems(eb); i++)
-		ret |= dump_subtree(fs, node_blockptr(eb, i), eb_level(eb) - 1, owner);
+	for (i = 0; eb_level(eb) > 0 && i < (int)eb_nritems(eb); i++) {
+		struct mfs_tree_check child;
+		struct mfs_key key;
+
+		mfs_child_check(eb, i, chk->owner, &key, &child);
+		ret |= dump_subtree(fs, node_blockptr(eb, i), &child);
+	}
 	mfs_eb_put(fs, eb);
 	return ret;
 }
@@ -646,6 +657,7 @@ static int dump_subtree(struct mfs_fs_info *fs, u64 bytenr, int level, u64 owner
 static int dump_root(struct mfs_fs_info *fs, struct mfs_root *root)
 {
 	const char *name = tree_upper_name(root ? root->objectid : 0);
+	struct mfs_tree_check chk = { .level = -1 };
 	char lower[32];
 	int i;
 
@@ -655,7 +667,9 @@ static int dump_root(struct mfs_fs_info *fs, struct mfs_root *root)
 		lower[i] = name[i] + ('a' - 'A');
 	lower[i] = 0;
 	printf("%s tree\n", lower);
-	return dump_subtree(fs, root->node->start, eb_level(root->node), root->objectid);
+	chk.level = eb_level(root->node);
+	chk.owner = root->objectid;
+	return dump_subtree(fs, root->node->start, &chk);
 }
 
 static int parse_tree_arg(const char *arg, u64 *id)
@@ -725,7 +739,8 @@ static int cmd_inspect_dump_tree(const struct cmd_struct *cmd, int argc, char **
 	if (nblocks) {
 		for (i = 0; i < nblocks; i++) {
 			struct extent_buffer *eb;
-			int err = mfs_read_tree_block(fs, blocks[i], -1, 0, &eb);
+			struct mfs_tree_check any = { .level = -1 };
+			int err = mfs_read_tree_block(fs, blocks[i], &any, &eb);
 
 			if (err) {
 				error("cannot read tree block %llu: %s", (unsigned long long)blocks[i],

@@ -156,6 +156,13 @@ int mfs_probe_super(const char *path, struct mfs_super_block *sb)
 	return ret;
 }
 
+bool mfs_same_path(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+
+	return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
+}
+
 static int scan_add(struct mfs_scan *scan, const char *path)
 {
 	struct mfs_super_block sb;
@@ -220,8 +227,21 @@ void mfs_scan_free(struct mfs_scan *scan)
 	memset(scan, 0, sizeof(*scan));
 }
 
-static void explain_open_error(const char *path, int ret, u64 missing_devid)
+/* The engine's messages while a command has the filesystem open. */
+void mfs_log_to_stderr(void *arg, const char *msg)
 {
+	(void)arg;
+	warning("%s", msg);
+}
+
+static void explain_open_error(const char *path, int ret, const struct mfs_open_ctl *ctl)
+{
+	u64 missing_devid = ctl ? ctl->missing_devid : 0;
+
+	if (ctl && ctl->detail[0]) {
+		error("%s", ctl->detail);
+		return;
+	}
 	switch (ret) {
 	case -ENOENT:
 		error("not a valid mfs filesystem: %s", path);
@@ -233,6 +253,8 @@ static void explain_open_error(const char *path, int ret, u64 missing_devid)
 		error("device %llu is missing; found the other members but not this one",
 		      (unsigned long long)missing_devid);
 		error("name it with -o device=PATH (or 'mfs device scan PATH'), or use -o degraded");
+		if (ctl && ctl->note[0])
+			error("%s", ctl->note);
 		break;
 	case -EUCLEAN:
 		error("filesystem on %s is corrupt and cannot be opened; run 'mfs check' for details",
@@ -280,7 +302,7 @@ int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int 
 		else if (ret == -EUCLEAN)
 			error("no valid superblock on %s (all copies are damaged)", paths[0]);
 		else
-			explain_open_error(paths[0], ret, 0);
+			explain_open_error(paths[0], ret, NULL);
 		return ret;
 	}
 	if (le64_to_cpu(sb.flags) & MFS_SUPER_FLAG_CHANGING) {
@@ -293,31 +315,45 @@ int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int 
 		error("scanning devices: %s", strerror(-ret));
 		return ret;
 	}
-	cand = calloc(scan.nr + 1, sizeof(*cand));
+	cand = calloc(scan.nr + npaths + 1, sizeof(*cand));
 	if (!cand) {
 		mfs_scan_free(&scan);
 		return -ENOMEM;
 	}
-	/* the first path leads (its superblock copy may be forced) */
-	cand[ncand++] = paths[0];
+	/*
+	 * The devices named come first, the first leading (its superblock
+	 * copy may be forced); those found by scanning follow and never
+	 * outrank them.
+	 */
+	for (i = 0; i < npaths; i++)
+		cand[ncand++] = paths[i];
 	for (i = 0; i < scan.nr; i++) {
-		char a[PATH_MAX], b[PATH_MAX];
+		const struct mfs_super_block *s = &scan.devs[i].sb;
+		int j;
 
-		if (memcmp(scan.devs[i].sb.fsid, sb.fsid, MFS_FSID_SIZE))
+		/* a member still being changed to this fsid goes too: the open refuses it */
+		if (memcmp(s->fsid, sb.fsid, MFS_FSID_SIZE) &&
+		    (!(le64_to_cpu(s->flags) & MFS_SUPER_FLAG_CHANGING_FSID) ||
+		     memcmp(s->pending_fsid, sb.fsid, MFS_FSID_SIZE)))
 			continue;
-		if (realpath(scan.devs[i].path, a) && realpath(paths[0], b) && !strcmp(a, b))
-			continue;
-		cand[ncand++] = scan.devs[i].path;
+		for (j = 0; j < npaths; j++)
+			if (mfs_same_path(scan.devs[i].path, paths[j]))
+				break;
+		if (j == npaths)
+			cand[ncand++] = scan.devs[i].path;
 	}
 	ctl.paths = cand;
 	ctl.npaths = ncand;
+	ctl.nnamed = npaths;
 	ctl.flags = flags;
 	ctl.fsid = sb.fsid;
 	ctl.sb_mirror = mirror;
+	ctl.log = mfs_log_to_stderr;
 	ret = mfs_open_fs(&ctl, out);
 	if (ret)
-		explain_open_error(ctl.failed_path ? ctl.failed_path : paths[0], ret,
-				   ctl.missing_devid);
+		explain_open_error(ctl.failed_path ? ctl.failed_path : paths[0], ret, &ctl);
+	else if (ctl.note[0])
+		warning("%s", ctl.note);
 	free(cand);
 	mfs_scan_free(&scan);
 	return ret;

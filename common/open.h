@@ -37,6 +37,12 @@ int mfs_probe_super(const char *path, struct mfs_super_block *sb);
 int mfs_scan_all(const char * const *extra, int nextra, struct mfs_scan *scan);
 void mfs_scan_free(struct mfs_scan *scan);
 
+/* Whether a and b name the same file (by their canonical paths). */
+bool mfs_same_path(const char *a, const char *b);
+
+/* fs->log for commands: each message of the engine as a WARNING line. */
+void mfs_log_to_stderr(void *arg, const char *msg);
+
 /*
  * Open the filesystem that the first of paths belongs to, adding members
  * found by scanning. Prints an ERROR line and returns -errno on failure.

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <time.h>
 #include <sys/xattr.h>
+#include <syslog.h>
 #include "fuse/server.h"
 #include "kernel-shared/inode.h"
 #include "kernel-shared/ioctl.h"
@@ -1516,6 +1517,29 @@ static void raise_readahead(const char *mountpoint, unsigned int kib)
 	}
 }
 
+/*
+ * The engine's messages once the daemon runs (a device failed, a member
+ * caught up): syslog, tagged with the mount's device; in the foreground
+ * also stderr; and, for tests and scripts, appended to $MFS_LOG if set.
+ */
+static void daemon_log(void *arg, const char *msg)
+{
+	const struct server *s = arg;
+	const char *file = getenv("MFS_LOG");
+
+	syslog(LOG_WARNING, "%s: %s", s->opts->fsname, msg);
+	if (s->opts->foreground || s->opts->debug)
+		fprintf(stderr, "WARNING: %s\n", msg);
+	if (file && *file) {
+		FILE *f = fopen(file, "ae");
+
+		if (f) {
+			fprintf(f, "%s: %s\n", s->opts->fsname, msg);
+			fclose(f);
+		}
+	}
+}
+
 int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 {
 	struct server *s = calloc(1, sizeof(*s));
@@ -1566,6 +1590,11 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	raise_readahead(opts->mountpoint, 4096);
 	if (fuse_daemonize(opts->foreground || opts->debug))
 		goto out_unmount;
+	openlog("mfs", LOG_PID, LOG_DAEMON);
+	pthread_mutex_lock(&fs->lock);
+	fs->log = daemon_log;
+	fs->log_arg = s;
+	pthread_mutex_unlock(&fs->lock);
 	if (fuse_set_signal_handlers(s->se))
 		goto out_unmount;
 	if (!opts->ro)

@@ -103,8 +103,9 @@ void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe
 	out->expected = st->expected;
 	out->considered = st->considered;
 	out->completed = st->completed;
-	out->bytes_total = st->bytes_total;
 	out->bytes_done = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+	/* a piece copied while the total is being counted anew is not past it */
+	out->bytes_total = max_t(u64, st->bytes_total, out->bytes_done);
 	out->bytes_at_start = st->bytes_at_start;
 	if (st->state == MFS_RESTRIPE_RUNNING && st->start_ns) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -241,7 +242,8 @@ static void space_chunks(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u64
 		c->logical = m->logical;
 		c->length = m->length;
 		c->type = m->type;
-		c->used = bg ? bg->used : 0;
+		/* live: extents written since the last commit count too */
+		c->used = bg ? min_t(u64, bg->used + bg->reserved, bg->length) : 0;
 		c->num_stripes = m->num_stripes;
 		c->stripe_size = mfs_map_stripe_size(m);
 		c->first_stripe = stripe;

@@ -1096,6 +1096,7 @@ int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 			r[n].flags = le64_to_cpu(ei->flags);
 			r[n].owner = le64_to_cpu(ei->owner_root);
 			r[n].level = le64_to_cpu(ei->owner_objectid);
+			r[n].gen = le64_to_cpu(ei->generation);
 			n++;
 		}
 		ret = mfs_next_item(fs->extent_root, &path);

@@ -59,6 +59,7 @@ struct mfs_range {
 	u64 flags;	/* MFS_EXTENT_FLAG_* */
 	u64 owner;	/* tree blocks: tree; data: root */
 	u64 level;	/* tree blocks */
+	u64 gen;	/* the extent item's generation: a tree block's header must match */
 };
 int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg);

@@ -1156,7 +1156,9 @@ static void describe_copy(const struct mfs_chunk_map *map, u64 logical, int mirr
 		return;
 	}
 	idx = parity ? io.stripe[0] : io.stripe[mirror - 1];
-	*missing = !parity && !map->stripes[idx].dev;
+	/* a missing or stale device is reported once, in phase 1 */
+	*missing = (!parity || mirror == 1) &&
+		   (!map->stripes[idx].dev || map->stripes[idx].dev->stale_gen);
 	snprintf(buf, size, "%s %llu",
 		 parity && mirror > 1 ? "rebuilt from parity, data on devid" : "on devid",
 		 (unsigned long long)map->stripes[idx].devid);

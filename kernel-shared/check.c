@@ -230,9 +230,31 @@ static const char *tree_name(u64 owner)
 	return "unknown";
 }
 
+/* Why a copy failed verification against what its pointer says, for the report. */
+static const char *copy_fault(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
+			      const struct mfs_tree_check *chk, char *why, size_t len)
+{
+	const struct mfs_header *h = (const struct mfs_header *)buf;
+	int stat;
+
+	if (!mfs_verify_tree_block(fs, buf, bytenr, chk, &stat))
+		return NULL;
+	if (stat == MFS_DEV_STAT_GENERATION_ERRS)
+		snprintf(why, len, "generation %llu, its parent expects %llu (an old copy)",
+			 (unsigned long long)le64_to_cpu(h->generation),
+			 (unsigned long long)chk->transid);
+	else if (chk->first_key && !mfs_verify_tree_block(fs, buf, bytenr,
+				&(struct mfs_tree_check){ chk->level, chk->owner, chk->transid, NULL },
+				NULL))
+		snprintf(why, len, "first key differs from its parent's key");
+	else
+		snprintf(why, len, "checksum, header or item mismatch");
+	return why;
+}
+
 /* Read each copy of the block on its own and report the bad ones. */
 static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
-			       u64 bytenr, int level, u64 owner)
+			       u64 bytenr, const struct mfs_tree_check *chk)
 {
 	struct mfs_chunk_map *map = mfs_find_chunk(fs, bytenr);
 	struct mfs_io_map io;
@@ -246,28 +268,24 @@ static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl
 		return;
 	copies = mfs_num_copies(map);
 	for (m = 1; m <= copies; m++) {
-		const char *what = "";
-		char where[96];
+		const char *what = NULL, *where = "on devid";
+		char why[160];
+		int idx = mfs_profile(map->type)->nparity ? io.stripe[0] : io.stripe[m - 1];
 
-		if (mfs_profile(map->type)->nparity) {
-			snprintf(where, sizeof(where), "%s", m == 1 ? "on devid" : "rebuilt from parity, data on devid");
-		} else {
-			snprintf(where, sizeof(where), "on devid");
-		}
+		/* a stale device is reported once, with its superblock */
+		if (map->stripes[idx].dev && map->stripes[idx].dev->stale_gen)
+			continue;
+		if (mfs_profile(map->type)->nparity && m > 1)
+			where = "rebuilt from parity, data on devid";
 		ret = mfs_read_logical(fs, bytenr, buf, fs->nodesize, m);
-		if (!ret)
-			ret = mfs_verify_tree_block(fs, buf, bytenr, level, owner);
-		if (ret == -EUCLEAN)
-			what = "checksum, header or item mismatch";
-		else if (ret)
+		if (ret)
 			what = strerror(-ret);
-		if (ret) {
-			int idx = mfs_profile(map->type)->nparity ? io.stripe[0] : io.stripe[m - 1];
-
+		else
+			what = copy_fault(fs, buf, bytenr, chk, why, sizeof(why));
+		if (what)
 			problem(ctl, "%s tree block %llu level %d: copy %d (%s %llu): %s",
-				tree_name(owner), (unsigned long long)bytenr, level, m, where,
-				(unsigned long long)map->stripes[idx].devid, what);
-		}
+				tree_name(chk->owner), (unsigned long long)bytenr, chk->level, m,
+				where, (unsigned long long)map->stripes[idx].devid, what);
 	}
 	free(buf);
 }
@@ -275,6 +293,8 @@ static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl
 static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owner,
 		     u64 bytenr, int level, u64 gen, const struct mfs_key *first)
 {
+	struct mfs_tree_check chk = { .level = level, .owner = owner, .transid = gen,
+				      .first_key = first };
 	struct extent_buffer *eb;
 	struct mfs_key key;
 	int ret, i, n;
@@ -282,8 +302,8 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 	ret = note_block(ctl, bytenr, owner, level);
 	if (ret)
 		return ret;
-	check_block_copies(fs, ctl, bytenr, level, owner);
-	ret = mfs_read_tree_block(fs, bytenr, level, owner, &eb);
+	check_block_copies(fs, ctl, bytenr, &chk);
+	ret = mfs_read_tree_block(fs, bytenr, &chk, &eb);
 	if (ret) {
 		problem(ctl, "%s tree block %llu level %d cannot be read: %s",
 			tree_name(owner), (unsigned long long)bytenr, level,
@@ -293,20 +313,6 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 	ctl->tree_blocks++;
 	ctl->tree_bytes += fs->nodesize;
 	n = eb_nritems(eb);
-	if (gen && eb_generation(eb) != gen)
-		problem(ctl, "%s tree block %llu has generation %llu, its parent expects %llu",
-			tree_name(owner), (unsigned long long)bytenr,
-			(unsigned long long)eb_generation(eb), (unsigned long long)gen);
-	if (first && n) {
-		eb_item_key(eb, 0, &key);
-		if (mfs_comp_keys(&key, first))
-			problem(ctl, "%s tree block %llu: first key (%llu %u %llu) differs from its parent's key (%llu %u %llu)",
-				tree_name(owner), (unsigned long long)bytenr,
-				(unsigned long long)key.objectid, key.type,
-				(unsigned long long)key.offset,
-				(unsigned long long)first->objectid, first->type,
-				(unsigned long long)first->offset);
-	}
 	if (level > 0) {
 		for (i = 0; i < n; i++) {
 			node_key(eb, i, &key);

@@ -158,11 +158,13 @@ int mfs_make_fs(struct mfs_mkfs_params *p)
 		memcpy(fs->fsid, p->fsid, MFS_FSID_SIZE);
 	else
 		uuid_generate(fs->fsid);
+	memcpy(fs->metadata_fsid, fs->fsid, MFS_FSID_SIZE);
 	fs->data_profile = p->data_profile;
 	fs->metadata_profile = p->metadata_profile;
 	fs->system_profile = p->metadata_profile;
 	fs->incompat_flags = p->features;
 	init_super(fs, p);
+	fs->strict_io = true;
 
 	ret = open_new_devices(fs, p);
 	if (ret)

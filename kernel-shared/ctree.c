@@ -119,7 +119,7 @@ static int alloc_block(struct mfs_trans_handle *trans, struct mfs_root *root,
 		return -ENOMEM;
 	}
 	h = eb_header(eb);
-	memcpy(h->fsid, fs->fsid, MFS_FSID_SIZE);
+	memcpy(h->fsid, fs->metadata_fsid, MFS_FSID_SIZE);
 	h->bytenr = cpu_to_le64(bytenr);
 	h->generation = cpu_to_le64(trans->transid);
 	h->owner = cpu_to_le64(root->objectid);
@@ -198,8 +198,11 @@ static int cow_block(struct mfs_trans_handle *trans, struct mfs_root *root,
 static int read_child(struct mfs_fs_info *fs, struct mfs_root *root,
 		      struct extent_buffer *parent, int slot, struct extent_buffer **out)
 {
-	return mfs_read_tree_block(fs, node_blockptr(parent, slot), eb_level(parent) - 1,
-				   root->objectid, out);
+	struct mfs_tree_check chk;
+	struct mfs_key key;
+
+	mfs_child_check(parent, slot, root->objectid, &key, &chk);
+	return mfs_read_tree_block(fs, node_blockptr(parent, slot), &chk, out);
 }
 
 /* After the first key of nodes[level-1] changed, fix the keys above it. */

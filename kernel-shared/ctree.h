@@ -30,6 +30,17 @@ struct mfs_device {
 	char *path;		/* NULL when missing */
 	struct mfs_io_dev *io;	/* NULL when missing */
 	bool missing;
+	/*
+	 * Failed this mount (a write or flush error, or it vanished): neither
+	 * read nor written again until the next mount. Read without fs->lock.
+	 */
+	bool failed;
+	/*
+	 * Its superblock was behind the filesystem's: it may lack what was
+	 * written after this generation, so it is read only as a last resort
+	 * until it is caught up (0: current).
+	 */
+	u64 stale_gen;
 	bool in_tree;		/* has a device item in the chunk tree */
 	bool dirty;		/* device item must be rewritten at commit */
 	u64 stats[5];		/* error counters (MFS_DEV_STAT_*), persisted at commit */
@@ -171,10 +182,13 @@ struct mfs_trans_handle {
 #define MFS_OPEN_DEGRADED	(1U << 1)
 #define MFS_OPEN_NO_EXCL	(1U << 2)	/* do not take the device locks */
 #define MFS_OPEN_PARTIAL	(1U << 3)	/* check/dump: tolerate broken trees */
+/* change-uuid: members may carry ctl->alt_fsid too; an interrupted change opens */
+#define MFS_OPEN_CHANGE_FSID	(1U << 4)
 
 struct mfs_fs_info {
 	struct mfs_super_block super;	/* the copy we commit from */
 	u8 fsid[MFS_FSID_SIZE];
+	u8 metadata_fsid[MFS_FSID_SIZE];	/* in tree blocks and DEV_ITEMs (format §3.8) */
 	u32 nodesize;
 	u32 sectorsize;
 	int csum_type;
@@ -245,11 +259,26 @@ struct mfs_fs_info {
 	/* balance/convert/delete/resize in progress (restripe.c) */
 	struct mfs_restripe_status *restripe;
 
+	/*
+	 * Where the engine's messages go (it never prints): a device that
+	 * failed, a copy repaired. NULL: dropped.
+	 */
+	void (*log)(void *arg, const char *msg);
+	void *log_arg;
+	/*
+	 * Every device must take every write (mkfs): a failing one fails the
+	 * operation instead of leaving the filesystem without it.
+	 */
+	bool strict_io;
+
 	/* MFS_OPEN_PARTIAL: what could not be loaded, for check to report */
 	char **problems;
 	int nr_problems;
 };
 
+/* Hand a message to fs->log. */
+void mfs_log(struct mfs_fs_info *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Record a problem found while opening with MFS_OPEN_PARTIAL. */
 void mfs_note_problem(struct mfs_fs_info *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -371,16 +400,37 @@ void mfs_set_item_key_safe(struct mfs_trans_handle *trans, struct mfs_path *path
 			   const struct mfs_key *key);
 
 /* ---- buffers (disk-io.c) ---- */
-int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
-			u64 owner, struct extent_buffer **out);
+/*
+ * What the pointer to a tree block says the block must be (DESIGN §2,
+ * "trust nothing a device says about its age"): a copy that disagrees is a
+ * bad copy like one with a bad checksum. level < 0, owner 0, transid 0 and
+ * first_key NULL each mean "not known".
+ */
+struct mfs_tree_check {
+	int level;
+	u64 owner;
+	u64 transid;			/* generation the parent recorded for it */
+	const struct mfs_key *first_key;	/* the parent's key for it */
+};
+/* What a pointer in node parent at slot says of its child. */
+void mfs_child_check(struct extent_buffer *parent, int slot, u64 owner,
+		     struct mfs_key *key_buf, struct mfs_tree_check *chk);
+int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, const struct mfs_tree_check *chk,
+			struct extent_buffer **out);
 struct extent_buffer *mfs_alloc_eb(struct mfs_fs_info *fs, u64 bytenr);
 void mfs_free_eb(struct mfs_fs_info *fs, struct extent_buffer *eb);
 struct extent_buffer *mfs_eb_get(struct extent_buffer *eb);
 void mfs_eb_put(struct mfs_fs_info *fs, struct extent_buffer *eb);
 void mfs_eb_forget(struct mfs_fs_info *fs, u64 bytenr);
-/* Verify a tree block image: checksum, bytenr, fsid, level, nritems. */
+/*
+ * Verify a tree block image: checksum, bytenr, fsid, the expectations of
+ * chk (NULL: none), item layout. -EUCLEAN when it is bad; *stat (if not
+ * NULL) says which device counter the failure belongs to:
+ * MFS_DEV_STAT_GENERATION_ERRS for a valid block of the wrong generation
+ * (an old copy), else MFS_DEV_STAT_CORRUPTION_ERRS.
+ */
 int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
-			  int level, u64 owner);
+			  const struct mfs_tree_check *chk, int *stat);
 void mfs_csum_tree_block(struct mfs_fs_info *fs, u8 *buf);
 
 #endif

@@ -320,18 +320,18 @@ ssize_t mfs_read_inline(struct mfs_fs_info *fs, u64 ino, void *buf, size_t size)
 
 /* ---------------- checksummed data I/O ---------------- */
 
-/* The csum item of a data extent: one checksum per sector. */
-static int read_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out)
+int mfs_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out)
 {
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, disk_bytenr };
 	u64 want = disk_len / SECTOR * fs->csum_size;
 	struct mfs_path path;
 	int ret;
 
+	*out = NULL;
+	if (!fs->csum_root)
+		return 1;
 	mfs_init_path(&path);
 	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -EUCLEAN;	/* data without checksums */
 	if (ret == 0) {
 		if (leaf_item_size(path.nodes[0], path.slots[0]) != want) {
 			ret = -EUCLEAN;
@@ -347,6 +347,14 @@ static int read_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_l
 	return ret;
 }
 
+/* The csum item of a data extent that is read: it must have one. */
+static int read_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out)
+{
+	int ret = mfs_extent_csums(fs, disk_bytenr, disk_len, out);
+
+	return ret > 0 ? -EUCLEAN : ret;	/* data without checksums */
+}
+
 static bool sector_ok(struct mfs_fs_info *fs, const u8 *data, const u8 *want)
 {
 	u8 got[MFS_CSUM_SIZE];
@@ -356,50 +364,132 @@ static bool sector_ok(struct mfs_fs_info *fs, const u8 *data, const u8 *want)
 }
 
 /*
- * Read [logical, logical+len) of a data extent, verifying each sector
- * against csums (indexed from the extent start). A bad or unreadable
- * sector is read from the other copies (or rebuilt from parity); the good
- * data is written back over the bad copy and the device's counter rises.
+ * Self-heal one data sector: read every copy (raid5/6: the data column,
+ * then rebuilds from parity until one is good), count each copy that is
+ * unreadable or does not match want against its device, and rewrite it
+ * with the good data, which goes to out. -EIO when no copy is good.
+ * Checking every copy, not just until a good one, finds the bad copy
+ * whichever copy a reader happened to read.
  */
-static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csums,
-			 u64 logical, u64 len, u8 *buf)
+static int heal_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *out)
 {
 	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
-	u64 i, nsect = len / SECTOR;
-	int ret, copies, m;
-	bool all_read;
+	int copies, m, nbad = 0, ret = -EIO;
+	bool parity;
+	int *bad, *stat;
+	u8 *tmp;
 
 	if (!map)
 		return -EUCLEAN;
 	copies = mfs_num_copies(map);
-	all_read = mfs_read_logical(fs, logical, buf, len, 1) == 0;
+	parity = mfs_profile(map->type)->nparity > 0;
+	tmp = malloc(SECTOR);
+	bad = calloc(copies, sizeof(*bad));
+	stat = calloc(copies, sizeof(*stat));
+	if (!tmp || !bad || !stat) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (m = 1; m <= copies; m++) {
+		int err;
+
+		if (parity && m > 1 && !ret)
+			break;	/* a rebuild is only needed while the column is bad */
+		err = mfs_read_logical(fs, logical, tmp, SECTOR, m);
+		if (!err && sector_ok(fs, tmp, want)) {
+			if (ret)
+				memcpy(out, tmp, SECTOR);
+			ret = 0;
+			continue;
+		}
+		/* raid5/6: a rebuild that fails says nothing about one device */
+		if (parity && m > 1)
+			continue;
+		bad[nbad] = m;
+		stat[nbad++] = err ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS;
+	}
+	for (m = 0; m < nbad; m++)
+		if (mfs_dev_stat_inc(fs, logical, bad[m], stat[m]) && !ret)
+			mfs_write_logical_mirror(fs, logical, out, SECTOR, bad[m]);
+out:
+	free(tmp);
+	free(bad);
+	free(stat);
+	return ret;
+}
+
+/*
+ * Read [logical, logical+len) of a data extent, verifying each sector
+ * against csums (indexed from the extent start). Each piece comes from the
+ * copy reads prefer (read_policy, never a stale device while another is
+ * there); a sector that is bad or unreadable there is healed from the
+ * other copies (heal_sector).
+ */
+static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csums,
+			 u64 logical, u64 len, u8 *buf)
+{
+	u64 i, nsect = len / SECTOR;
+	bool all_read;
+	int ret;
+
+	all_read = mfs_read_logical(fs, logical, buf, len, MFS_MIRROR_PREFERRED) == 0;
 	for (i = 0; i < nsect; i++) {
 		u64 sl = logical + i * SECTOR;
 		const u8 *want = csums + (sl - extent_start) / SECTOR * fs->csum_size;
 		u8 *sb = buf + i * SECTOR;
-		int bad_mirror = 0;
 
 		if (all_read && sector_ok(fs, sb, want))
 			continue;
-		/* copy 1 is bad (or unreadable): count it, then look for a good one */
-		mfs_dev_stat_inc(fs, sl, 1, all_read ? MFS_DEV_STAT_CORRUPTION_ERRS :
-					       MFS_DEV_STAT_READ_ERRS);
-		bad_mirror = 1;
-		ret = -EIO;
-		for (m = 2; m <= copies; m++) {
-			if (mfs_read_logical(fs, sl, sb, SECTOR, m))
-				continue;
-			if (sector_ok(fs, sb, want)) {
-				ret = 0;
-				break;
-			}
-		}
+		ret = heal_sector(fs, sl, want, sb);
 		if (ret)
 			return ret;
-		/* self-heal: put the good data where the bad copy was */
-		mfs_write_logical_mirror(fs, sl, sb, SECTOR, bad_mirror);
 	}
 	return 0;
+}
+
+int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out)
+{
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, logical };
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = mfs_prev_item(fs->csum_root, &path) ? 1 : 0;
+	if (ret == 0) {
+		struct extent_buffer *leaf = path.nodes[0];
+		u64 idx;
+
+		leaf_item_key(leaf, path.slots[0], &key);
+		idx = (logical - key.offset) / SECTOR;
+		ret = 1;
+		if (key.objectid == MFS_EXTENT_CSUM_OBJECTID && key.type == MFS_EXTENT_CSUM_KEY &&
+		    key.offset <= logical &&
+		    (idx + 1) * fs->csum_size <= leaf_item_size(leaf, path.slots[0])) {
+			memcpy(out, (u8 *)leaf_item_data(leaf, path.slots[0]) + idx * fs->csum_size,
+			       fs->csum_size);
+			ret = 0;
+		}
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+/*
+ * Sectors a read without the lock found bad: heal every copy of each (the
+ * reader may have read any of them) against the checksum the trees hold
+ * now, so an extent freed and reused meanwhile is not taken for damage.
+ */
+static void heal_suspects(struct mfs_fs_info *fs, const u64 *sectors, int n)
+{
+	u8 want[MFS_CSUM_SIZE], *tmp = malloc(SECTOR);
+	int i;
+
+	for (i = 0; tmp && i < n; i++)
+		if (mfs_data_sector_csum(fs, sectors[i], want) == 0)
+			heal_sector(fs, sectors[i], want, tmp);
+	free(tmp);
 }
 
 /* Copy file bytes [pos, pos+len) of one extent into out. */
@@ -506,14 +596,39 @@ static int read_range(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf
 	return 0;
 }
 
-/* The whole read under fs->lock: verifies, repairs bad copies, counts errors. */
-static ssize_t read_locked(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf)
+/* Data sectors a read without the lock found bad or could not read. */
+struct suspects {
+	u64 *sector;
+	int n, max;
+};
+
+static void suspect(struct suspects *sus, u64 logical)
+{
+	if (sus->n == sus->max) {
+		int max = sus->max ? sus->max * 2 : 16;
+		u64 *p = realloc(sus->sector, max * sizeof(*p));
+
+		if (!p)
+			return;	/* best effort: the locked read still verifies */
+		sus->sector = p;
+		sus->max = max;
+	}
+	sus->sector[sus->n++] = logical;
+}
+
+/*
+ * The whole read under fs->lock: heals the sectors a read without the lock
+ * found bad, then verifies, repairs bad copies, counts errors.
+ */
+static ssize_t read_locked(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf,
+			   const struct suspects *sus)
 {
 	struct mfs_inode_item ii;
 	u64 size;
 	int ret;
 
 	pthread_mutex_lock(&fs->lock);
+	heal_suspects(fs, sus->sector, sus->n);
 	ret = mfs_read_inode(fs, ino, &ii);
 	if (ret)
 		goto out;
@@ -568,17 +683,22 @@ static int seg_prepare(struct read_seg *r, struct mfs_read_range *range)
  * an extent freed and reused since it was looked up) is -EAGAIN: the
  * caller then reads under the lock, which repairs what is really bad.
  */
-static int seg_finish(struct mfs_fs_info *fs, struct read_seg *r)
+static int seg_finish(struct mfs_fs_info *fs, struct read_seg *r, struct suspects *sus)
 {
 	const struct file_extent *fe = &r->fe;
 	u64 in_ext = fe->offset + (r->pos - fe->start), i;
 	u8 *plain;
 	int ret = 0;
 
-	for (i = 0; i < (r->b - r->a) / SECTOR; i++)
-		if (!sector_ok(fs, r->tmp + i * SECTOR,
-			       r->csums + (r->a / SECTOR + i) * fs->csum_size))
-			return -EAGAIN;
+	for (i = 0; i < (r->b - r->a) / SECTOR; i++) {
+		if (sector_ok(fs, r->tmp + i * SECTOR,
+			      r->csums + (r->a / SECTOR + i) * fs->csum_size))
+			continue;
+		suspect(sus, fe->disk_bytenr + r->a + i * SECTOR);
+		ret = -EAGAIN;
+	}
+	if (ret)
+		return ret;
 	if (fe->compression != MFS_COMPRESS_NONE) {
 		plain = malloc(fe->ram_bytes);
 		ret = plain ? mfs_decompress(r->tmp, r->b - r->a, plain, fe->ram_bytes) : -ENOMEM;
@@ -592,20 +712,36 @@ static int seg_finish(struct mfs_fs_info *fs, struct read_seg *r)
 	return 0;
 }
 
-/* Fetch every segment at once (device transfers in parallel) and verify them. */
-static int read_segs_unlocked(struct mfs_fs_info *fs, struct read_seg *segs, int nsegs)
+/*
+ * Fetch every segment at once (device transfers in parallel) and verify
+ * them. -EAGAIN with the sectors to heal in sus: the caller reads again
+ * under the lock.
+ */
+static int read_segs_unlocked(struct mfs_fs_info *fs, struct read_seg *segs, int nsegs,
+			      struct suspects *sus)
 {
 	struct mfs_read_range *ranges = calloc(nsegs, sizeof(*ranges));
-	int i, ret = ranges ? 0 : -ENOMEM;
+	int i, ret = ranges ? 0 : -ENOMEM, err;
+	u64 s;
 
 	for (i = 0; !ret && i < nsegs; i++)
 		ret = seg_prepare(&segs[i], &ranges[i]);
 	if (!ret)
 		ret = mfs_read_ranges_unlocked(fs, nsegs, ranges);
-	if (ret && ret != -ENOMEM)
-		ret = -EAGAIN;	/* an I/O error: the locked read tries the other copies */
-	for (i = 0; !ret && i < nsegs; i++)
-		ret = seg_finish(fs, &segs[i]);
+	if (ret && ret != -ENOMEM) {
+		/* an I/O error on some copy: which sectors it hit is not known */
+		for (i = 0; i < nsegs; i++)
+			for (s = segs[i].a; s < segs[i].b; s += SECTOR)
+				suspect(sus, segs[i].fe.disk_bytenr + s);
+		free(ranges);
+		return -EAGAIN;
+	}
+	/* every segment is verified, so every bad sector is named */
+	for (i = 0; i < nsegs && (!ret || ret == -EAGAIN); i++) {
+		err = seg_finish(fs, &segs[i], sus);
+		if (err)
+			ret = err;
+	}
 	free(ranges);
 	return ret;
 }
@@ -676,7 +812,9 @@ ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf
 {
 	struct mfs_inode_item ii;
 	struct read_seg *segs = NULL;
+	struct suspects sus = { 0 };
 	int nsegs = 0, i, ret;
+	ssize_t n;
 	u64 size;
 
 	pthread_mutex_lock(&fs->lock);
@@ -698,7 +836,7 @@ ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf
 	}
 	pthread_rwlock_rdlock(&fs->map_lock);
 	pthread_mutex_unlock(&fs->lock);
-	ret = read_segs_unlocked(fs, segs, nsegs);
+	ret = read_segs_unlocked(fs, segs, nsegs, &sus);
 	pthread_rwlock_unlock(&fs->map_lock);
 out:
 	for (i = 0; i < nsegs; i++) {
@@ -707,8 +845,11 @@ out:
 			free(segs[i].tmp);
 	}
 	free(segs);
-	if (ret == -EAGAIN)
-		return read_locked(fs, ino, off, len, buf);
+	if (ret == -EAGAIN) {
+		n = read_locked(fs, ino, off, len, buf, &sus);
+		free(sus.sector);
+		return n;
+	}
 	return ret ? ret : (ssize_t)len;
 }
 

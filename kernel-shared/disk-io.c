@@ -16,6 +16,7 @@
 #include "transaction.h"
 #include "inode.h"
 #include "restripe.h"
+#include "catchup.h"
 
 /* ---------------- superblocks ---------------- */
 
@@ -144,7 +145,8 @@ int mfs_write_all_supers(struct mfs_fs_info *fs)
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
 
-		if (dev->missing || !dev->io)
+		/* a device still being caught up keeps its old superblock until it is */
+		if (!mfs_dev_usable(dev) || dev->stale_gen)
 			continue;
 		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
 			u64 off = mfs_sb_offset(m);
@@ -159,13 +161,17 @@ int mfs_write_all_supers(struct mfs_fs_info *fs)
 			if (ret) {
 				if (!first_err)
 					first_err = ret;
+				mfs_dev_fail(fs, dev, MFS_DEV_STAT_WRITE_ERRS, ret);
 				break;
 			}
+			/* (a device that fails here and is needed keeps its old superblock) */
 			if (m == 0)
 				written++;
 		}
 	}
 	/* The commit stands if at least one device holds the new superblock. */
+	if (fs->strict_io && first_err)
+		return first_err;
 	return written ? 0 : (first_err ? first_err : -EIO);
 }
 
@@ -321,28 +327,15 @@ void mfs_csum_tree_block(struct mfs_fs_info *fs, u8 *buf)
 	memcpy(buf, out, MFS_CSUM_FIELD_SIZE);
 }
 
-/* Every tree block read is checked before anything trusts it. */
-int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
-			  int level, u64 owner)
+/* Item pointers and packed item data of a node or leaf (untrusted bytes). */
+static int verify_layout(struct mfs_fs_info *fs, const u8 *buf)
 {
 	const struct mfs_header *h = (const struct mfs_header *)buf;
-	u8 out[MFS_CSUM_SIZE];
 	u32 nritems = le32_to_cpu(h->nritems), i;
 	u32 data_size = fs->nodesize - sizeof(struct mfs_header);
+	u32 data_end = data_size;	/* item data is packed downwards from the block end */
 	struct mfs_key prev, cur;
 
-	mfs_csum_compute(fs->csum_type, buf + MFS_CSUM_FIELD_SIZE,
-			 fs->nodesize - MFS_CSUM_FIELD_SIZE, out);
-	if (memcmp(out, h->csum, fs->csum_size))
-		return -EUCLEAN;
-	if (le64_to_cpu(h->bytenr) != bytenr || memcmp(h->fsid, fs->fsid, MFS_FSID_SIZE))
-		return -EUCLEAN;
-	if (h->level >= MFS_MAX_LEVEL || (level >= 0 && h->level != level))
-		return -EUCLEAN;
-	if (owner && le64_to_cpu(h->owner) != owner)
-		return -EUCLEAN;
-	if (le64_to_cpu(h->generation) > fs->generation + 1)
-		return -EUCLEAN;
 	if (h->level > 0) {
 		if (nritems == 0 || nritems > data_size / sizeof(struct mfs_key_ptr))
 			return -EUCLEAN;
@@ -361,42 +354,123 @@ int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
 	}
 	if (nritems > data_size / sizeof(struct mfs_item))
 		return -EUCLEAN;
-	{
-		/* item data is packed downwards from the block end, in order */
-		u32 data_end = data_size;
+	for (i = 0; i < nritems; i++) {
+		const struct mfs_item *it = (const struct mfs_item *)(buf + sizeof(*h)) + i;
+		u32 off = le32_to_cpu(it->offset), size = le32_to_cpu(it->size);
 
-		for (i = 0; i < nritems; i++) {
-			const struct mfs_item *it = (const struct mfs_item *)(buf + sizeof(*h)) + i;
-			u32 off = le32_to_cpu(it->offset), size = le32_to_cpu(it->size);
-
-			mfs_disk_key_to_cpu(&cur, &it->key);
-			if (i && mfs_comp_keys(&prev, &cur) >= 0)
-				return -EUCLEAN;
-			if (off + size != data_end || off > data_size || size > data_size)
-				return -EUCLEAN;
-			if (off < (i + 1) * sizeof(struct mfs_item))
-				return -EUCLEAN;
-			data_end = off;
-			prev = cur;
-		}
-		if (nritems && data_end < nritems * sizeof(struct mfs_item))
+		mfs_disk_key_to_cpu(&cur, &it->key);
+		if (i && mfs_comp_keys(&prev, &cur) >= 0)
 			return -EUCLEAN;
+		if (off + size != data_end || off > data_size || size > data_size)
+			return -EUCLEAN;
+		if (off < (i + 1) * sizeof(struct mfs_item))
+			return -EUCLEAN;
+		data_end = off;
+		prev = cur;
 	}
+	if (nritems && data_end < nritems * sizeof(struct mfs_item))
+		return -EUCLEAN;
 	return 0;
 }
 
-int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
-			u64 owner, struct extent_buffer **out)
+/* The block's first key equals what its parent says (an empty block never has a parent). */
+static bool first_key_matches(const u8 *buf, const struct mfs_key *want)
+{
+	const struct mfs_header *h = (const struct mfs_header *)buf;
+	const struct mfs_disk_key *dk = (const struct mfs_disk_key *)(buf + sizeof(*h));
+	struct mfs_key k;
+
+	if (le32_to_cpu(h->nritems) == 0)
+		return false;
+	/* the key leads both an item and a key pointer */
+	mfs_disk_key_to_cpu(&k, dk);
+	return mfs_comp_keys(&k, want) == 0;
+}
+
+/* Every tree block read is checked before anything trusts it. */
+int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
+			  const struct mfs_tree_check *chk, int *stat)
+{
+	const struct mfs_header *h = (const struct mfs_header *)buf;
+	u64 gen = le64_to_cpu(h->generation);
+	u8 out[MFS_CSUM_SIZE];
+	int ret;
+
+	if (stat)
+		*stat = MFS_DEV_STAT_CORRUPTION_ERRS;
+	mfs_csum_compute(fs->csum_type, buf + MFS_CSUM_FIELD_SIZE,
+			 fs->nodesize - MFS_CSUM_FIELD_SIZE, out);
+	if (memcmp(out, h->csum, fs->csum_size))
+		return -EUCLEAN;
+	if (le64_to_cpu(h->bytenr) != bytenr || memcmp(h->fsid, fs->metadata_fsid, MFS_FSID_SIZE))
+		return -EUCLEAN;
+	if (h->level >= MFS_MAX_LEVEL || (chk && chk->level >= 0 && h->level != chk->level))
+		return -EUCLEAN;
+	if (chk && chk->owner && le64_to_cpu(h->owner) != chk->owner)
+		return -EUCLEAN;
+	if (gen > fs->generation + 1)
+		return -EUCLEAN;
+	ret = verify_layout(fs, buf);
+	if (ret)
+		return ret;
+	/*
+	 * A well-formed block of another generation than its parent recorded
+	 * is what an old copy of the device holds at this address (a block
+	 * since freed and reused): stale, not damaged.
+	 */
+	if (chk && chk->transid && gen != chk->transid) {
+		if (stat)
+			*stat = MFS_DEV_STAT_GENERATION_ERRS;
+		return -EUCLEAN;
+	}
+	if (chk && chk->first_key && !first_key_matches(buf, chk->first_key))
+		return -EUCLEAN;
+	return 0;
+}
+
+void mfs_child_check(struct extent_buffer *parent, int slot, u64 owner,
+		     struct mfs_key *key_buf, struct mfs_tree_check *chk)
+{
+	node_key(parent, slot, key_buf);
+	chk->level = eb_level(parent) - 1;
+	chk->owner = owner;
+	chk->transid = le64_to_cpu(node_ptr(parent, slot)->generation);
+	chk->first_key = key_buf;
+}
+
+/* The cached copy of a block must still be what its pointer asks for. */
+static bool cached_block_matches(struct extent_buffer *eb, const struct mfs_tree_check *chk)
+{
+	if (!chk)
+		return true;
+	if (chk->level >= 0 && eb_level(eb) != chk->level)
+		return false;
+	if (chk->transid && eb_generation(eb) != chk->transid)
+		return false;
+	return !chk->owner || eb_owner(eb) == chk->owner;
+}
+
+/*
+ * Read a tree block: its copies in the order reads prefer (mfs_mirror_order),
+ * until one verifies. Every copy that failed before the good one (all of
+ * them, when none is good) is counted against its device (read error,
+ * corruption, or generation for an old copy) and overwritten with the
+ * good block. For raid5/6 the later
+ * "mirrors" are rebuilds of the same data column, so only that column
+ * (mirror 1) is a copy of its own.
+ */
+int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, const struct mfs_tree_check *chk,
+			struct extent_buffer **out)
 {
 	struct mfs_chunk_map *map;
 	struct extent_buffer *eb = cache_lookup(fs, bytenr);
-	int copies, m, ret = -EIO, good = 0;
-	u64 bad_csum = 0;	/* mirrors that failed verification (else I/O) */
+	int *order, *bad_stat;
+	int copies, i, ret = -EIO, good = -1;
+	bool parity;
 	u8 *buf;
 
 	if (eb) {
-		if ((level >= 0 && eb_level(eb) != level) ||
-		    (owner && eb_owner(eb) != owner))
+		if (!cached_block_matches(eb, chk))
 			return -EUCLEAN;
 		lru_unlink(fs, eb);
 		lru_push_front(fs, eb);
@@ -408,51 +482,50 @@ int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, int level,
 	map = mfs_find_chunk(fs, bytenr);
 	if (!map || bytenr + fs->nodesize > map->logical + map->length)
 		return -EUCLEAN;
-	buf = malloc(fs->nodesize);
-	if (!buf)
-		return -ENOMEM;
 	copies = mfs_num_copies(map);
-	for (m = 1; m <= copies; m++) {
-		int err = mfs_read_logical(fs, bytenr, buf, fs->nodesize, m);
+	buf = malloc(fs->nodesize);
+	order = calloc(copies, sizeof(*order));
+	bad_stat = calloc(copies, sizeof(*bad_stat));
+	if (!buf || !order || !bad_stat) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	parity = mfs_profile(map->type)->nparity > 0;
+	mfs_mirror_order(fs, map, bytenr, order);
+	for (i = 0; i < copies; i++) {
+		int err = mfs_read_logical(fs, bytenr, buf, fs->nodesize, order[i]);
 
+		bad_stat[i] = MFS_DEV_STAT_READ_ERRS;
 		if (!err)
-			err = mfs_verify_tree_block(fs, buf, bytenr, level, owner);
+			err = mfs_verify_tree_block(fs, buf, bytenr, chk, &bad_stat[i]);
 		if (!err) {
-			good = m;
+			good = i;
 			break;
 		}
-		if (err == -EUCLEAN && m <= 64)
-			bad_csum |= 1ULL << (m - 1);
 		/* remember the worst: corruption beats a plain I/O error */
 		if (ret != -EUCLEAN)
 			ret = err;
 	}
-	if (!good) {
-		free(buf);
-		return ret;
+	for (i = 0; i < (good < 0 ? copies : good); i++) {
+		if (parity && order[i] != 1)
+			continue;
+		if (mfs_dev_stat_inc(fs, bytenr, order[i], bad_stat[i]) && good >= 0)
+			mfs_write_logical_mirror(fs, bytenr, buf, fs->nodesize, order[i]);
 	}
-	/*
-	 * Self-heal, as for data: every copy read before the good one was bad;
-	 * count it against its device and write the good block over it. For
-	 * raid5/6 the later "mirrors" are rebuilds of the same data column,
-	 * so only that column (mirror 1) is a copy of its own.
-	 */
-	for (m = 1; m < good; m++) {
-		if (mfs_profile(map->type)->nparity && m > 1)
-			break;
-		mfs_dev_stat_inc(fs, bytenr, m, (bad_csum & (1ULL << (m - 1))) ?
-				 MFS_DEV_STAT_CORRUPTION_ERRS : MFS_DEV_STAT_READ_ERRS);
-		mfs_write_logical_mirror(fs, bytenr, buf, fs->nodesize, m);
-	}
+	if (good < 0)
+		goto out;
 	eb = mfs_alloc_eb(fs, bytenr);
-	if (!eb) {
-		free(buf);
-		return -ENOMEM;
+	ret = -ENOMEM;
+	if (eb) {
+		memcpy(eb->data, buf, fs->nodesize);
+		*out = eb;
+		ret = 0;
 	}
-	memcpy(eb->data, buf, fs->nodesize);
+out:
+	free(order);
+	free(bad_stat);
 	free(buf);
-	*out = eb;
-	return 0;
+	return ret;
 }
 
 /* ---------------- roots ---------------- */
@@ -477,9 +550,12 @@ void mfs_free_root(struct mfs_fs_info *fs, struct mfs_root *root)
 }
 
 static int read_root_node(struct mfs_fs_info *fs, struct mfs_root *root,
-			  u64 bytenr, int level)
+			  u64 bytenr, int level, u64 transid)
 {
-	return mfs_read_tree_block(fs, bytenr, level, root->objectid, &root->node);
+	struct mfs_tree_check chk = { .level = level, .owner = root->objectid,
+				      .transid = transid };
+
+	return mfs_read_tree_block(fs, bytenr, &chk, &root->node);
 }
 
 int mfs_read_root(struct mfs_fs_info *fs, u64 objectid, struct mfs_root **out)
@@ -505,7 +581,8 @@ int mfs_read_root(struct mfs_fs_info *fs, u64 objectid, struct mfs_root **out)
 		goto out;
 	}
 	memcpy(&root->item, leaf_item_data(path.nodes[0], path.slots[0]), sizeof(root->item));
-	ret = read_root_node(fs, root, le64_to_cpu(root->item.bytenr), root->item.level);
+	ret = read_root_node(fs, root, le64_to_cpu(root->item.bytenr), root->item.level,
+			     le64_to_cpu(root->item.generation));
 	if (ret) {
 		free(root);
 		goto out;
@@ -517,6 +594,19 @@ out:
 }
 
 /* ---------------- open / close ---------------- */
+
+void mfs_log(struct mfs_fs_info *fs, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!fs->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fs->log(fs->log_arg, msg);
+}
 
 void mfs_note_problem(struct mfs_fs_info *fs, const char *fmt, ...)
 {
@@ -615,6 +705,10 @@ static void init_from_super(struct mfs_fs_info *fs)
 	struct mfs_super_block *sb = &fs->super;
 
 	memcpy(fs->fsid, sb->fsid, MFS_FSID_SIZE);
+	if (le64_to_cpu(sb->incompat_flags) & MFS_FEATURE_INCOMPAT_METADATA_UUID)
+		memcpy(fs->metadata_fsid, sb->metadata_uuid, MFS_FSID_SIZE);
+	else
+		memcpy(fs->metadata_fsid, sb->fsid, MFS_FSID_SIZE);
 	fs->nodesize = le32_to_cpu(sb->nodesize);
 	fs->sectorsize = le32_to_cpu(sb->sectorsize);
 	fs->csum_type = le16_to_cpu(sb->csum_type);
@@ -623,90 +717,208 @@ static void init_from_super(struct mfs_fs_info *fs)
 	fs->incompat_flags = le64_to_cpu(sb->incompat_flags);
 }
 
-/* Open every candidate, keep the members of the chosen filesystem. */
-static int open_member_devices(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+/* A device that claims to be a member, before it is taken. */
+struct candidate {
+	const char *path;
+	struct mfs_io_dev *io;
+	struct mfs_super_block sb;
+	bool named;		/* the admin named it (else a scan found it) */
+	bool forced;		/* its superblock copy was chosen by the caller */
+};
+
+static u64 cand_devid(const struct candidate *c)
+{
+	return le64_to_cpu(c->sb.dev_item.devid);
+}
+
+static void drop_candidate(struct candidate *c)
+{
+	mfs_io_close(c->io);
+	c->io = NULL;
+}
+
+/*
+ * Two candidates with one devid: one of them is a copy of the other (an
+ * image copied with cp or dd, a disk cloned) or an older member. A device
+ * the admin named wins over one a scan found - and then no scanned device
+ * is trusted for this filesystem at all, since the copy's partners cannot
+ * be told from the original's. Between two of the same kind nothing can
+ * choose: refused, naming both.
+ */
+static int resolve_duplicates(struct candidate *c, int n, struct mfs_open_ctl *ctl)
+{
+	bool distrust_scanned = false;
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = i + 1; j < n; j++) {
+			if (!c[i].io || !c[j].io || cand_devid(&c[i]) != cand_devid(&c[j]) ||
+			    c[i].named == c[j].named)
+				continue;
+			distrust_scanned = true;
+			snprintf(ctl->note, sizeof(ctl->note),
+				 "%s also claims to be device %llu of this filesystem (a copy?): only the devices named are used",
+				 c[c[i].named ? j : i].path, (unsigned long long)cand_devid(&c[i]));
+		}
+	}
+	if (distrust_scanned)
+		for (i = 0; i < n; i++)
+			if (!c[i].named && c[i].io)
+				drop_candidate(&c[i]);
+	for (i = 0; i < n; i++) {
+		for (j = i + 1; j < n; j++) {
+			if (!c[i].io || !c[j].io || cand_devid(&c[i]) != cand_devid(&c[j]))
+				continue;
+			snprintf(ctl->detail, sizeof(ctl->detail),
+				 "%s and %s both claim to be device %llu of this filesystem (is one a copy of the other?); name only one of them, or give the copy a new uuid with 'mfs filesystem change-uuid'",
+				 c[i].path, c[j].path, (unsigned long long)cand_devid(&c[i]));
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
+static int take_candidate(struct mfs_fs_info *fs, struct candidate *c)
+{
+	struct mfs_device *dev = calloc(1, sizeof(*dev));
+	char real[PATH_MAX];
+	int ret;
+
+	/* shown as an absolute path, as the daemon (cwd /) must reopen it */
+	if (dev && !realpath(c->path, real))
+		snprintf(real, sizeof(real), "%s", c->path);
+	if (!dev || !(dev->path = strdup(real))) {
+		free(dev);
+		return -ENOMEM;
+	}
+	dev->devid = cand_devid(c);
+	dev->io = c->io;
+	memcpy(dev->uuid, c->sb.dev_item.uuid, MFS_UUID_SIZE);
+	dev->total_bytes = le64_to_cpu(c->sb.dev_item.total_bytes);
+	dev->bytes_used = le64_to_cpu(c->sb.dev_item.bytes_used);
+	dev->flags = le64_to_cpu(c->sb.dev_item.flags);
+	dev->generation = le64_to_cpu(c->sb.generation);
+	ret = mfs_add_device(fs, dev);
+	if (ret) {
+		free(dev->path);
+		free(dev);
+		return ret;
+	}
+	c->io = NULL;	/* the device owns it now */
+	return 0;
+}
+
+/* Read every candidate's superblock; the first path's errors are the caller's. */
+static int read_candidates(struct mfs_open_ctl *ctl, struct candidate *c)
 {
 	bool writable = ctl->flags & MFS_OPEN_WRITABLE;
 	bool excl = !(ctl->flags & MFS_OPEN_NO_EXCL);
-	bool have_fsid = ctl->fsid != NULL;
-	u64 best_gen = 0;
-	char real[PATH_MAX];
 	int i, ret;
 
-	if (have_fsid)
-		memcpy(fs->fsid, ctl->fsid, MFS_FSID_SIZE);
 	for (i = 0; i < ctl->npaths; i++) {
-		struct mfs_super_block sb;
-		struct mfs_io_dev *io;
-		struct mfs_device *dev;
-		u64 devid;
-
-		ret = mfs_io_open(ctl->paths[i], writable, excl, &io);
+		c[i].path = ctl->paths[i];
+		c[i].named = ctl->nnamed ? i < ctl->nnamed || i == 0 : true;
+		ret = mfs_io_open(ctl->paths[i], writable, excl, &c[i].io);
 		if (ret) {
-			if (i == 0 || ret == -EBUSY) {
+			c[i].io = NULL;
+			/* a scanned device someone else holds is not taken */
+			if (i == 0 || (ret == -EBUSY && c[i].named)) {
 				ctl->failed_path = ctl->paths[i];
 				return ret;
 			}
 			continue;
 		}
-		if (i == 0 && ctl->sb_mirror >= 0)
-			ret = mfs_read_super_copy(io, ctl->sb_mirror, &sb);
+		c[i].forced = i == 0 && ctl->sb_mirror >= 0;
+		if (c[i].forced)
+			ret = mfs_read_super_copy(c[i].io, ctl->sb_mirror, &c[i].sb);
 		else
-			ret = mfs_read_super(io, &sb, NULL);
+			ret = mfs_read_super(c[i].io, &c[i].sb, NULL);
 		if (ret) {
-			mfs_io_close(io);
+			drop_candidate(&c[i]);
 			if (i == 0) {
 				ctl->failed_path = ctl->paths[i];
 				return ret;
 			}
-			continue;
-		}
-		if (!have_fsid) {
-			memcpy(fs->fsid, sb.fsid, MFS_FSID_SIZE);
-			have_fsid = true;
-		}
-		devid = le64_to_cpu(sb.dev_item.devid);
-		if (memcmp(sb.fsid, fs->fsid, MFS_FSID_SIZE) || mfs_find_device(fs, devid)) {
-			mfs_io_close(io);
-			continue;
-		}
-		dev = calloc(1, sizeof(*dev));
-		/* shown as an absolute path, as the daemon (cwd /) must reopen it */
-		if (dev && !realpath(ctl->paths[i], real))
-			snprintf(real, sizeof(real), "%s", ctl->paths[i]);
-		if (!dev || !(dev->path = strdup(real))) {
-			free(dev);
-			mfs_io_close(io);
-			return -ENOMEM;
-		}
-		dev->devid = devid;
-		dev->io = io;
-		memcpy(dev->uuid, sb.dev_item.uuid, MFS_UUID_SIZE);
-		dev->total_bytes = le64_to_cpu(sb.dev_item.total_bytes);
-		dev->bytes_used = le64_to_cpu(sb.dev_item.bytes_used);
-		dev->flags = le64_to_cpu(sb.dev_item.flags);
-		dev->generation = le64_to_cpu(sb.generation);
-		ret = mfs_add_device(fs, dev);
-		if (ret) {
-			mfs_io_close(io);
-			free(dev->path);
-			free(dev);
-			return ret;
-		}
-		if (dev->generation > best_gen || (i == 0 && ctl->sb_mirror >= 0)) {
-			best_gen = dev->generation;
-			memcpy(&fs->super, &sb, sizeof(sb));
-			if (i == 0 && ctl->sb_mirror >= 0)
-				best_gen = (u64)-1;
 		}
 	}
-	if (!fs->nr_devices)
-		return -ENOENT;
-	init_from_super(fs);
 	return 0;
 }
 
-static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int slot)
+/*
+ * Open every candidate and keep the members of the chosen filesystem: the
+ * fsid asked for, one device per devid (resolve_duplicates). The newest
+ * superblock among them is the filesystem's; a member whose own is older
+ * missed the writes since and is stale (read last, caught up when the
+ * filesystem is opened writable).
+ */
+static int open_member_devices(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+{
+	struct candidate *c = calloc(ctl->npaths ? ctl->npaths : 1, sizeof(*c));
+	int i, best = -1, ret;
+
+	if (!c)
+		return -ENOMEM;
+	ret = read_candidates(ctl, c);
+	if (ret)
+		goto out;
+	memcpy(fs->fsid, ctl->fsid ? ctl->fsid : c[0].sb.fsid, MFS_FSID_SIZE);
+	for (i = 0; i < ctl->npaths; i++) {
+		if (!c[i].io || !memcmp(c[i].sb.fsid, fs->fsid, MFS_FSID_SIZE))
+			continue;
+		if ((ctl->flags & MFS_OPEN_CHANGE_FSID) && ctl->alt_fsid &&
+		    !memcmp(c[i].sb.fsid, ctl->alt_fsid, MFS_FSID_SIZE))
+			continue;
+		if ((le64_to_cpu(c[i].sb.flags) & MFS_SUPER_FLAG_CHANGING_FSID) &&
+		    !memcmp(c[i].sb.pending_fsid, fs->fsid, MFS_FSID_SIZE) &&
+		    !(ctl->flags & MFS_OPEN_CHANGE_FSID)) {
+			snprintf(ctl->detail, sizeof(ctl->detail),
+				 "%s is still being changed to this filesystem's uuid: a 'mfs filesystem change-uuid' was interrupted; run it again on the devices to finish it",
+				 c[i].path);
+			ret = -EUCLEAN;
+			goto out;
+		}
+		drop_candidate(&c[i]);
+	}
+	ret = resolve_duplicates(c, ctl->npaths, ctl);
+	if (ret)
+		goto out;
+	for (i = 0; i < ctl->npaths; i++) {
+		if (!c[i].io)
+			continue;
+		if (best < 0 || c[i].forced ||
+		    (!c[best].forced && le64_to_cpu(c[i].sb.generation) >
+					le64_to_cpu(c[best].sb.generation)))
+			best = i;
+	}
+	if (best < 0) {
+		ret = -ENOENT;
+		goto out;
+	}
+	memcpy(&fs->super, &c[best].sb, sizeof(fs->super));
+	init_from_super(fs);
+	for (i = 0; i < ctl->npaths && !ret; i++) {
+		const struct mfs_super_block *sb = &c[i].sb;
+		const u8 *meta = le64_to_cpu(sb->incompat_flags) & MFS_FEATURE_INCOMPAT_METADATA_UUID ?
+				 sb->metadata_uuid : sb->fsid;
+
+		/* the same fsid over other trees: not a member */
+		if (c[i].io && memcmp(meta, fs->metadata_fsid, MFS_FSID_SIZE))
+			drop_candidate(&c[i]);
+		if (c[i].io)
+			ret = take_candidate(fs, &c[i]);
+	}
+	for (i = 0; !ret && i < fs->nr_devices; i++)
+		if (fs->devices[i]->generation < fs->generation)
+			fs->devices[i]->stale_gen = fs->devices[i]->generation;
+out:
+	for (i = 0; i < ctl->npaths; i++)
+		drop_candidate(&c[i]);
+	free(c);
+	return ret;
+}
+
+static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int slot,
+			 struct mfs_open_ctl *ctl)
 {
 	struct mfs_dev_item *di = leaf_item_data(leaf, slot);
 	struct mfs_device *dev;
@@ -725,6 +937,9 @@ static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int
 	}
 	if (dev) {
 		/* same devid, different uuid: a stranger, not our member */
+		snprintf(ctl->detail, sizeof(ctl->detail),
+			 "%s claims to be device %llu, but its device uuid is not the one the filesystem has for device %llu (a device from an earlier mkfs or device add?)",
+			 dev->path, (unsigned long long)devid, (unsigned long long)devid);
 		return -EUCLEAN;
 	}
 	dev = calloc(1, sizeof(*dev));
@@ -740,7 +955,7 @@ static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int
 	return mfs_add_device(fs, dev);
 }
 
-static int read_chunk_tree(struct mfs_fs_info *fs)
+static int read_chunk_tree(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 {
 	struct mfs_key key = { 0, 0, 0 };
 	struct mfs_path path;
@@ -750,7 +965,8 @@ static int read_chunk_tree(struct mfs_fs_info *fs)
 	if (!fs->chunk_root)
 		return -ENOMEM;
 	ret = read_root_node(fs, fs->chunk_root, le64_to_cpu(fs->super.chunk_root),
-			     fs->super.chunk_root_level);
+			     fs->super.chunk_root_level,
+			     le64_to_cpu(fs->super.chunk_root_generation));
 	if (ret)
 		return ret;
 	mfs_init_path(&path);
@@ -761,7 +977,7 @@ static int read_chunk_tree(struct mfs_fs_info *fs)
 
 		leaf_item_key(leaf, slot, &key);
 		if (key.type == MFS_DEV_ITEM_KEY) {
-			ret = load_dev_item(fs, leaf, slot);
+			ret = load_dev_item(fs, leaf, slot, ctl);
 			if (ret == -EUCLEAN && partial(fs)) {
 				mfs_note_problem(fs, "device item %llu in the chunk tree is invalid",
 						 (unsigned long long)key.offset);
@@ -950,6 +1166,127 @@ static int read_roots(struct mfs_fs_info *fs)
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * How many chunks of these types the devices present cannot read; with
+ * why into out: which devices are missing and what the profile survives.
+ */
+static int explain_unreadable(struct mfs_fs_info *fs, u64 types, char *out, size_t len)
+{
+	const struct mfs_chunk_map *first = NULL;
+	u64 devids[64];
+	int i, s, n = 0, nd = 0, pos;
+
+	for (i = 0; i < fs->nr_chunks; i++) {
+		const struct mfs_chunk_map *map = fs->chunks[i];
+
+		if (!(map->type & types) || mfs_chunk_readable(map))
+			continue;
+		if (!n++)
+			first = map;
+		for (s = 0; s < map->num_stripes; s++) {
+			int k;
+
+			if (mfs_dev_usable(map->stripes[s].dev))
+				continue;
+			for (k = 0; k < nd && devids[k] != map->stripes[s].devid; k++)
+				;
+			if (k == nd && nd < (int)ARRAY_SIZE(devids))
+				devids[nd++] = map->stripes[s].devid;
+		}
+	}
+	if (!n)
+		return 0;
+	qsort(devids, nd, sizeof(*devids), cmp_u64);
+	pos = snprintf(out, len, "%d %s chunk%s cannot be read: device%s", n,
+		       (first->type & MFS_BLOCK_GROUP_DATA) ? "data" :
+		       (first->type & MFS_BLOCK_GROUP_SYSTEM) ? "system" : "metadata",
+		       n > 1 ? "s" : "", nd > 1 ? "s" : "");
+	for (i = 0; i < nd && pos < (int)len; i++)
+		pos += snprintf(out + pos, len - pos, "%s %llu", i ? "," : "",
+				(unsigned long long)devids[i]);
+	if (pos < (int)len)
+		snprintf(out + pos, len - pos,
+			 " missing, and a %s chunk survives the loss of %d device%s at most",
+			 mfs_profile_ui_name(first->type),
+			 mfs_profile(first->type)->tolerated_failures,
+			 mfs_profile(first->type)->tolerated_failures == 1 ? "" : "s");
+	return n;
+}
+
+/* A member the filesystem goes on without (-o degraded): missing from now on. */
+static void drop_member(struct mfs_fs_info *fs, struct mfs_device *dev)
+{
+	int i, s;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		for (s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].dev == dev)
+				fs->chunks[i]->stripes[s].dev = NULL;
+	mfs_io_close(dev->io);
+	dev->io = NULL;
+	dev->missing = true;
+	dev->stale_gen = 0;
+}
+
+/*
+ * Members whose superblock is behind (DESIGN §2): opened writable, each is
+ * caught up from the other copies before anything is written. One that
+ * holds the only copy of something written since it fell behind cannot
+ * be: the open is refused, or with -o degraded goes on without it.
+ * Opened read-only, a stale member is only read where no other copy is.
+ */
+static int catch_up_members(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+{
+	struct mfs_catchup_result res;
+	char size[32];
+	int i, ret;
+
+	if (!(fs->open_flags & MFS_OPEN_WRITABLE))
+		return 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		u64 since = dev->stale_gen;
+
+		if (!since || !mfs_dev_usable(dev))
+			continue;
+		ret = mfs_catch_up_device(fs, dev, &res);
+		if (ret) {
+			snprintf(ctl->detail, sizeof(ctl->detail),
+				 "device %llu (%s) is behind (generation %llu, the filesystem %llu) and could not be caught up: %s",
+				 (unsigned long long)dev->devid, dev->path, (unsigned long long)since,
+				 (unsigned long long)fs->generation, strerror(-ret));
+			return ret;
+		}
+		if (res.lost && (fs->open_flags & MFS_OPEN_DEGRADED)) {
+			mfs_log(fs, "device %llu (%s) is behind (generation %llu, the filesystem %llu) and %llu extents written since have no other copy: going on without it (degraded)",
+				(unsigned long long)dev->devid, dev->path, (unsigned long long)since,
+				(unsigned long long)fs->generation, (unsigned long long)res.lost);
+			drop_member(fs, dev);
+			continue;
+		}
+		if (res.lost) {
+			ctl->failed_path = NULL;
+			snprintf(ctl->detail, sizeof(ctl->detail),
+				 "device %llu (%s) is behind: its superblock is at generation %llu, the filesystem at %llu, and %llu extents written since then have no good copy on the other devices; mount with -o degraded to go on without it",
+				 (unsigned long long)dev->devid, dev->path, (unsigned long long)since,
+				 (unsigned long long)fs->generation, (unsigned long long)res.lost);
+			return -ESTALE;
+		}
+		snprintf(size, sizeof(size), "%llu KiB", (unsigned long long)(res.bytes / 1024));
+		mfs_log(fs, "device %llu (%s) was behind (generation %llu, the filesystem %llu): caught up, %llu extents (%s) rewritten from the other copies",
+			(unsigned long long)dev->devid, dev->path, (unsigned long long)since,
+			(unsigned long long)fs->generation, (unsigned long long)res.extents, size);
+	}
+	return 0;
+}
+
 int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 {
 	struct mfs_fs_info *fs = mfs_alloc_fs_info();
@@ -958,6 +1295,9 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (!fs)
 		return -ENOMEM;
 	fs->open_flags = ctl->flags;
+	fs->log = ctl->log;
+	fs->log_arg = ctl->log_arg;
+	ctl->detail[0] = ctl->note[0] = 0;
 	ret = open_member_devices(fs, ctl);
 	if (ret)
 		goto fail;
@@ -965,10 +1305,23 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 		ret = -EUCLEAN;
 		goto fail;
 	}
+	if ((le64_to_cpu(fs->super.flags) & MFS_SUPER_FLAG_CHANGING_FSID) &&
+	    !(ctl->flags & MFS_OPEN_CHANGE_FSID)) {
+		snprintf(ctl->detail, sizeof(ctl->detail),
+			 "a 'mfs filesystem change-uuid' of this filesystem was interrupted; run it again on its devices to finish it");
+		ret = -EUCLEAN;
+		goto fail;
+	}
 	ret = mfs_read_sys_array(fs);
 	if (ret)
 		goto fail;
-	ret = read_chunk_tree(fs);
+	/* the chunk tree itself: what is missing can only be told from here */
+	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM, ctl->detail,
+					       sizeof(ctl->detail))) {
+		ret = -EIO;
+		goto fail;
+	}
+	ret = read_chunk_tree(fs, ctl);
 	if (ret)
 		goto fail;
 	ctl->missing_devid = 0;
@@ -982,12 +1335,35 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 		ret = -ENODEV;
 		goto fail;
 	}
+	/*
+	 * Degraded: the trees must all be readable; data that is not makes a
+	 * read-only mount whose lost files read as I/O errors.
+	 */
+	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM | MFS_BLOCK_GROUP_METADATA,
+					       ctl->detail, sizeof(ctl->detail))) {
+		ret = -EIO;
+		goto fail;
+	}
+	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_DATA, ctl->note,
+					       sizeof(ctl->note))) {
+		if (ctl->flags & MFS_OPEN_WRITABLE) {
+			memcpy(ctl->detail, ctl->note, sizeof(ctl->detail));
+			strncat(ctl->detail, "; mount read-only (-o ro,degraded) to read the rest",
+				sizeof(ctl->detail) - strlen(ctl->detail) - 1);
+			ctl->note[0] = 0;
+			ret = -EIO;
+			goto fail;
+		}
+		strncat(ctl->note, "; reads of what they hold fail with an I/O error",
+			sizeof(ctl->note) - strlen(ctl->note) - 1);
+	}
 	fs->tree_root = alloc_root(fs, MFS_ROOT_TREE_OBJECTID);
 	if (!fs->tree_root) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = read_root_node(fs, fs->tree_root, le64_to_cpu(fs->super.root), fs->super.root_level);
+	ret = read_root_node(fs, fs->tree_root, le64_to_cpu(fs->super.root), fs->super.root_level,
+			     le64_to_cpu(fs->super.root_generation));
 	if (ret)
 		goto fail;
 	ret = read_roots(fs);
@@ -1003,6 +1379,9 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	}
 	if (ret)
 		goto fail;
+	ret = catch_up_members(fs, ctl);
+	if (ret)
+		goto fail;
 	mfs_init_alloc_profiles(fs);
 	ret = mfs_restripe_load(fs);
 	if (ret && !partial(fs))
@@ -1012,6 +1391,8 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 		if (ret && !partial(fs))
 			goto fail;
 	}
+	for (i = 0; i < fs->nr_devices; i++)
+		mfs_io_arm_faults(fs->devices[i]->io);
 	*out = fs;
 	return 0;
 fail:

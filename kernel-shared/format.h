@@ -101,14 +101,19 @@ static inline u64 mfs_sb_offset(int mirror)
 #define MFS_SUPER_FLAG_SEEDING		(1ULL << 32)
 /* Set by mkfs until its last commit: such a filesystem never mounts. */
 #define MFS_SUPER_FLAG_CHANGING		(1ULL << 33)
+/* A change of the fsid to pending_fsid is under way (change-uuid): never mounts. */
+#define MFS_SUPER_FLAG_CHANGING_FSID	(1ULL << 34)
 
 /* Feature flags (incompat): a reader that does not know one must refuse. */
 #define MFS_FEATURE_INCOMPAT_RAID56	(1ULL << 0)
 #define MFS_FEATURE_INCOMPAT_RAID1C34	(1ULL << 1)
 #define MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB (1ULL << 2)
+/* tree blocks and DEV_ITEMs carry the superblock's metadata_uuid, not its fsid */
+#define MFS_FEATURE_INCOMPAT_METADATA_UUID (1ULL << 3)
 #define MFS_FEATURE_INCOMPAT_SUPP	(MFS_FEATURE_INCOMPAT_RAID56 | \
 					 MFS_FEATURE_INCOMPAT_RAID1C34 | \
-					 MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB)
+					 MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB | \
+					 MFS_FEATURE_INCOMPAT_METADATA_UUID)
 
 /* ---- keys ---- */
 struct mfs_disk_key {
@@ -196,7 +201,12 @@ struct mfs_super_block {
 	struct mfs_dev_item dev_item;
 	char label[MFS_LABEL_SIZE];
 	u8 sys_chunk_array[MFS_SYSTEM_CHUNK_ARRAY_SIZE];
-	u8 reserved[1544];
+	mfs_le64 root_generation;	/* generation of the root tree's root block */
+	/* INCOMPAT_METADATA_UUID: the fsid tree blocks carry (the fsid before a change) */
+	u8 metadata_uuid[MFS_FSID_SIZE];
+	/* SUPER_FLAG_CHANGING_FSID: the fsid being changed to */
+	u8 pending_fsid[MFS_FSID_SIZE];
+	u8 reserved[1504];
 } __attribute__((packed));
 static_assert(sizeof(struct mfs_super_block) == MFS_SUPER_INFO_SIZE, "superblock");
 

@@ -11,6 +11,15 @@
 #include <sys/statvfs.h>
 #include "ctree.h"
 
+/*
+ * The checksums of the data extent at disk_bytenr (disk_len bytes), one per
+ * sector, in a malloc'd *out; 1 (and NULL) when it has no csum item (never
+ * written: preallocated), -EUCLEAN when the item has the wrong size.
+ */
+int mfs_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out);
+/* The checksum the csum tree holds for the data sector at logical into out; 1: none. */
+int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out);
+
 struct mfs_stat {
 	u64 ino;
 	u64 size;

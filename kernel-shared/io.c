@@ -129,13 +129,38 @@ static void fault_env_apply(struct mfs_io_dev *dev)
 			if (!strstr(dev->path, at + 1))
 				continue;
 		}
+		bool after_open = false;
+		char *colon = strchr(tok, ':');
+
+		if (colon && colon[1] == '+') {
+			memmove(colon + 1, colon + 2, strlen(colon + 2) + 1);
+			after_open = true;
+		}
 		if (sscanf(tok, "%15[a-z]:%llu:%c", opname, &nth, &sticky) < 2)
 			continue;
-		for (op = 0; op < MFS_IO_NR_OPS; op++)
-			if (strcmp(opname, op_names[op]) == 0)
+		for (op = 0; op < MFS_IO_NR_OPS; op++) {
+			if (strcmp(opname, op_names[op]))
+				continue;
+			if (after_open) {
+				dev->fail_after_open[op] = nth;
+				dev->fail_sticky[op] = sticky == 's';
+			} else {
 				mfs_io_set_fault(dev, op, nth, sticky == 's');
+			}
+		}
 	}
 	free(copy);
+}
+
+void mfs_io_arm_faults(struct mfs_io_dev *dev)
+{
+	int op;
+
+	if (!dev)
+		return;
+	for (op = 0; op < MFS_IO_NR_OPS; op++)
+		if (dev->fail_after_open[op])
+			mfs_io_set_fault(dev, op, dev->fail_after_open[op], dev->fail_sticky[op]);
 }
 
 /* Count the op and say whether the fault hook wants it to fail. */

@@ -21,6 +21,7 @@ struct mfs_io_dev {
 	u64 op_count[MFS_IO_NR_OPS];	/* operations issued, for fault hooks */
 	u64 fail_nth[MFS_IO_NR_OPS];	/* 0 = never; else fail the Nth op (1-based) */
 	bool fail_sticky[MFS_IO_NR_OPS];/* keep failing from the Nth on */
+	u64 fail_after_open[MFS_IO_NR_OPS];	/* N counted from mfs_io_arm_faults; 0 = none */
 	pthread_mutex_t lock;
 };
 
@@ -58,8 +59,12 @@ int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len);
  * Fault hooks. Programmatic: fail the nth op of dev (sticky = every op from
  * the nth on). From the environment, read at each open:
  *   MFS_FAULT="op:nth[:s][@pathsubstring][,…]"  e.g. "write:3@d2.img"
+ * nth written +N counts from when the filesystem has been opened
+ * (mfs_io_arm_faults), so a test can fail the first reads after a mount.
  */
 void mfs_io_set_fault(struct mfs_io_dev *dev, enum mfs_io_op op, u64 nth, bool sticky);
+/* Start the +N faults of MFS_FAULT on dev: the open is over. */
+void mfs_io_arm_faults(struct mfs_io_dev *dev);
 
 /*
  * Write log: when MFS_WRITE_LOG names a file (or after mfs_io_log_open),

@@ -1208,19 +1208,42 @@ out:
 	return ret;
 }
 
+/*
+ * A copy of the old layout that failed: counted against its device (the
+ * relocation leaves it behind; a kept stripe waits for scrub). raid5/6
+ * rebuilds (mirror > 1) say nothing about one device.
+ */
+static void count_bad_copy(struct mfs_fs_info *fs, struct mfs_chunk_map *old, u64 logical,
+			   int mirror, int stat)
+{
+	struct mfs_device *dev;
+
+	if (mfs_profile(old->type)->nparity && mirror > 1)
+		return;
+	dev = mfs_mirror_device(old, logical, mirror);
+	if (dev)
+		mfs_dev_count_error(fs, dev, stat);
+}
+
 /* Read range r from the old layout, picking a copy whose checksums hold. */
 static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const struct mfs_range *r,
 		     const u8 *csums, u8 *buf)
 {
-	int copies = mfs_num_copies(old), m, ret = -EIO;
+	int copies = mfs_num_copies(old), m, ret = -EIO, stat;
 	u64 s, n;
 
 	if (r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) {
+		struct mfs_tree_check chk = { .level = r->level, .owner = r->owner,
+					      .transid = r->gen };
+
 		for (m = 1; m <= copies; m++) {
-			if (mfs_read_map(old, r->start, buf, r->len, m))
+			if (mfs_read_map(old, r->start, buf, r->len, m)) {
+				count_bad_copy(fs, old, r->start, m, MFS_DEV_STAT_READ_ERRS);
 				continue;
-			if (!mfs_verify_tree_block(fs, buf, r->start, r->level, r->owner))
+			}
+			if (!mfs_verify_tree_block(fs, buf, r->start, &chk, &stat))
 				return 0;
+			count_bad_copy(fs, old, r->start, m, stat);
 		}
 		return -EUCLEAN;
 	}
@@ -1240,11 +1263,18 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 		mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
 		if (ret == 0 && !memcmp(got, want, fs->csum_size))
 			continue;
+		count_bad_copy(fs, old, r->start + s * SECTOR, 1,
+			       ret ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS);
 		for (m = 2; m <= copies && !ok; m++) {
-			if (mfs_read_map(old, r->start + s * SECTOR, sb, SECTOR, m))
+			if (mfs_read_map(old, r->start + s * SECTOR, sb, SECTOR, m)) {
+				count_bad_copy(fs, old, r->start + s * SECTOR, m, MFS_DEV_STAT_READ_ERRS);
 				continue;
+			}
 			mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
 			ok = !memcmp(got, want, fs->csum_size);
+			if (!ok)
+				count_bad_copy(fs, old, r->start + s * SECTOR, m,
+					       MFS_DEV_STAT_CORRUPTION_ERRS);
 		}
 		if (!ok)
 			return -EIO;
@@ -2076,6 +2106,26 @@ static void note_replace_end(struct mfs_restripe_status *st)
 	st->last_replace.progress = cancelled ? st->cancel_progress : 1000;
 }
 
+/*
+ * The total is what is done plus what the chunks still to move hold now:
+ * writes that land in those meanwhile raise it, so the figure shown is
+ * never past 100 %. Called with fs->lock held.
+ */
+static void refresh_total(struct mfs_fs_info *fs, const u64 *left, int n)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 total = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct mfs_block_group *bg = mfs_lookup_block_group(fs, left[i]);
+
+		if (bg && bg->start == left[i])
+			total += bg->used + bg->reserved;
+	}
+	st->bytes_total = total;
+}
+
 static int run_once(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
@@ -2145,6 +2195,7 @@ static int run_once(struct mfs_fs_info *fs)
 		/* status reads it under the lock */
 		pthread_mutex_lock(&fs->lock);
 		st->considered++;
+		refresh_total(fs, list + j, n - j);
 		pthread_mutex_unlock(&fs->lock);
 		if (j < n && list[j] == all[i]) {
 			ret = relocate_chunk(fs, list[j++]);

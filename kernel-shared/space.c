@@ -87,9 +87,11 @@ static int count_tree_blocks(struct mfs_fs_info *fs, struct extent_buffer *eb,
 	}
 	for (i = 0; i < n && *count < limit && !ret; i++) {
 		struct extent_buffer *child;
+		struct mfs_tree_check chk;
+		struct mfs_key key;
 
-		ret = mfs_read_tree_block(fs, node_blockptr(eb, i), eb_level(eb) - 1,
-					  owner, &child);
+		mfs_child_check(eb, i, owner, &key, &chk);
+		ret = mfs_read_tree_block(fs, node_blockptr(eb, i), &chk, &child);
 		if (ret)
 			break;
 		ret = count_tree_blocks(fs, child, owner, limit, count);

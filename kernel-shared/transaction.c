@@ -116,7 +116,7 @@ static int update_dev_items(struct mfs_trans_handle *trans, bool *did_work)
 		dev->dirty = false;
 		*did_work = true;
 		memcpy(di.uuid, dev->uuid, MFS_UUID_SIZE);
-		memcpy(di.fsid, fs->fsid, MFS_FSID_SIZE);
+		memcpy(di.fsid, fs->metadata_fsid, MFS_FSID_SIZE);
 		mfs_init_path(&path);
 		ret = mfs_search_slot(trans, fs->chunk_root, &key, &path, 0, 1);
 		if (ret == 0) {
@@ -185,7 +185,8 @@ static int update_root_item(struct mfs_trans_handle *trans, struct mfs_root *roo
 	root->dirty = false;
 	*did_work = true;
 	root->item.bytenr = cpu_to_le64(root->node->start);
-	root->item.generation = cpu_to_le64(trans->transid);
+	/* what a reader checks the root block against (DESIGN §2) */
+	root->item.generation = cpu_to_le64(eb_generation(root->node));
 	root->item.level = eb_level(root->node);
 	mfs_init_path(&path);
 	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
@@ -253,6 +254,7 @@ static void update_super(struct mfs_fs_info *fs, u64 transid)
 	sb->generation = cpu_to_le64(transid);
 	sb->root = cpu_to_le64(fs->tree_root->node->start);
 	sb->root_level = eb_level(fs->tree_root->node);
+	sb->root_generation = cpu_to_le64(eb_generation(fs->tree_root->node));
 	sb->chunk_root = cpu_to_le64(fs->chunk_root->node->start);
 	sb->chunk_root_level = eb_level(fs->chunk_root->node);
 	sb->chunk_root_generation = cpu_to_le64(eb_generation(fs->chunk_root->node));
@@ -288,6 +290,13 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans)
 	/* 2. barrier: nothing may point at the new nodes before they are durable */
 	if (!ret)
 		ret = mfs_flush_all_devices(fs);
+	/*
+	 * A device that failed a write or flush is out of this commit (it
+	 * gets no superblock, so it stays at its last complete generation);
+	 * the commit stands on the others if they still hold every chunk.
+	 */
+	if (!ret && mfs_unreadable_chunks(fs))
+		ret = -EIO;
 	if (ret)
 		goto fail;
 	/* 3. the superblocks switch to the new generation */
@@ -296,6 +305,8 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans)
 	/* 4. and are themselves durable before we report success */
 	if (!ret)
 		ret = mfs_flush_all_devices(fs);
+	if (!ret && mfs_unreadable_chunks(fs))
+		ret = -EIO;
 	if (ret)
 		goto fail;
 

@@ -94,6 +94,135 @@ int mfs_map_block(const struct mfs_chunk_map *map, u64 logical, struct mfs_io_ma
 	return 0;
 }
 
+/* ---------------- device health ---------------- */
+
+bool mfs_dev_usable(const struct mfs_device *dev)
+{
+	return dev && dev->io && !dev->missing &&
+	       !__atomic_load_n(&dev->failed, __ATOMIC_ACQUIRE);
+}
+
+void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat)
+{
+	__atomic_add_fetch(&dev->stats[stat], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->stats_dirty, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&fs->dev_stats_dirty, 1, __ATOMIC_RELEASE);
+}
+
+static const char *stat_what(int stat)
+{
+	static const char * const names[MFS_DEV_STAT_VALUES_MAX] = {
+		"write", "read", "flush", "corruption", "generation"
+	};
+
+	return stat >= 0 && stat < MFS_DEV_STAT_VALUES_MAX ? names[stat] : "I/O";
+}
+
+static pthread_mutex_t dev_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool mfs_dev_fail(struct mfs_fs_info *fs, struct mfs_device *dev, int stat, int err)
+{
+	bool failed;
+
+	mfs_dev_count_error(fs, dev, stat);
+	pthread_mutex_lock(&dev_fail_lock);
+	failed = __atomic_load_n(&dev->failed, __ATOMIC_ACQUIRE);
+	if (!failed && fs->strict_io) {
+		pthread_mutex_unlock(&dev_fail_lock);
+		return false;
+	}
+	if (!failed) {
+		/* only while the others still hold every chunk */
+		__atomic_store_n(&dev->failed, true, __ATOMIC_RELEASE);
+		if (mfs_unreadable_chunks(fs)) {
+			__atomic_store_n(&dev->failed, false, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&dev_fail_lock);
+			mfs_log(fs, "devid %llu (%s): %s error: %s; it holds the only good copy of some data, so the write fails",
+				(unsigned long long)dev->devid, dev->path ? dev->path : "?",
+				stat_what(stat), strerror(err < 0 ? -err : err));
+			return false;
+		}
+		mfs_log(fs, "devid %llu (%s) failed: %s error: %s; it gets no more I/O until the filesystem is mounted again",
+			(unsigned long long)dev->devid, dev->path ? dev->path : "?", stat_what(stat),
+			strerror(err < 0 ? -err : err));
+	}
+	pthread_mutex_unlock(&dev_fail_lock);
+	return true;
+}
+
+bool mfs_chunk_readable(const struct mfs_chunk_map *map)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int i, j, bad = 0;
+
+	for (i = 0; i < map->num_stripes; i++)
+		bad += !mfs_dev_usable(map->stripes[i].dev);
+	if (a->nparity)
+		return bad <= a->nparity;
+	if (a->sub_stripes > 1) {
+		for (i = 0; i < map->num_stripes; i += a->sub_stripes) {
+			for (j = 0; j < a->sub_stripes; j++)
+				if (mfs_dev_usable(map->stripes[i + j].dev))
+					break;
+			if (j == a->sub_stripes)
+				return false;
+		}
+		return true;
+	}
+	if (a->ncopies > 1)
+		return bad < map->num_stripes;
+	return bad == 0;
+}
+
+int mfs_unreadable_chunks(struct mfs_fs_info *fs)
+{
+	int i, n = 0;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		n += !mfs_chunk_readable(fs->chunks[i]);
+	return n;
+}
+
+enum { READ_RANK_PREFERRED, READ_RANK_HEALTHY, READ_RANK_STALE, READ_RANK_UNUSABLE };
+
+/* Reads go first to the read_policy device, then any healthy one, a stale one last. */
+static int read_rank(const struct mfs_fs_info *fs, const struct mfs_device *dev)
+{
+	if (!mfs_dev_usable(dev))
+		return READ_RANK_UNUSABLE;
+	if (dev->stale_gen)
+		return READ_RANK_STALE;
+	if (fs->read_devid && dev->devid == fs->read_devid)
+		return READ_RANK_PREFERRED;
+	return READ_RANK_HEALTHY;
+}
+
+int mfs_mirror_order(struct mfs_fs_info *fs, const struct mfs_chunk_map *map, u64 logical,
+		     int *order)
+{
+	int copies = mfs_num_copies(map), rank[copies], i, j, n = 0;
+	struct mfs_io_map io;
+
+	if (mfs_map_block(map, logical, &io)) {
+		for (i = 0; i < copies; i++)
+			order[i] = i + 1;
+		return copies;
+	}
+	for (i = 0; i < copies; i++) {
+		/* raid5/6: mirror 1 is the data column, the rest rebuild it */
+		if (mfs_profile(map->type)->nparity)
+			rank[i] = i ? READ_RANK_HEALTHY : read_rank(fs, map->stripes[io.stripe[0]].dev);
+		else
+			rank[i] = read_rank(fs, map->stripes[io.stripe[i]].dev);
+	}
+	/* a stable sort by rank: within one rank, the copies in their order */
+	for (j = READ_RANK_PREFERRED; j <= READ_RANK_UNUSABLE; j++)
+		for (i = 0; i < copies; i++)
+			if (rank[i] == j)
+				order[n++] = i + 1;
+	return copies;
+}
+
 /* ---------------- chunk map table ---------------- */
 
 struct mfs_chunk_map *mfs_alloc_chunk_map(int num_stripes)
@@ -609,7 +738,8 @@ int mfs_device_best_fit(struct mfs_device *dev, u64 need, u64 *start)
 
 bool mfs_device_allocatable(const struct mfs_device *dev)
 {
-	return !dev->missing && dev->io && !(dev->flags & MFS_DEV_STATE_NO_ALLOC);
+	/* nothing new on a device that failed, nor on one not caught up */
+	return mfs_dev_usable(dev) && !dev->stale_gen && !(dev->flags & MFS_DEV_STATE_NO_ALLOC);
 }
 
 /* ---------------- chunk allocation ---------------- */
@@ -830,16 +960,35 @@ static struct mfs_open_row *find_open_row(struct mfs_fs_info *fs,
 	return NULL;
 }
 
+/* A strict write (the restriper's new stripes): any failure fails it. */
 static int write_stripe(struct mfs_map_stripe *s, const void *buf, u64 len, u64 physical)
 {
-	if (!s->dev || !s->dev->io)
+	if (!mfs_dev_usable(s->dev))
 		return -EIO;
 	return mfs_io_write(s->dev->io, buf, len, physical);
 }
 
+/*
+ * One copy of a redundant write: 0 written, 1 not (its device is gone, or
+ * fails now and is marked failed): the other copies carry the data; -EIO
+ * when it fails and the others cannot do without it.
+ */
+static int write_copy(struct mfs_fs_info *fs, struct mfs_map_stripe *s, const void *buf,
+		      u64 len, u64 physical)
+{
+	int ret;
+
+	if (!mfs_dev_usable(s->dev))
+		return 1;
+	ret = mfs_io_write(s->dev->io, buf, len, physical);
+	if (!ret)
+		return 0;
+	return mfs_dev_fail(fs, s->dev, MFS_DEV_STAT_WRITE_ERRS, ret) ? 1 : -EIO;
+}
+
 static int read_stripe(struct mfs_map_stripe *s, void *buf, u64 len, u64 physical)
 {
-	if (!s->dev || !s->dev->io)
+	if (!mfs_dev_usable(s->dev))
 		return -EIO;
 	return mfs_io_read(s->dev->io, buf, len, physical);
 }
@@ -887,7 +1036,7 @@ static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 	return ret;
 }
 
-static int write_rows(struct mfs_open_row *rows, bool full_list);
+static int write_rows(struct mfs_fs_info *fs, struct mfs_open_row *rows, bool full_list);
 
 static u64 row_logical(const struct mfs_open_row *r)
 {
@@ -933,7 +1082,7 @@ static void unlist_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 
 static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 {
-	int ret = write_rows(r, true);	/* not writing: a list of one */
+	int ret = write_rows(fs, r, true);	/* not writing: a list of one */
 
 	/* the row is on disk now: the allocator must not reuse its free parts */
 	mfs_seal_row(fs, row_logical(r));
@@ -950,7 +1099,7 @@ static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 int mfs_flush_open_rows(struct mfs_fs_info *fs)
 {
 	struct mfs_open_row *r, *next;
-	int ret = write_rows(fs->open_rows, false);
+	int ret = write_rows(fs, fs->open_rows, false);
 
 	for (r = fs->open_rows; r; r = next) {
 		next = r->next;
@@ -1064,7 +1213,7 @@ static int write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u
 		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
 		struct mfs_io_map io;
 		u64 n;
-		int i, ret;
+		int i, ret, written;
 
 		if (!map)
 			return -EUCLEAN;
@@ -1078,12 +1227,16 @@ static int write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u
 			if (ret)
 				return ret;
 			n = min_t(u64, len, io.length);
+			written = 0;
 			for (i = 0; i < io.ncopies; i++) {
-				ret = write_stripe(&map->stripes[io.stripe[i]], p, n,
-						   io.physical[i]);
-				if (ret)
+				ret = write_copy(fs, &map->stripes[io.stripe[i]], p, n,
+						 io.physical[i]);
+				if (ret < 0)
 					return ret;
+				written += !ret;
 			}
+			if (!written)
+				return -EIO;
 		}
 		logical += n;
 		p += n;
@@ -1211,6 +1364,23 @@ static int batches_run(struct batch_set *set)
 }
 
 /*
+ * Writes of redundant data: a device whose transfer fails is counted and
+ * marked failed, and the write stands on the other copies (the caller
+ * checks that every piece kept one).
+ */
+static int batches_run_tolerant(struct mfs_fs_info *fs, struct batch_set *set)
+{
+	int i, ret = 0;
+
+	batches_run(set);
+	for (i = 0; i < set->n; i++)
+		if (set->b[i].ret &&
+		    !mfs_dev_fail(fs, set->b[i].dev, MFS_DEV_STAT_WRITE_ERRS, set->b[i].ret))
+			ret = -EIO;
+	return ret;
+}
+
+/*
  * Which copy of a piece a read takes (read_policy). With devid:N, the copy
  * on that device when it has one. Otherwise the least busy: each 256 MiB of
  * a chunk has a home copy, kept unless its device has clearly more reads
@@ -1231,12 +1401,12 @@ static int pick_copy(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
 		struct mfs_device *dev = map->stripes[io->stripe[i]].dev;
 		int load;
 
-		if (!dev || !dev->io) {
+		if (read_rank(fs, dev) > READ_RANK_PREFERRED + 1) {
 			if (i == home)
 				home = -1;
 			continue;
 		}
-		if (fs->read_devid && dev->devid == fs->read_devid)
+		if (read_rank(fs, dev) == READ_RANK_PREFERRED)
 			return i;
 		load = __atomic_load_n(&dev->reads_in_flight, __ATOMIC_RELAXED);
 		if (i == home)
@@ -1248,7 +1418,13 @@ static int pick_copy(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
 	}
 	if (home >= 0 && home_load < best_load + READ_BUSY_MARGIN)
 		return home;
-	return best;
+	if (best >= 0)
+		return best;
+	/* no healthy copy: a stale one, whose reads are verified like any other */
+	for (i = 0; i < io->ncopies; i++)
+		if (read_rank(fs, map->stripes[io->stripe[i]].dev) == READ_RANK_STALE)
+			return i;
+	return -1;
 }
 
 /* Add the pieces of [logical, logical+len) to set: every copy (write) or the least busy. */
@@ -1277,8 +1453,11 @@ static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8
 		for (; !ret && c < io.ncopies; c++) {
 			struct mfs_map_stripe *s = &map->stripes[io.stripe[c]];
 
-			if (!s->dev || !s->dev->io)
-				return -EIO;
+			if (!mfs_dev_usable(s->dev)) {
+				if (!write)
+					return -EIO;
+				continue;	/* the other copies carry it */
+			}
 			ret = batch_add(set, s->dev, io.physical[c], p, n, write);
 			if (!write)
 				break;
@@ -1290,13 +1469,38 @@ static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8
 	return ret;
 }
 
+/* Is there a usable copy of every piece of [logical, logical+len)? */
+static bool range_readable(struct mfs_fs_info *fs, u64 logical, u64 len)
+{
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int c;
+
+		if (!map || mfs_map_block(map, logical, &io))
+			return false;
+		for (c = 0; c < io.ncopies; c++)
+			if (mfs_dev_usable(map->stripes[io.stripe[c]].dev))
+				break;
+		if (c == io.ncopies)
+			return false;
+		n = min_t(u64, len, io.length);
+		logical += n;
+		len -= n;
+	}
+	return true;
+}
+
 int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
 {
 	struct batch_set set = { 0 };
 	int ret = gather(fs, &set, logical, (u8 *)buf, len, true);
 
 	if (!ret)
-		ret = batches_run(&set);
+		ret = batches_run_tolerant(fs, &set);
+	if (!ret && !range_readable(fs, logical, len))
+		ret = -EIO;
 	free(set.b);
 	return ret;
 }
@@ -1308,7 +1512,7 @@ int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *
  * lie back to back on every device, so each device gets one vectored write
  * per run of rows, and the devices are written in parallel.
  */
-static int write_rows(struct mfs_open_row *rows, bool full_list)
+static int write_rows(struct mfs_fs_info *fs, struct mfs_open_row *rows, bool full_list)
 {
 	struct batch_set set = { 0 };
 	struct mfs_open_row *r;
@@ -1337,15 +1541,18 @@ static int write_rows(struct mfs_open_row *rows, bool full_list)
 		for (c = 0; !ret && c < n; c++) {
 			struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, r->row, c)];
 
-			if (!s->dev || !s->dev->io)
-				ret = -EIO;
-			else
+			/* a column whose device is gone is rebuilt from parity when read */
+			if (mfs_dev_usable(s->dev))
 				ret = batch_add(&set, s->dev, s->physical + r->row * slen,
 						blocks[c], slen, true);
 		}
 	}
 	if (!ret)
-		ret = batches_run(&set);
+		ret = batches_run_tolerant(fs, &set);
+	/* every row keeps enough columns to be read back */
+	for (r = rows; !ret && r; r = full_list ? r->next_full : r->next)
+		if (!mfs_chunk_readable(r->map))
+			ret = -EIO;
 	for (i = 0; i < nrows; i++)
 		free(parity[i]);
 	free(parity);
@@ -1355,8 +1562,7 @@ static int write_rows(struct mfs_open_row *rows, bool full_list)
 
 int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
 {
-	(void)fs;
-	return write_rows(full, true);
+	return write_rows(fs, full, true);
 }
 
 int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r)
@@ -1477,13 +1683,23 @@ int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, in
 		if (ret)
 			return ret;
 		n = min_t(u64, len, io.length);
-		if (mirror) {
+		if (mirror > 0) {
 			ret = read_piece(fs, map, logical, p, n, mirror);
 		} else {
+			int *order;
+
 			copies = mfs_num_copies(map);
+			order = malloc(copies * sizeof(*order));
+			if (!order)
+				return -ENOMEM;
+			mfs_mirror_order(fs, map, logical, order);
 			ret = -EIO;
-			for (m = 1; m <= copies && ret; m++)
-				ret = read_piece(fs, map, logical, p, n, m);
+			for (m = 0; m < copies && ret; m++) {
+				ret = read_piece(fs, map, logical, p, n, order[m]);
+				if (mirror == MFS_MIRROR_PREFERRED)
+					break;
+			}
+			free(order);
 		}
 		if (ret)
 			return ret;
@@ -1534,16 +1750,45 @@ int mfs_flush_io_devices(struct mfs_io_dev **io, int n)
 	return ret;
 }
 
-/* Every present device's cache to stable storage. */
+/*
+ * Every usable device's cache to stable storage, in parallel. A device
+ * whose flush fails is counted and marked failed: what it was to keep
+ * stands on the other devices (the commit checks that every chunk can
+ * still be read). Fails only when no device could flush.
+ */
 int mfs_flush_all_devices(struct mfs_fs_info *fs)
 {
-	struct mfs_io_dev *io[fs->nr_devices ? fs->nr_devices : 1];
-	int i, n = 0;
+	int n = fs->nr_devices ? fs->nr_devices : 1;
+	struct flush_job job[n];
+	struct mfs_device *dev[n];
+	pthread_t tid[n];
+	bool started[n];
+	int i, nr = 0, flushed = 0, first_err = 0;
 
 	for (i = 0; i < fs->nr_devices; i++)
-		if (!fs->devices[i]->missing && fs->devices[i]->io)
-			io[n++] = fs->devices[i]->io;
-	return mfs_flush_io_devices(io, n);
+		if (mfs_dev_usable(fs->devices[i]))
+			dev[nr++] = fs->devices[i];
+	for (i = 0; i < nr; i++) {
+		job[i] = (struct flush_job){ dev[i]->io, 0 };
+		started[i] = i > 0 && pthread_create(&tid[i], NULL, flush_job_run, &job[i]) == 0;
+		if (i > 0 && !started[i])
+			flush_job_run(&job[i]);
+	}
+	if (nr)
+		flush_job_run(&job[0]);
+	for (i = 0; i < nr; i++) {
+		if (started[i])
+			pthread_join(tid[i], NULL);
+		if (!job[i].ret) {
+			flushed++;
+			continue;
+		}
+		if (!mfs_dev_fail(fs, dev[i], MFS_DEV_STAT_FLUSH_ERRS, job[i].ret) && !first_err)
+			first_err = job[i].ret;
+	}
+	if (first_err || (!flushed && nr))
+		return -EIO;
+	return 0;
 }
 
 /* Which stripe of map holds copy `mirror` of logical (raid5/6: the data column). */
@@ -1563,6 +1808,13 @@ static int mirror_stripe(struct mfs_chunk_map *map, u64 logical, int mirror, u64
 	return io.stripe[idx];
 }
 
+struct mfs_device *mfs_mirror_device(struct mfs_chunk_map *map, u64 logical, int mirror)
+{
+	int idx = mirror_stripe(map, logical, mirror, NULL);
+
+	return idx < 0 ? NULL : map->stripes[idx].dev;
+}
+
 int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *buf,
 			     u32 len, int mirror)
 {
@@ -1575,26 +1827,25 @@ int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *bu
 	idx = mirror_stripe(map, logical, mirror, &physical);
 	if (idx < 0)
 		return -EINVAL;
-	return write_stripe(&map->stripes[idx], buf, len, physical);
+	return write_copy(fs, &map->stripes[idx], buf, len, physical) ? -EIO : 0;
 }
 
-void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
+bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 {
 	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
 	struct mfs_device *dev;
 	int idx;
 
 	if (!map)
-		return;
+		return false;
 	idx = mirror_stripe(map, logical, mirror, NULL);
 	if (idx < 0)
-		return;
+		return false;
 	dev = map->stripes[idx].dev;
 	if (!dev)
-		return;
-	dev->stats[stat]++;
-	dev->stats_dirty = true;
-	fs->dev_stats_dirty = 1;
+		return false;
+	mfs_dev_count_error(fs, dev, stat);
+	return mfs_dev_usable(dev) && (fs->open_flags & MFS_OPEN_WRITABLE);
 }
 
 static int cmp_u64_desc(const void *a, const void *b)

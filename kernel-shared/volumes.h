@@ -51,7 +51,7 @@ u64 mfs_device_reserved_bytes(u64 total_bytes);
 /* Device states that take no new chunks. */
 #define MFS_DEV_STATE_NO_ALLOC	(MFS_DEV_STATE_DELETING | MFS_DEV_STATE_NOALLOC | \
 				 MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE)
-/* Where new chunks may go: devices not missing and not being removed. */
+/* Where new chunks may go: devices present, healthy, current and not being removed. */
 bool mfs_device_allocatable(const struct mfs_device *dev);
 /*
  * Create a chunk of type|profile in memory: picks devices and holes,
@@ -61,7 +61,12 @@ bool mfs_device_allocatable(const struct mfs_device *dev);
 int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 		    struct mfs_block_group **out);
 
-/* Logical I/O through the chunk maps. mirror 0 = first good copy. */
+/*
+ * Logical I/O through the chunk maps. mirror 0: each piece from the first
+ * copy that reads (in mfs_mirror_order); MFS_MIRROR_PREFERRED: each piece
+ * from the copy reads prefer, no other.
+ */
+#define MFS_MIRROR_PREFERRED (-1)
 int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror);
 int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
 /*
@@ -100,11 +105,40 @@ int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);
 int mfs_flush_all_devices(struct mfs_fs_info *fs);
 int mfs_flush_io_devices(struct mfs_io_dev **io, int n);
+/* The device holding copy `mirror` of logical (raid5/6: the data column); NULL if gone. */
+struct mfs_device *mfs_mirror_device(struct mfs_chunk_map *map, u64 logical, int mirror);
 /* Rewrite one copy (raid5/6: the data column) of logical, e.g. to repair it. */
 int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *buf,
 			     u32 len, int mirror);
-/* Count an error against the device holding copy `mirror` of logical. */
-void mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
+/*
+ * Count an error against the device holding copy `mirror` of logical;
+ * true when that device can take the repair (it is usable).
+ */
+bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
+
+/* ---- device health (DESIGN §6) ---- */
+/* Present, open and not failed this mount: reads and writes may go to it. */
+bool mfs_dev_usable(const struct mfs_device *dev);
+/* Count one error of kind stat (MFS_DEV_STAT_*); safe without fs->lock. */
+void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat);
+/*
+ * A write or flush to dev failed (err): count it, and when the other
+ * devices still hold every chunk, mark it failed for the rest of the mount
+ * (no more reads or writes, no superblock), say so in the log and return
+ * true. false: it holds the only copy of something; the caller's write
+ * fails. Safe without fs->lock.
+ */
+bool mfs_dev_fail(struct mfs_fs_info *fs, struct mfs_device *dev, int stat, int err);
+/* Can every byte of map be read from the usable devices? */
+bool mfs_chunk_readable(const struct mfs_chunk_map *map);
+int mfs_unreadable_chunks(struct mfs_fs_info *fs);
+/*
+ * The mirrors (1-based, as mfs_read_logical takes them) of logical in the
+ * order a read tries them: the read_policy device's copy first, stale and
+ * unusable devices' last. Fills mfs_num_copies(map) entries; returns that.
+ */
+int mfs_mirror_order(struct mfs_fs_info *fs, const struct mfs_chunk_map *map, u64 logical,
+		     int *order);
 /* Logical bytes unallocated space could still give chunks of type|profile. */
 u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags);
 /*

@@ -475,8 +475,11 @@ static void walk_tree(struct mfs_root *root, struct extent_buffer *eb,
 			return;
 		}
 		prev = k;
-		ret = mfs_read_tree_block(fs, node_blockptr(eb, i), level - 1,
-					  root->objectid, &child);
+		struct mfs_tree_check chk;
+		struct mfs_key ck;
+
+		mfs_child_check(eb, i, root->objectid, &ck, &chk);
+		ret = mfs_read_tree_block(fs, node_blockptr(eb, i), &chk, &child);
 		if (ret) {
 			FAIL("node %" PRIu64 " slot %u: read child %" PRIu64 ": %d",
 			     eb->start, i, node_blockptr(eb, i), ret);

@@ -70,7 +70,10 @@ static void test_super_block(void)
 	PIN(struct mfs_super_block, dev_item, 168, 80);
 	PIN(struct mfs_super_block, label, 248, 256);
 	PIN(struct mfs_super_block, sys_chunk_array, 504, 2048);
-	PIN(struct mfs_super_block, reserved, 2552, 1544);
+	PIN(struct mfs_super_block, root_generation, 2552, 8);
+	PIN(struct mfs_super_block, metadata_uuid, 2560, 16);
+	PIN(struct mfs_super_block, pending_fsid, 2576, 16);
+	PIN(struct mfs_super_block, reserved, 2592, 1504);
 	/* the dev item inside the superblock, at absolute offsets */
 	CHECK_EQ(offsetof(struct mfs_super_block, dev_item.devid), 168);
 	CHECK_EQ(offsetof(struct mfs_super_block, dev_item.uuid), 216);
@@ -469,10 +472,12 @@ static void test_super_and_feature_flags(void)
 {
 	CHECK(MFS_SUPER_FLAG_SEEDING == 0x100000000ULL);
 	CHECK(MFS_SUPER_FLAG_CHANGING == 0x200000000ULL);
+	CHECK(MFS_SUPER_FLAG_CHANGING_FSID == 0x400000000ULL);
 	CHECK_EQ(MFS_FEATURE_INCOMPAT_RAID56, 0x1);
 	CHECK_EQ(MFS_FEATURE_INCOMPAT_RAID1C34, 0x2);
 	CHECK_EQ(MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB, 0x4);
-	CHECK_EQ(MFS_FEATURE_INCOMPAT_SUPP, 0x7);
+	CHECK_EQ(MFS_FEATURE_INCOMPAT_METADATA_UUID, 0x8);
+	CHECK_EQ(MFS_FEATURE_INCOMPAT_SUPP, 0xf);
 	CHECK_EQ(MFS_DEV_STATE_REPLACE_TARGET, 0x1);
 	CHECK_EQ(MFS_DEV_STATE_DELETING, 0x2);
 	CHECK_EQ(MFS_DEV_STATE_NOALLOC, 0x4);
