@@ -2,6 +2,8 @@
  * mfs balance start|pause|resume|cancel|status: restripe filters, convert,
  * progress; the same commands see and control a device delete or shrink.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,14 +63,16 @@ static int parse_profiles(const char *s, u64 *mask)
 	return ret;
 }
 
+/* A plain decimal number: no sign (strtoull would take "-3" as 2^64-3), no blanks. */
 static int parse_u64(const char *s, u64 *v)
 {
 	char *end;
 
-	if (!*s)
+	if (!isdigit((unsigned char)*s))
 		return -EINVAL;
+	errno = 0;
 	*v = strtoull(s, &end, 10);
-	return *end ? -EINVAL : 0;
+	return *end || errno ? -EINVAL : 0;
 }
 
 int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *f)

@@ -149,6 +149,7 @@ static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
 			paths[n++] = scan.devs[i].path;
 	ctl.paths = paths;
 	ctl.npaths = n;
+	ctl.nnamed = 1;		/* the scan lists the device named first */
 	ctl.flags = MFS_OPEN_NO_EXCL;
 	ctl.fsid = sb.fsid;
 	ctl.sb_mirror = -1;
@@ -184,7 +185,6 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 	};
 	bool force = false, discard = true;
 	struct mfs_target t;
-	struct mfs_space sp;
 	u8 fsid[MFS_FSID_SIZE];
 	int c, i, ret = 0, ndev;
 	const char *where;
@@ -226,12 +226,19 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 		mfs_target_close(&t);
 		return 1;
 	}
+	/* every device is checked before the first one is touched */
 	for (i = 0; i < ndev; i++) {
 		const char *dev = argv[optind + i];
 		struct mfs_super_block sb;
-		u64 size, devid;
-		int err;
+		u64 size;
+		int j;
 
+		for (j = 0; j < i; j++) {
+			if (mfs_same_device(dev, argv[optind + j])) {
+				error("%s is given twice (as %s)", dev, argv[optind + j]);
+				ret = 1;
+			}
+		}
 		/*
 		 * A member is held open by the filesystem: say what it is
 		 * rather than that it is busy.
@@ -242,10 +249,18 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 			continue;
 		}
 		/* the same checks as mkfs, and never a member of this filesystem */
-		if (mfs_check_new_device(dev, force, 0, fsid, &size)) {
+		if (mfs_check_new_device(dev, force, 0, fsid, &size))
 			ret = 1;
-			continue;
-		}
+	}
+	if (ret) {
+		mfs_target_close(&t);
+		return 1;
+	}
+	for (i = 0; i < ndev; i++) {
+		const char *dev = argv[optind + i];
+		u64 devid;
+		int err;
+
 		if (discard) {
 			struct mfs_io_dev *io;
 
@@ -268,10 +283,6 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 			continue;
 		}
 		mfs_registry_add(dev);
-	}
-	/* as btrfs, point out a type that now has several profiles */
-	if (mfs_target_space(&t, &sp) == 0) {
-		mfs_space_free(&sp);
 	}
 	if (mfs_target_close(&t))
 		ret = 1;

@@ -381,8 +381,11 @@ int mfs_sync_mount(const char *mnt)
 	return ret;
 }
 
-/* Whether @mnt is the mount point of an mfs mount, live or with its daemon gone. */
-static bool is_mfs_mount_point(const char *mnt)
+/*
+ * Whether @mnt is the mount point of an mfs mount, live or with its daemon
+ * gone; its source (the device it was mounted from) into @source if not NULL.
+ */
+static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
 {
 	char real[PATH_MAX], line[8192];
 	bool found = false;
@@ -394,17 +397,43 @@ static bool is_mfs_mount_point(const char *mnt)
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
-		char mp[PATH_MAX], type[64];
+		char mp[PATH_MAX], type[64], src[PATH_MAX];
 		char *sep = strstr(line, " - ");
 
 		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
-		    sscanf(sep + 3, "%63s", type) == 1 && strcmp(type, "fuse.mfs") == 0) {
+		    sscanf(sep + 3, "%63s %4095s", type, src) == 2 && strcmp(type, "fuse.mfs") == 0) {
 			mfs_unescape_mount_path(mp);
 			found = strcmp(mp, real) == 0;
+			if (found && source) {
+				mfs_unescape_mount_path(src);
+				snprintf(source, size, "%s", src);
+			}
 		}
 	}
 	fclose(f);
 	return found;
+}
+
+/*
+ * Until the server holding @dev has let go of it (it exits after the
+ * unmount): its exclusive lock or O_EXCL open is free. For when the
+ * server cannot be asked its pid.
+ */
+static void wait_device_released(const char *dev)
+{
+	int i, fd;
+
+	for (i = 0; i < 6000; i++) {
+		fd = mfs_open_exclusive(dev, O_RDONLY);
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		if (fd != -EBUSY)
+			return;
+		usleep(20000);
+	}
+	warning("the server of %s still holds it after 120 s", dev);
 }
 
 /*
@@ -423,11 +452,45 @@ static int umount_dead(const char *mnt)
 	return 0;
 }
 
+/* Unmount with a busy mount point tolerated for a moment; 0 or 1 (said). */
+static int umount_retrying(const char *mnt)
+{
+	int i, ret;
+
+	/*
+	 * Busy can be fleeting: admin commands open the mount points of
+	 * every mfs to find theirs. Give those a moment before giving up.
+	 */
+	for (i = 0; (ret = umount2(mnt, 0)) && errno == EBUSY && i < 100; i++)
+		usleep(50000);
+	if (ret) {
+		error("cannot unmount %s: %m", mnt);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The server is alive but its root directory cannot be opened (an I/O
+ * error reading it): it cannot be asked to commit first, but it commits
+ * what it can as it exits. Unmount and wait for it to let go of the device.
+ */
+static int umount_unreachable(const char *mnt, const char *source, int err)
+{
+	warning("cannot reach the root directory of %s (%s); unmounting anyway, the server writes what it can as it exits",
+		mnt, strerror(-err));
+	if (umount_retrying(mnt))
+		return 1;
+	wait_device_released(source);
+	return 0;
+}
+
 static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
+	char source[PATH_MAX];
 	const char *mnt;
-	int ret, i, synced;
+	int ret, synced;
 
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_exact(argc - optind, 1) || !info) {
@@ -436,9 +499,13 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	mnt = argv[optind];
 	ret = mfs_get_fs_info(mnt, info);
-	if (ret == -ENOTCONN && is_mfs_mount_point(mnt)) {
+	if (ret == -ENOTCONN && is_mfs_mount_point(mnt, NULL, 0)) {
 		free(info);
 		return umount_dead(mnt);
+	}
+	if (ret && is_mfs_mount_point(mnt, source, sizeof(source))) {
+		free(info);
+		return umount_unreachable(mnt, source, ret);
 	}
 	if (ret) {
 		error("%s is not a mounted mfs filesystem", mnt);
@@ -455,14 +522,7 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 	if (synced)
 		error("cannot write the last changes to %s: %s; they are lost (the disk keeps the last commit)",
 		      mnt, strerror(-synced));
-	/*
-	 * Busy can be fleeting: admin commands open the mount points of
-	 * every mfs to find theirs. Give those a moment before giving up.
-	 */
-	for (i = 0; (ret = umount2(mnt, 0)) && errno == EBUSY && i < 100; i++)
-		usleep(50000);
-	if (ret) {
-		error("cannot unmount %s: %m", mnt);
+	if (umount_retrying(mnt)) {
 		free(info);
 		return 1;
 	}

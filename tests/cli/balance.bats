@@ -260,6 +260,9 @@ ui_profile() {
 	refused "ERROR: invalid profiles argument: raid1|nope" -dprofiles=raid1\|nope
 	refused "ERROR: invalid devid argument: 0" -ddevid=0
 	refused "ERROR: invalid limit argument: x" -dlimit=x
+	refused "ERROR: invalid limit argument: -3" -dlimit=-3
+	refused "ERROR: invalid devid argument: -1" -ddevid=-1
+	refused "ERROR: invalid usage argument: -5" -dusage=-5
 	refused "ERROR: invalid vrange argument: 10" -dvrange=10
 	refused "ERROR: invalid drange argument: 5" -mdevid=1,drange=5
 	refused "ERROR: Refusing to explicitly operate on system chunks." -s

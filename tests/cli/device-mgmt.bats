@@ -98,6 +98,14 @@ setup_file() {
 	run --separate-stderr mfs device add -f "$T/small" "$T/img1"
 	assert_failure 1
 	assert_stderr_line "ERROR: '$T/small' is too small to make a usable filesystem (100.00MiB)"
+	# several devices: all are checked before the first is touched
+	run --separate-stderr mfs device add -f "$T/e4" "$T/e4" "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: $T/e4 is given twice (as $T/e4)"
+	run --separate-stderr mfs device add -f "$T/e4" "$T/small" "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: '$T/small' is too small to make a usable filesystem (100.00MiB)"
+	[ "$(nr_devices "$T/img1")" = 2 ]
 	untouched img1 img2 other e4 small
 	verify_offline "$T/img1"
 

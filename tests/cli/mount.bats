@@ -611,6 +611,27 @@ PY
 	assert_success
 }
 
+@test "umount works when the root directory cannot be read" {
+	mfs_fs single 1
+	mfs_mount "$T/img1" "$T/mnt"
+	# enough entries that the root's items are not all in what the mount reads
+	mkdir "$T/mnt/many"
+	for ((n = 0; n < 3000; n++)); do echo "$n"; done | (cd "$T/mnt/many" && xargs touch)
+	mfs umount "$T/mnt"
+	# every read after the open fails
+	MFS_FAULT="read:+1:s@img1" mfs_mount "$T/img1" "$T/mnt"
+	run ls "$T/mnt"
+	assert_failure
+	run --separate-stderr mfs umount "$T/mnt"
+	assert_success
+	assert_stderr_regex "^WARNING: cannot reach the root directory of $T/mnt \(Input/output error\); unmounting anyway"
+	run is_mounted "$T/mnt"
+	assert_failure
+	# the server is gone: the image can be checked at once
+	run mfs check "$T/img1"
+	assert_success
+}
+
 @test "df: raid0 ~2 GiB, raid1 ~1 GiB (not 2), raid5 ~2 GiB; 100 MiB on raid1 costs ~100 MiB of Avail" {
 	# raid0 and raid1 over 2 x 1 GiB (metadata raid1 for both)
 	mfs_fs raid0 2 1G raid1
