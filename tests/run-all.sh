@@ -1,90 +1,170 @@
 #!/usr/bin/env bash
-# The whole test suite: unit tests, bats CLI tests, crash-replay tests, and the
-# unit tests again built with ASan+UBSan. Ends with "N passed, N failed".
+# The whole test suite: unit tests, bats CLI tests (one file at a time),
+# crash-replay tests, the unit tests again built with ASan+UBSan, and the
+# ThreadSanitizer race test. Every runner has a time limit and its TAP plan
+# is compared with the results it printed, so a hang, a crash or a test
+# that never ran is a named failure. Ends with "N passed, N failed, N skipped".
 set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
-bash scripts/install-deps.sh >/dev/null || { echo "dependency install failed"; echo "0 passed, 1 failed"; exit 1; }
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Time limits in seconds, per runner (one bats file, one unit binary, ...).
+TIMEOUT_UNIT=${MFS_TIMEOUT_UNIT:-300}
+TIMEOUT_BATS=${MFS_TIMEOUT_BATS:-3600}
+TIMEOUT_CRASH=${MFS_TIMEOUT_CRASH:-3600}
+TIMEOUT_TSAN=${MFS_TIMEOUT_TSAN:-1800}
 
 passed=0
 failed=0
+skipped=0
 failures=()
 
-# Count TAP lines of one runner; a runner that dies without a failing line counts as one failure.
+# runner_failed NAME WHY: the runner as a whole failed, once.
+runner_failed() {
+	failed=$((failed + 1))
+	failures+=("$1: $2")
+}
+
+# tally NAME LOG RC: count the TAP lines of one runner's LOG ("ok",
+# "ok ... # skip", "not ok"). The runner fails as a whole, once, when it
+# timed out, printed no plan or more than one, ran no test, printed another
+# number of results than its plan says, or exited non-zero with no failing
+# line.
 tally() {
-	local name=$1 log=$2 rc=$3 ok notok
-	ok=$(grep -c '^ok ' "$log" || true)
-	notok=$(grep -c '^not ok ' "$log" || true)
+	local name=$1 log=$2 rc=$3 ok notok skip plans plan seen
+
+	skip=$(grep -ciE '^ok\b.*#[[:space:]]*skip\b' "$log" || true)
+	ok=$(($(grep -cE '^ok\b' "$log" || true) - skip))
+	notok=$(grep -cE '^not ok\b' "$log" || true)
 	passed=$((passed + ok))
 	failed=$((failed + notok))
+	skipped=$((skipped + skip))
+	seen=$((ok + notok + skip))
 	if [ "$notok" -gt 0 ]; then
-		failures+=("$name: $(grep '^not ok ' "$log" | head -5 | tr '\n' ';')")
-	elif [ "$rc" -ne 0 ]; then
-		failed=$((failed + 1))
-		failures+=("$name: exited $rc")
+		failures+=("$name: $(grep -E '^not ok\b' "$log" | head -5 | tr '\n' ';')")
+	fi
+	plans=$(grep -E '^1\.\.[0-9]+' "$log" || true)
+	plan=$(sed -nE '1s/^1\.\.([0-9]+).*/\1/p' <<<"$plans")
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		runner_failed "$name" "timed out ($seen results before it was stopped)"
+	elif [ -z "$plans" ]; then
+		runner_failed "$name" "no TAP plan (exit status $rc, $seen results)"
+	elif [ "$(wc -l <<<"$plans")" -ne 1 ]; then
+		runner_failed "$name" "more than one TAP plan"
+	elif [ "$plan" -eq 0 ]; then
+		runner_failed "$name" "runs no test"
+	elif [ "$seen" -ne "$plan" ]; then
+		runner_failed "$name" "planned $plan tests, $seen reported"
+	elif [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
+		runner_failed "$name" "exited $rc"
 	fi
 }
 
+# run_tap NAME SECONDS CMD...: run one TAP producer with a time limit
+# (TERM, then KILL 30 s later), show its output and tally it.
 run_tap() {
-	local name=$1; shift
-	local log
+	local name=$1 secs=$2 log rc
+	shift 2
+
 	log=$(mktemp)
-	"$@" >"$log" 2>&1
-	local rc=$?
+	rc=0
+	timeout -k 30 "$secs" "$@" >"$log" 2>&1 || rc=$?
 	cat "$log"
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "# $name: stopped after ${secs}s"
+	fi
 	tally "$name" "$log" "$rc"
 	rm -f "$log"
 }
 
-echo "== build"
-if ! bash scripts/build.sh; then
-	echo "build failed"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-export MFS_BUILD="$top/build"
+# unit_tests: the unit test programs Makefile.am lists in UNIT_TESTS.
+unit_tests() {
+	awk '/^UNIT_TESTS[ \t]*=/ { on = 1; sub(/^[^=]*=/, "") }
+	     on { more = sub(/\\[ \t]*$/, ""); n = split($0, w); for (i = 1; i <= n; i++) print w[i]
+		  if (!more) on = 0 }' "$top/Makefile.am"
+}
 
-echo "== unit tests"
-for t in build/tests/unit/test-*; do
-	[ -x "$t" ] || continue
-	run_tap "unit/$(basename "$t")" "$t"
-done
+# run_units BUILDDIR PREFIX: every listed unit test, from BUILDDIR; one
+# that was not built fails.
+run_units() {
+	local dir=$1 prefix=$2 t list
 
-echo "== crash replay tests"
-for t in tests/crash/*.sh; do
-	[ -f "$t" ] || continue
-	run_tap "crash/$(basename "$t")" bash "$t"
-done
-
-echo "== bats CLI tests"
-if ls tests/cli/*.bats >/dev/null 2>&1; then
-	run_tap "cli" bats --tap tests/cli
-fi
-
-echo "== unit tests under ASan+UBSan"
-if bash scripts/build.sh --sanitizers; then
-	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-	for t in build-san/tests/unit/test-*; do
-		[ -x "$t" ] || continue
-		run_tap "unit-asan/$(basename "$t")" "$t"
+	list=$(unit_tests)
+	if [ -z "$list" ]; then
+		runner_failed "$prefix" "no UNIT_TESTS in Makefile.am"
+		return
+	fi
+	for t in $list; do
+		if [ ! -x "$dir/$t" ]; then
+			runner_failed "$prefix/$(basename "$t")" "not built ($dir/$t missing)"
+			continue
+		fi
+		run_tap "$prefix/$(basename "$t")" "$TIMEOUT_UNIT" "$dir/$t"
 	done
-else
-	failed=$((failed + 1))
-	failures+=("sanitizer build failed")
-fi
+}
 
-echo "== race tests under ThreadSanitizer"
-if bash scripts/build.sh --tsan; then
-	run_tap "tsan/races.sh" bash tests/tsan/races.sh
-else
-	failed=$((failed + 1))
-	failures+=("ThreadSanitizer build failed")
-fi
+summary() {
+	if [ ${#failures[@]} -gt 0 ]; then
+		echo "== failures"
+		printf '  %s\n' "${failures[@]}"
+	fi
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
 
-if [ ${#failures[@]} -gt 0 ]; then
-	echo "== failures"
-	printf '  %s\n' "${failures[@]}"
+main() {
+	local t
+
+	cd "$top" || exit 1
+	bash scripts/install-deps.sh >/dev/null || {
+		echo "dependency install failed"
+		echo "0 passed, 1 failed, 0 skipped"
+		exit 1
+	}
+
+	echo "== build"
+	if ! bash scripts/build.sh; then
+		echo "build failed"
+		echo "0 passed, 1 failed, 0 skipped"
+		exit 1
+	fi
+	export MFS_BUILD="$top/build"
+
+	echo "== unit tests"
+	run_units build unit
+
+	echo "== crash replay tests"
+	for t in tests/crash/*.sh; do
+		[ -f "$t" ] || continue
+		run_tap "crash/$(basename "$t")" "$TIMEOUT_CRASH" bash "$t"
+	done
+
+	echo "== bats CLI tests"
+	for t in tests/cli/*.bats; do
+		[ -f "$t" ] || continue
+		run_tap "cli/$(basename "$t")" "$TIMEOUT_BATS" bats --tap "$t"
+	done
+
+	echo "== unit tests under ASan+UBSan"
+	if bash scripts/build.sh --sanitizers; then
+		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+		run_units build-san unit-asan
+	else
+		runner_failed "unit-asan" "sanitizer build failed"
+	fi
+
+	echo "== race tests under ThreadSanitizer"
+	if bash scripts/build.sh --tsan; then
+		run_tap "tsan/races.sh" "$TIMEOUT_TSAN" env MFS_TSAN_BUILD="$top/build-tsan" \
+			bash tests/tsan/races.sh
+	else
+		runner_failed "tsan" "ThreadSanitizer build failed"
+	fi
+
+	summary
+	[ "$failed" -eq 0 ]
+}
+
+# Sourced (tests/cli/runner.bats), it only defines the functions above.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
