@@ -200,7 +200,7 @@ setup_file() {
 	run --separate-stderr mfs umount "$T/mnt"
 	assert_success
 	assert_stderr_line "WARNING: the daemon serving $T/mnt is gone; unmounting it (changes after the last commit are lost)"
-	! is_mounted "$T/mnt"
+	run ! is_mounted "$T/mnt"
 	verify_offline "$T/img1"
 	# a directory that is no mount at all is still an error
 	run --separate-stderr mfs umount "$T/mnt"

@@ -78,7 +78,9 @@ stale_member_caught_up() {
 	assert_stderr_regex "^WARNING: device $stale \($T/img$stale\) was behind \(generation [0-9]+, the filesystem [0-9]+\): caught up, [1-9][0-9]* extents"
 	run tree_sums "$T/mnt"
 	assert_output "$(cat "$T/sums")"
-	[ ! -e "$T/mnt/old10" ] && [ ! -e "$T/mnt/dir" ] && [ -e "$T/mnt/newdir/f" ]
+	[ ! -e "$T/mnt/old10" ]
+	[ ! -e "$T/mnt/dir" ]
+	[ -e "$T/mnt/newdir/f" ]
 	echo more >"$T/mnt/newdir/g"
 	run mfs umount "$T/mnt"
 	assert_success
@@ -172,7 +174,8 @@ stale_member_caught_up() {
 	assert_line "Current fsid: $old"
 	new=$(fs_uuid "$T/c1")
 	assert_line "New fsid: $new"
-	[ "$new" != "$old" ] && [ "$(fs_uuid "$T/c2")" = "$new" ]
+	[ "$new" != "$old" ]
+	[ "$(fs_uuid "$T/c2")" = "$new" ]
 	assert_equal "$(super_field "$T/c2" incompat_flags)" 0x8
 	assert_untouched "$T/img1" "$fp1"
 	mfs_mount "$T/img1" "$T/mnt"

@@ -20,8 +20,14 @@ has_path() {
 # and holds no superblock any more
 replaced() {
 	has_path "$1" "$3"
-	! has_path "$1" "$2"
-	! mfs inspect-internal dump-super "$2" >/dev/null 2>&1
+	if has_path "$1" "$2"; then
+		echo "$2 is still a member" >&2
+		return 1
+	fi
+	if mfs inspect-internal dump-super "$2" >/dev/null 2>&1; then
+		echo "$2 still holds a superblock" >&2
+		return 1
+	fi
 }
 
 STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, 0 write errs, 0 uncorr\. read errs$'
@@ -240,7 +246,7 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	run mfs balance status "$T/mnt"
 	assert_success
 	has_path "$T/img1" "$T/img2"
-	! has_path "$T/img1" "$T/img4"
+	run ! has_path "$T/img1" "$T/img4"
 	run mfs inspect-internal dump-super "$T/img4"
 	assert_failure
 	[ "$(nr_devices "$T/img1")" = 3 ]

@@ -167,7 +167,9 @@ json_of() {
 		text=$(awk -F':' -v k="    ${pair%%:*}" '$1 == k { gsub(/[ \t]/, "", $2); print $2 }' "$T/u.txt")
 		json=$(jq -r "$fs.overall.\"${pair#*:}\"" "$T/u.json")
 		echo "$pair: text $text json $json"
-		[ -n "$text" ] && awk -v a="$text" -v b="$json" 'BEGIN { exit !(a + 0 == b + 0) }'
+		[ -n "$text" ]
+		[[ $json =~ ^[0-9.]+$ ]]
+		awk -v a="$text" -v b="$json" 'BEGIN { exit !(a + 0 == b + 0) }'
 	done
 	est=$(jq -r "$fs.overall.\"free-estimated\"" "$T/u.json")
 	grep -q "Free (estimated):[[:space:]]*$est[[:space:]]" "$T/u.txt"
@@ -292,7 +294,8 @@ print(total)')
 	single_used=$(df_value Data single used)
 	raid1_total=$(df_value Data RAID1 total)
 	raid1_used=$(df_value Data RAID1 used)
-	[ -n "$single_total" ] && [ -n "$raid1_total" ]
+	[ -n "$single_total" ]
+	[ -n "$raid1_total" ]
 	[ $((single_used + raid1_used)) -eq $((250 * MiB)) ]
 	# Data lines first, single before RAID1
 	assert_line --index 0 --regexp '^Data, single: '
