@@ -7,9 +7,9 @@ load helpers
 
 @test "fault: a failing flush during mkfs is reported and leaves no filesystem" {
 	make_images 2
-	run env MFS_FAULT="flush:2@img2" mkfs.mfs -q -f -K -d raid1 img1 img2
+	run --separate-stderr env MFS_FAULT="flush:2@img2" mkfs.mfs -q -f -K -d raid1 img1 img2
 	assert_failure
-	assert_output --partial "ERROR:"
+	assert_stderr_line "ERROR: mkfs failed: Input/output error"
 	# the commit never completed: no valid superblock anywhere
 	run mfs check img1
 	assert_failure
@@ -20,14 +20,20 @@ load helpers
 	assert_success
 }
 
-@test "fault: a failing superblock write on one device still commits on the others" {
+@test "fault: failing writes on one raid1 device: the commit completes on the other, the error is counted" {
 	make_images 2
 	mkfs.mfs -q -f -K -d raid1 -m raid1 img1 img2
-	before=$(mfs inspect-internal dump-super img1 | awk '$1 == "generation" { print $2 }')
+	before=$(super_field img1 generation)
+	assert_equal "$(super_field img2 generation)" "$before"
 	# the label change is one commit: fail every write to img2 from the first on
-	run env MFS_FAULT="write:1:s@img2" mfs filesystem label img1 faulty
-	after=$(mfs inspect-internal dump-super img1 | awk '$1 == "generation" { print $2 }')
-	[ "$after" -gt "$before" ]
+	run --separate-stderr env MFS_FAULT="write:1:s@img2" mfs filesystem label img1 faulty
+	assert_success
+	assert_stderr_regex "^WARNING: devid 2 \($T/img2\) failed: write error: Input/output error"
+	[ "$(super_field img1 generation)" -gt "$before" ]
+	# the fault fired: img2 never got the new superblock, and its error is on record
+	assert_equal "$(super_field img2 generation)" "$before"
+	assert_equal "$(dev_stat img1 2 write_io_errs)" 1
+	assert_equal "$(dev_stat img1 1 write_io_errs)" 0
 	run mfs filesystem label img1
 	assert_output "faulty"
 }
@@ -42,10 +48,14 @@ load helpers
 	cp src mnt/file
 	mfs umount mnt
 	# once mounted, every read of img1 fails: data comes from img2
-	# (the first reads, superblocks and tree roots at open, still work)
-	MFS_FAULT="read:40:s@img1" mfs mount -o ro img1 img2 mnt 3>&-
+	# (the reads of the open still work); reads prefer img1, so they meet
+	# the fault
+	MFS_FAULT="read:+1:s@img1" mfs mount -o ro,read_policy=devid:1 img1 img2 mnt 3>&-
 	run cmp src mnt/file
 	assert_success
+	run mfs device stats mnt
+	assert_line --regexp "^\[$T/img1\]\.read_io_errs +[1-9][0-9]*\$"
+	assert_line --regexp "^\[$T/img2\]\.read_io_errs +0\$"
 	mfs umount mnt
 	# and the checker, which reads each copy on its own, names the failing one
 	run env MFS_FAULT="read:20:s@img1" mfs check --check-data-csum img1 img2
