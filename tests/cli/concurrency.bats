@@ -17,55 +17,84 @@ teardown() {
 	helpers_teardown
 }
 
-# pwriters FILE NPROC MIB: NPROC processes write disjoint 1 MiB blocks of
-# FILE (block b by process b % NPROC) in parallel; each block's bytes are a
-# function of the block number, so the expected file is known.
+# pwriters FILE NPROC SOURCE: NPROC processes write the 1 MiB blocks of
+# SOURCE (random data on the local disk) into FILE, block b by process
+# b % NPROC, in parallel; every writer must succeed and FILE then read back
+# as SOURCE.
 pwriters() {
 	"$MFS_PY" -c '
 import os, sys
-path, nproc, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def block(b):
-    return bytes([(b * 7 + 1) & 255]) * 4096 * 255 + b.to_bytes(8, "little") * 512
+path, nproc, src = sys.argv[1], int(sys.argv[2]), open(sys.argv[3], "rb").read()
 fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
 kids = []
 for p in range(nproc):
     pid = os.fork()
     if pid == 0:
-        for b in range(p, mib, nproc):
-            os.pwrite(fd, block(b), b << 20)
+        for b in range(p, len(src) >> 20, nproc):
+            os.pwrite(fd, src[b << 20:(b + 1) << 20], b << 20)
         os._exit(0)
     kids.append(pid)
-ok = all(os.waitpid(k, 0)[1] == 0 for k in kids)
+failed = [k for k in kids if os.waitpid(k, 0)[1] != 0]
 os.close(fd)
-want = b"".join(block(b) for b in range(mib))
 with open(path, "rb") as f:
     got = f.read()
-sys.exit(0 if ok and got == want else 1)
+if failed:
+    print("%d writers failed" % len(failed))
+if got != src:
+    print("the file does not read back as written")
+sys.exit(0 if not failed and got == src else 1)
 ' "$@"
+}
+
+# wait_jobs PID...: wait for each background job; all must have succeeded.
+wait_jobs() {
+	local pid bad=0
+
+	for pid in "$@"; do
+		wait "$pid" || { echo "job $pid exited $?" >&2; bad=1; }
+	done
+	return $bad
+}
+
+# data_profiles MNT: the profiles of the data chunks, one line each.
+data_profiles() {
+	mfs filesystem df "$1" | sed -n 's/^Data, \([^:]*\):.*/\1/p' | sort -u
 }
 
 @test "parallel writers of one file and of many files, with readers, on raid1, raid10, raid5 and raid6" {
 	local p
 
+	# what the mount must hold, known before anything is written to it
+	mkdir "$T/src"
+	gen_file "$T/src/old" 48
+	gen_file "$T/src/shared" 64
+	for f in 1 2 3 4; do
+		cp "$T/src/shared" "$T/src/copy$f"
+	done
+	sums "$T/src" >"$T/want"
+	old=$(sha256sum <"$T/src/old")
 	for p in raid1 raid10 raid5 raid6; do
 		make_images 4 1G
 		mkfs.mfs -q -f -d $p -m raid1 $(imgs 4)
 		mnt "$T/img1"
-		gen_file "$T/mnt/old" 48
+		cp "$T/src/old" "$T/mnt/old"
 		sync
-		sums "$T/mnt" >"$T/want-old"
 		# readers of an existing file while eight processes write
-		(for r in 1 2 3; do sha256sum "$T/mnt/old"; done >"$T/reads") &
-		run pwriters "$T/mnt/shared" 8 64
+		(for r in 1 2 3; do sha256sum <"$T/mnt/old" || exit 1; done >"$T/reads") &
+		reader=$!
+		run pwriters "$T/mnt/shared" 8 "$T/src/shared"
 		assert_success
 		# four files written at once with direct I/O, the page cache bypassed
+		pids=()
 		for f in 1 2 3 4; do
 			dd if="$T/mnt/shared" of="$T/mnt/copy$f" bs=1M oflag=direct status=none &
+			pids+=($!)
 		done
-		wait
-		[ "$(sort -u "$T/reads" | wc -l)" = 1 ]
-		grep -q "$(awk '/old$/ { print $1 }' "$T/want-old")" "$T/reads"
-		sums "$T/mnt" >"$T/want"
+		wait_jobs "${pids[@]}" "$reader"
+		# every read of the old file saw what was written before
+		run sort -u "$T/reads"
+		assert_output "$old"
+		verify_online
 		umnt
 		# every copy reads back the same after a remount, and check is clean
 		run mfs check --check-data-csum "$T/img1"
@@ -84,24 +113,37 @@ sys.exit(0 if ok and got == want else 1)
 # writes_racing_balance PROFILE: writers keep filling new files while the
 # data chunks are converted to PROFILE and relocated under them
 writes_racing_balance() {
+	local n wpid
+
+	mkdir "$T/src"
+	gen_file "$T/src/base" 200
+	for n in $(seq 1 12); do
+		gen_file "$T/src/w$n" 16
+	done
+	sums "$T/src" >"$T/want"
 	make_images 3 2G
 	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 3)
 	mnt "$T/img1"
-	gen_file "$T/mnt/base" 200
+	cp "$T/src/base" "$T/mnt/base"
 	sync
 	(
 		for n in $(seq 1 12); do
-			gen_file "$T/mnt/w$n" 16 || exit 1
+			cp "$T/src/w$n" "$T/mnt/w$n" || exit 1
 		done
 	) &
-	local wpid=$!
+	wpid=$!
 	run --separate-stderr mfs balance start -q -dconvert=$1 "$T/mnt"
 	assert_success
+	# the convert reached its target: every data chunk has the new profile
+	run data_profiles "$T/mnt"
+	assert_output "${1^^}"
 	run --separate-stderr mfs balance start -q -d --full-balance "$T/mnt"
 	assert_success
-	wait $wpid
+	wait_jobs "$wpid"
 	sync
-	sums "$T/mnt" >"$T/want"
+	verify_online
+	run data_profiles "$T/mnt"
+	assert_output "${1^^}"
 	umnt
 	verify_offline "$T/img1"
 	run mfs check --check-data-csum "$T/img1"
@@ -122,40 +164,53 @@ overwrites_racing_readers() {
 	mkfs.mfs -q -f "$@" $(imgs 3)
 	mnt "$T/img1"
 	run "$MFS_PY" -c '
-import os, sys
+import hashlib, mmap, os, random, sys
 path = sys.argv[1]
-N = 32
+N, GENS = 32, 9
+# random blocks, one per block number and generation: a lost write or a
+# stale piece reads back as none of them
 def block(b, gen):
-    return bytes([(b + gen * 17) & 255]) * (1 << 20)
+    return random.Random(b * 1000 + gen).randbytes(1 << 20)
+valid = [{hashlib.sha256(block(b, g)).digest() for g in range(GENS)} for b in range(N)]
 with open(path, "wb") as f:
     for b in range(N):
         f.write(block(b, 0))
-import mmap
 pid = os.fork()
 if pid == 0:
     # one direct write per block: a buffered writer can be caught half-way
     # through copying a block into the page cache, on any filesystem
     fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
     wbuf = mmap.mmap(-1, 1 << 20)
-    for gen in range(1, 9):
+    for gen in range(1, GENS):
         for b in range(N):
             wbuf[:] = block(b, gen)
             os.pwritev(fd, [wbuf], b << 20)
         os.fsync(fd)
     os._exit(0)
-bad = 0
+bad, reads = 0, 0
 fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
 buf = mmap.mmap(-1, 1 << 20)
-while os.waitpid(pid, os.WNOHANG) == (0, 0):
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
     for b in range(N):
         n = os.preadv(fd, [buf], b << 20)
-        data = buf[:n]
-        if n != 1 << 20 or data.count(data[0:1]) != n or (data[0] - b) % 17 != 0:
+        reads += 1
+        if n != 1 << 20 or hashlib.sha256(buf[:n]).digest() not in valid[b]:
             if not bad:
-                kinds = sorted(set(data))
-                print("block %d: %d bytes, values %s" % (b, n, kinds[:8]))
+                print("block %d: %d bytes, not any version written" % (b, n))
             bad += 1
-sys.exit(1 if bad else 0)
+if status:
+    print("the writer failed: status %d" % status)
+# the last version of every block is what stays
+for b in range(N):
+    n = os.preadv(fd, [buf], b << 20)
+    if buf[:n] != block(b, GENS - 1):
+        print("block %d is not its last version" % b)
+        bad += 1
+print("%d reads" % reads)
+sys.exit(1 if bad or status else 0)
 ' "$T/mnt/f"
 	assert_success
 	umnt
@@ -177,6 +232,11 @@ sys.exit(1 if bad else 0)
 	# kernel reports the collision as an I/O error at the next flush (of a
 	# block device: hence loop devices here)
 	local p pids=() loops=()
+	mkdir "$T/src"
+	for p in 1 2 3 4; do
+		gen_file "$T/src/f$p" 256
+	done
+	sums "$T/src" >"$T/want"
 	make_images 3 2G
 	for p in 1 2 3; do
 		loops+=("$(make_loop "$T/img$p")")
@@ -184,14 +244,11 @@ sys.exit(1 if bad else 0)
 	mkfs.mfs -q -f -d raid5 -m raid1 "${loops[@]}"
 	mnt "${loops[@]}"
 	for p in 1 2 3 4; do
-		dd if=/dev/zero of="$T/mnt/f$p" bs=1M count=256 conv=fsync status=none &
+		dd if="$T/src/f$p" of="$T/mnt/f$p" bs=1M conv=fsync status=none &
 		pids+=($!)
 	done
-	for p in "${pids[@]}"; do
-		wait "$p"
-	done
-	[ "$(stat -c %s "$T/mnt/f4")" = $((256 << 20)) ]
-	sums "$T/mnt" >"$T/want"
+	wait_jobs "${pids[@]}"
+	verify_online
 	umnt
 	verify_offline "${loops[0]}"
 	run mfs check --check-data-csum "${loops[0]}"
