@@ -24,6 +24,7 @@
 #include "kernel-shared/disk-io.h"
 #include "kernel-shared/admin.h"
 #include "kernel-shared/restripe.h"
+#include "kernel-shared/testhook.h"
 
 /*
  * How long the kernel may trust what we told it. Names: as long as it
@@ -1134,6 +1135,7 @@ static void stop_restriper(struct server *s)
 	if (s->fs->restripe && s->fs->restripe->state == MFS_RESTRIPE_RUNNING)
 		s->fs->restripe->pause_req = 1;
 	pthread_mutex_unlock(&s->fs->lock);
+	mfs_test_pause_at("restriper-stop");	/* the pause is asked for */
 	pthread_join(s->restriper, NULL);
 	s->restriper_started = false;
 }

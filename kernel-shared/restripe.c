@@ -23,6 +23,7 @@
 #include "disk-io.h"
 #include "csum.h"
 #include "raid56.h"
+#include "testhook.h"
 
 #define SECTOR 4096ULL
 
@@ -38,6 +39,7 @@ static u64 now_ns(void)
  * MFS_TEST_RESTRIPE_DELAY_MS: a pause after each chunk is copied, before
  * it is swapped in, so that tests can pause, query or kill an operation
  * mid-way (and mid-chunk) however fast the copy is.
+ * The same point is MFS_TEST_PAUSE_AT's "restripe-copied" (testhook.h).
  */
 static void test_delay(void)
 {
@@ -50,6 +52,7 @@ static void test_delay(void)
 		if (ms < 0 || ms > 60000)
 			ms = 0;
 	}
+	mfs_test_pause_at("restripe-copied");
 	if (ms) {
 		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
