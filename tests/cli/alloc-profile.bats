@@ -62,14 +62,12 @@ write_more() {
 
 @test "alloc profile: a paused convert's target is used for new chunks after a remount" {
 	three_devices
-	export MFS_TEST_RESTRIPE_DELAY_MS=2000
 	mnt "$T/img1"
+	hold_at 1
 	mfs balance start -q -dconvert=raid1 "$T/mnt" >"$T/out" 2>&1 &
 	echo $! >>"$T/.pids"
-	wait_completed "$T/mnt" 1
-	mfs balance pause "$T/mnt"
+	while_held mfs balance pause "$T/mnt"
 	umnt
-	unset MFS_TEST_RESTRIPE_DELAY_MS
 	mixed "$T/img1"
 	before=$(last_logical "$T/img1")
 	# still paused: skip_balance keeps it so while new data comes in

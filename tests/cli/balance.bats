@@ -97,6 +97,17 @@ ui_profile() {
 	verify_offline "$T/img1"
 }
 
+# deletion_committed: the data used in $T/mnt, after an fsync, is back
+# under 128 MiB (the kernel has let go of the deleted file and it was
+# committed)
+deletion_committed() {
+	local used
+
+	sync "$T/mnt/f"
+	used=$(mfs filesystem df -b "$T/mnt" | awk -F'used=' '/^Data,/ { print $2 }')
+	[ "$used" -lt $((128 * MiB)) ]
+}
+
 @test "balance filters: usage, devid, drange, vrange, profiles, limit, stripes, convert+soft" {
 	# 2 x 256M, single data: 51 MiB data chunks, each on one device.
 	# One 127 MiB file fills two chunks and about half of a third; a
@@ -113,12 +124,7 @@ ui_profile() {
 	verify_online
 	# the deletion committed (an fsync commits everything), then a crash:
 	# the cleaner that umount's commit runs would remove the empty chunk
-	for ((i = 0; i < 100; i++)); do
-		sync "$T/mnt/f"
-		used=$(mfs filesystem df -b "$T/mnt" | awk -F'used=' '/^Data,/ { print $2 }')
-		[ "$used" -lt $((128 * MiB)) ] && break
-		sleep 0.1
-	done
+	wait_until 600 deletion_committed
 	kill_daemon
 	mkdir "$T/orig"
 	cp --sparse=always $(imgs 2) "$T/orig/"
@@ -585,10 +591,12 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	fp=$(fingerprint "$T/new")
 	mnt "$T/img1"
 	chunk_layout "$T/img1" >"$T/before"
+	hold_at 1
 	run --separate-stderr mfs balance start --bg --full-balance "$T/mnt"
 	assert_success
 	assert_output ""
 	assert_stderr_empty
+	wait_held
 	# a second exclusive operation is refused while it runs, before it
 	# touches anything
 	run --separate-stderr mfs device add "$T/new" "$T/mnt"
@@ -603,13 +611,13 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	assert_line --index 1 --regexp '^[0-9]+ out of about [0-9]+ chunks balanced \([0-9]+ considered\), +[0-9]+% left$'
 	assert_line --index 2 --regexp '^[0-9.]+[KMG]?i?B of [0-9.]+[KMG]iB moved, [0-9.]+[KMG]?i?B/s'
 
-	run --separate-stderr mfs balance pause "$T/mnt"
+	run --separate-stderr while_held mfs balance pause "$T/mnt"
 	assert_success
 	assert_output ""
 	run mfs balance status "$T/mnt"
 	assert_failure 1
 	assert_line --index 0 "Balance on '$T/mnt' is paused"
-	assert_line --index 1 --regexp '^[1-9][0-9]* out of about [0-9]+ chunks balanced'
+	assert_line --index 1 --regexp '^1 out of about [0-9]+ chunks balanced'
 	assert_untouched "$T/new" "$fp"
 	# -v dumps the filters as btrfs does
 	run mfs balance status -v "$T/mnt"
@@ -640,34 +648,34 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	run mfs balance status "$T/img1"
 	assert_failure 1
 
-	# a rw mount resumes it by itself
+	# a rw mount resumes it by itself; pause it again
+	hold_at 1
 	mnt "$T/img1"
+	wait_held
 	run mfs balance status "$T/mnt"
-	[ "$status" = 1 ] && assert_line --index 0 "Balance on '$T/mnt' is running"
-	[ "$status" = 1 ] || [ "$status" = 0 ]
-	# pause it again (if it finishes first, start another one and pause that)
-	for i in 1 2 3; do
-		run mfs balance pause "$T/mnt"
-		[ "$status" = 0 ] || [ "$status" = 2 ]
-		mfs balance status "$T/mnt" | grep -qx "Balance on '$T/mnt' is paused" && break
-		mfs balance start --bg --full-balance "$T/mnt"
-	done
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is running"
+	run --separate-stderr while_held mfs balance pause "$T/mnt"
+	assert_success
 	run mfs balance status "$T/mnt"
 	assert_failure 1
 	assert_line --index 0 "Balance on '$T/mnt' is paused"
+	assert_line --index 1 --regexp '^2 out of about [0-9]+ chunks balanced'
 	verify_online
 	umnt
 
-	# -o skip_balance leaves it paused
+	# -o skip_balance leaves it paused (the mount decides before it returns:
+	# the status does not change while files are read)
 	mnt -o skip_balance "$T/img1"
-	sleep 0.5
 	run mfs balance status "$T/mnt"
 	assert_failure 1
 	assert_line --index 0 "Balance on '$T/mnt' is paused"
-	p1=$(awk '/out of about/ { print $1 }' <<<"$output")
-	sleep 0.5
+	assert_line --index 1 --regexp '^2 out of about'
+	verify_online
 	run mfs balance status "$T/mnt"
-	assert_line --index 1 --regexp "^$p1 out of about"
+	assert_failure 1
+	assert_line --index 0 "Balance on '$T/mnt' is paused"
+	assert_line --index 1 --regexp '^2 out of about'
 	verify_online
 	# device add is allowed while it is paused (as btrfs)
 	run --separate-stderr mfs device add "$T/new" "$T/mnt"
@@ -695,16 +703,19 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	assert_stderr_line "ERROR: balance pause on '$T/mnt' failed: Not running"
 
 	# cancel a running one: returns when it has stopped, nothing left
+	hold_at 1
 	mfs balance start --bg --full-balance "$T/mnt"
-	run --separate-stderr mfs balance cancel "$T/mnt"
+	run --separate-stderr while_held mfs balance cancel "$T/mnt"
 	assert_success
 	run mfs balance status "$T/mnt"
 	assert_success
 	assert_output "No balance found on '$T/mnt'"
 	verify_online
 	# cancel a paused one
+	hold_at 1
 	mfs balance start --bg --full-balance "$T/mnt"
-	mfs balance pause "$T/mnt"
+	run --separate-stderr while_held mfs balance pause "$T/mnt"
+	assert_success
 	run mfs balance status "$T/mnt"
 	assert_failure 1
 	run --separate-stderr mfs balance cancel "$T/mnt"
@@ -729,12 +740,18 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	assert_output ""
 }
 
+# space_back: after a commit, $T/mnt has room again
+space_back() {
+	mfs filesystem sync "$T/mnt"
+	[ "$(stat -f -c %a "$T/mnt")" -gt 1000 ]
+}
+
 @test "balance resume: refused while what was written during the pause leaves no room for the rest" {
 	big_fs
 	mnt "$T/img1"
+	hold_at 1
 	mfs balance start --bg -dconvert=raid1 "$T/mnt"
-	wait_completed "$T/mnt" 1
-	run mfs balance pause "$T/mnt"
+	run while_held mfs balance pause "$T/mnt"
 	assert_success
 	# new data goes to raid1 chunks at once: fill the filesystem
 	run dd if=/dev/zero of="$T/mnt/fill" bs=1M conv=fsync status=none
@@ -748,11 +765,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	# with the room back it resumes and completes
 	rm "$T/mnt/fill"
 	# the space comes back once the kernel forgets the file and it is committed
-	for ((i = 0; i < 100; i++)); do
-		mfs filesystem sync "$T/mnt"
-		[ "$(stat -f -c %a "$T/mnt")" -gt 1000 ] && break
-		sleep 0.1
-	done
+	wait_until 600 space_back
 	run mfs balance resume "$T/mnt"
 	assert_success
 	assert_line --regexp '^Done, had to relocate [0-9]+ out of [0-9]+ chunks$'
@@ -768,9 +781,12 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	big_fs
 	chunk_layout "$T/img1" >"$T/before"
 	mnt "$T/img1"
+	# killed when two chunks are done and the third copied, not yet swapped in
+	hold_at 3
 	mfs balance start --bg --full-balance "$T/mnt"
-	wait_completed "$T/mnt" 2
+	wait_held
 	kill_daemon
+	release
 	# the crash left a consistent filesystem with the balance on disk
 	run mfs balance status "$T/img1"
 	assert_failure 1
@@ -794,7 +810,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 @test "balance: foreground progress lines without a terminal, a bar on one, nothing with -q" {
 	big_fs
 	mnt "$T/img1"
-	run --separate-stderr mfs balance start --full-balance "$T/mnt"
+	run --separate-stderr held_progress mfs balance start --full-balance "$T/mnt"
 	assert_success
 	# periodic lines: chunks, bytes, percentage, rate and ETA
 	[ "$(count_lines '^[0-9]+/[0-9]+ chunks, [0-9.]+[KMG]?i?B of [0-9.]+[KMG]iB \([0-9]+%\), [0-9.]+[KMG]?i?B/s, ETA [0-9]+:[0-9]{2}:[0-9]{2}$')" -ge 2 ]
@@ -816,7 +832,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	umnt
 	verify_offline "$T/img1"
 	# offline the same lines; the one after the end still has the run's rate
-	run --separate-stderr mfs balance start --full-balance "$T/img1"
+	run --separate-stderr held_progress mfs balance start --full-balance "$T/img1"
 	assert_success
 	[ "$(count_lines '^[0-9]+/[0-9]+ chunks, .*/s, ETA ')" -ge 1 ]
 	refute_line --regexp ' 0\.00B/s, '
@@ -839,7 +855,9 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	run --separate-stderr as_nobody balance start --full-balance "$T/mnt"
 	assert_failure 1
 	assert_stderr_line "ERROR: balance failed on '$T/mnt': Operation not permitted"
+	hold_at 1
 	mfs balance start --bg --full-balance "$T/mnt"
+	wait_held
 	for c in pause cancel resume; do
 		run --separate-stderr as_nobody balance $c "$T/mnt"
 		assert_failure 1
@@ -848,6 +866,7 @@ CONVERT_WALK="single raid6 raid6 raid5 raid6 raid10 raid6 raid1c4 raid6 raid1c3 
 	run --separate-stderr as_nobody balance status "$T/mnt"
 	assert_failure 2
 	assert_stderr_line "ERROR: balance status on '$T/mnt' failed: Operation not permitted"
+	release
 	wait_done "$T/mnt"
 	verify_online
 	umnt

@@ -380,16 +380,18 @@ setup_file() {
 @test "device delete: pause/resume/cancel/status via device delete and balance status; survives umount" {
 	big_fs
 	mnt "$T/img1"
+	hold_at 1
 	run --separate-stderr mfs device delete --bg 3 "$T/mnt"
 	assert_success
 	assert_output ""
+	wait_held
 	run mfs device delete status "$T/mnt"
 	assert_failure 1
 	assert_line --index 0 "Device delete on '$T/mnt' is running"
 	run --separate-stderr mfs balance start --full-balance "$T/mnt"
 	assert_failure 1
 	assert_stderr_line "ERROR: unable to start balance, another exclusive operation 'device delete' in progress"
-	run --separate-stderr mfs device delete pause "$T/mnt"
+	run --separate-stderr while_held mfs device delete pause "$T/mnt"
 	assert_success
 	run mfs balance status "$T/mnt"
 	assert_failure 1
@@ -422,9 +424,10 @@ setup_file() {
 	# cancel: the device stays, and takes chunks again (img3 back as devid 4)
 	run --separate-stderr mfs device add "$T/img3" "$T/mnt"
 	assert_success
+	hold_at 1
 	run --separate-stderr mfs device delete --bg 2 "$T/mnt"
 	assert_success
-	run --separate-stderr mfs device delete cancel "$T/mnt"
+	run --separate-stderr while_held mfs device delete cancel "$T/mnt"
 	assert_success
 	run mfs device delete status "$T/mnt"
 	assert_success
@@ -445,7 +448,7 @@ setup_file() {
 @test "device delete: progress lines without a terminal, nothing with -q; survives a remount mid-way" {
 	big_fs
 	mnt "$T/img1"
-	run --separate-stderr mfs device delete "$T/img3" "$T/mnt"
+	run --separate-stderr held_progress mfs device delete "$T/img3" "$T/mnt"
 	assert_success
 	[ "$(count_lines '^[0-9]+/[0-9]+ chunks, [0-9.]+[KMG]?i?B of [0-9.]+[KMG]iB \([0-9]+%\), [0-9.]+[KMG]?i?B/s, ETA [0-9]+:[0-9]{2}:[0-9]{2}$')" -ge 2 ]
 	assert_line --regexp '\(100%\).*ETA 0:00:00$'
@@ -462,13 +465,14 @@ setup_file() {
 	# started, the filesystem unmounted mid-way: the next mount finishes it
 	run --separate-stderr mfs device add "$T/img2" "$T/mnt"
 	assert_success
+	hold_at 2
 	run --separate-stderr mfs device delete --bg "$T/img3" "$T/mnt"
 	assert_success
-	wait_completed "$T/mnt" 1
-	umnt
+	umnt_held
 	run mfs balance status "$T/img1"
 	assert_failure 1
 	assert_line --index 0 "Device delete on '$T/img1' is paused"
+	assert_line --index 1 --regexp '^2 out of about [0-9]+ chunks balanced'
 	mnt "$T/img1"
 	wait_done "$T/mnt"
 	[ "$(nr_devices "$T/img1")" = 2 ]
@@ -484,9 +488,12 @@ setup_file() {
 @test "device delete: SIGKILL of the daemon mid-delete; it resumes at mount and completes" {
 	big_fs
 	mnt "$T/img1"
+	# killed when one chunk is done and the second copied, not yet swapped in
+	hold_at 2
 	mfs device delete --bg 2 "$T/mnt"
-	wait_completed "$T/mnt" 1
+	wait_held
 	kill_daemon
+	release
 	run mfs balance status "$T/img1"
 	assert_failure 1
 	assert_line --index 0 "Device delete on '$T/img1' is paused"

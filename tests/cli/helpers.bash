@@ -25,6 +25,8 @@ setup() {
 	T=$(mktemp -d "${BATS_TEST_TMPDIR:-$BATS_TMPDIR}/w.XXXXXX")
 	T=$(realpath "$T")
 	export MFS_REGISTRY="$T/registry"
+	# points where a test can hold an operation (restripe.bash: hold_at)
+	export MFS_TEST_PAUSE_AT="restripe-copied:$T/hold,restriper-stop:$T/hold-stop"
 	: >"$T/.pids"
 	: >"$T/.mounts"
 	: >"$T/.loops"
@@ -113,15 +115,24 @@ time.sleep(300)
 	wait_for_file "$ready"
 }
 
-wait_for_file() {
-	local i
+# wait_until SECONDS CMD...: poll CMD until it succeeds. The bound is
+# there for a hang, to fail rather than wait for ever; nothing waits for it.
+wait_until() {
+	local end=$((SECONDS + $1))
 
-	for ((i = 0; i < 200; i++)); do
-		[ -e "$1" ] && return 0
+	shift
+	until "$@"; do
+		if ((SECONDS >= end)); then
+			echo "timed out waiting for: $*" >&2
+			return 1
+		fi
 		sleep 0.05
 	done
-	echo "timed out waiting for $1" >&2
-	return 1
+}
+
+# wait_for_file FILE [SECONDS]: until FILE exists (60 s at most)
+wait_for_file() {
+	wait_until "${2:-60}" test -e "$1"
 }
 
 # seed_image FILE: random bytes where mkfs would write or trim (superblock

@@ -143,8 +143,9 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	assert_stderr_line "ERROR: $T/other is mounted on $T/mnt2"
 	mfs umount "$T/mnt2"
 	# another exclusive operation, even paused
-	MFS_TEST_RESTRIPE_DELAY_MS=300 mfs balance start --bg --full-balance "$T/mnt"
-	mfs balance pause "$T/mnt"
+	hold_at 1
+	mfs balance start --bg --full-balance "$T/mnt"
+	while_held mfs balance pause "$T/mnt"
 	refused "$T/mnt" 2 "$T/img3" \
 		"^ERROR: unable to start device replace, another exclusive operation 'balance paused' in progress$"
 	mfs balance cancel "$T/mnt"
@@ -160,6 +161,7 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	big_fs
 	truncate -s 256M "$T/img4"
 	mnt "$T/img1"
+	hold_at 2
 	run --separate-stderr mfs replace start 2 "$T/img4" "$T/mnt"
 	assert_success
 	run mfs replace status -1 "$T/mnt"
@@ -174,8 +176,7 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	run --separate-stderr mfs replace start 3 "$T/img4" "$T/mnt"
 	assert_failure 1
 	assert_stderr_line "ERROR: device replace on '$T/mnt' already started"
-	wait_completed "$T/mnt" 1
-	run --separate-stderr mfs replace pause "$T/mnt"
+	run --separate-stderr while_held mfs replace pause "$T/mnt"
 	assert_success
 	run mfs replace status -1 "$T/mnt"
 	assert_success
@@ -211,9 +212,12 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	big_fs
 	truncate -s 256M "$T/img4"
 	mnt "$T/img1"
+	# killed when one chunk is done and the second copied, not yet swapped in
+	hold_at 2
 	mfs replace start 2 "$T/img4" "$T/mnt"
-	wait_completed "$T/mnt" 1
+	wait_held
 	kill_daemon
+	release
 	run mfs balance status "$T/img1"
 	assert_failure 1
 	assert_line --index 0 "Device replace on '$T/img1' is paused"
@@ -236,9 +240,9 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	run --separate-stderr mfs replace cancel "$T/mnt"
 	assert_failure 2
 	assert_stderr_line "INFO: ioctl(DEV_REPLACE_CANCEL)\"$T/mnt\": not started"
+	hold_at 3
 	mfs replace start 2 "$T/img4" "$T/mnt"
-	wait_completed "$T/mnt" 2
-	run --separate-stderr mfs replace cancel "$T/mnt"
+	run --separate-stderr while_held mfs replace cancel "$T/mnt"
 	assert_success
 	run mfs replace status -1 "$T/mnt"
 	assert_success
@@ -253,9 +257,12 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	verify_online
 
 	# paused, unmounted, cancelled offline: the way back runs there
+	hold_at 2
 	mfs replace start 3 "$T/img4" "$T/mnt"
-	wait_completed "$T/mnt" 1
-	umnt
+	umnt_held
+	run mfs replace status -1 "$T/img1"
+	assert_success
+	assert_output --partial ", suspended at "
 	run --separate-stderr mfs replace cancel "$T/img1"
 	assert_success
 	run mfs balance status "$T/img1"

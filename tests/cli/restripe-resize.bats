@@ -63,10 +63,10 @@ EOF
 	sums "$T/src" >"$T/want"
 	chunk_layout "$T/img1" >"$T/before"
 	mnt "$T/img1"
-	# raid1 on two devices: what lies past 300 MiB has nowhere else to go
-	run ioctl_shrink "$T/mnt" 1 $((300 * MiB))
+	# raid1 on two devices: the 256 MiB metadata chunk has no room below 200 MiB
+	run ioctl_shrink "$T/mnt" 1 $((200 * MiB))
 	assert_success
-	assert_output --regexp "^-28 no enough free space to move what lies past $((300 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
+	assert_output --regexp "^-28 no enough free space to move what lies past $((200 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
 	# not a shrink at all: refused too
 	run ioctl_shrink "$T/mnt" 1 $((2 * GiB))
 	assert_output --regexp '^-22 '
@@ -101,19 +101,6 @@ two_devices() {
 	sums "$T/src" >"$T/want"
 }
 
-# wait_considered MNT N: until the operation has started on its Nth chunk
-wait_considered() {
-	local i c
-
-	for ((i = 0; i < 1200; i++)); do
-		c=$(mfs balance status "$1" | sed -n 's/.*(\([0-9]*\) considered).*/\1/p')
-		[ -n "$c" ] && [ "$c" -ge "$2" ] && return 0
-		sleep 0.02
-	done
-	echo "the operation on $1 did not reach chunk $2" >&2
-	return 1
-}
-
 @test "resize: a shrink that fits only with chunks in pieces completes" {
 	# the 64 MiB chunks past 200M on device 1 fit no hole of device 2 whole
 	two_devices
@@ -126,14 +113,14 @@ wait_considered() {
 
 @test "resize cancel: a running shrink cancelled gives the device its old size back" {
 	two_devices
-	export MFS_TEST_RESTRIPE_DELAY_MS=2000
 	mnt "$T/img1"
+	hold_at 1
 	mfs filesystem resize 1:160m "$T/mnt" >"$T/out" 2>&1 &
 	echo $! >>"$T/.pids"
-	wait_considered "$T/mnt" 1
+	wait_held
 	# the device already counts its new size while chunks move
 	[ "$(dev_size "$T/mnt" 1)" = $((160 * MiB)) ]
-	run --separate-stderr mfs filesystem resize cancel "$T/mnt"
+	run --separate-stderr while_held mfs filesystem resize cancel "$T/mnt"
 	assert_success
 	wait_done "$T/mnt"
 	[ "$(dev_size "$T/mnt" 1)" = $((320 * MiB)) ]
@@ -145,15 +132,13 @@ wait_considered() {
 
 @test "resize cancel: a paused shrink cancelled after a remount gives the old size back" {
 	two_devices
-	export MFS_TEST_RESTRIPE_DELAY_MS=2000
 	mnt "$T/img1"
+	hold_at 1
 	mfs filesystem resize 1:160m "$T/mnt" >"$T/out" 2>&1 &
 	echo $! >>"$T/.pids"
-	wait_considered "$T/mnt" 1
-	mfs balance pause "$T/mnt"
+	while_held mfs balance pause "$T/mnt"
 	umnt
 	# the old size comes from the balance item on disk
-	unset MFS_TEST_RESTRIPE_DELAY_MS
 	run mfs balance status "$T/img1"
 	assert_failure 1
 	assert_line --partial "Resize on '$T/img1' is paused"
@@ -170,9 +155,10 @@ wait_considered() {
 	big_fs
 	truncate -s 300M "$T/img2"
 	mnt "$T/img1"
+	hold_at 1
 	mfs balance start -q --full-balance "$T/mnt" >"$T/out" 2>&1 &
 	echo $! >>"$T/.pids"
-	wait_completed "$T/mnt" 1
+	wait_held
 	run --separate-stderr mfs filesystem resize 2:+20m "$T/mnt"
 	assert_failure 1
 	assert_stderr_line "ERROR: unable to start resize, another exclusive operation 'balance' in progress"
@@ -182,7 +168,7 @@ wait_considered() {
 	# a program that asks directly gets EINPROGRESS
 	run ioctl_grow "$T/mnt" 2 $((276 * MiB))
 	assert_output "-115"
-	mfs balance pause "$T/mnt"
+	while_held mfs balance pause "$T/mnt"
 	run --separate-stderr mfs filesystem resize 2:+20m "$T/mnt"
 	assert_failure 1
 	assert_stderr_line "ERROR: unable to start resize, another exclusive operation 'balance paused' in progress"

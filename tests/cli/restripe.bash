@@ -60,8 +60,12 @@ kill_daemon() {
 	pid=$(daemon_pid)
 	[ -n "$pid" ] || { echo "no daemon for $T/mnt" >&2; return 1; }
 	kill -9 "$pid"
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	wait_until 600 dead "$pid"
 	umount -l "$T/mnt"
+}
+
+dead() {
+	! kill -0 "$1" 2>/dev/null
 }
 
 # chunk_layout DEV: one line per chunk: "logical type devid:offset ...".
@@ -102,9 +106,7 @@ nr_devices() {
 # device-mgmt.bats), three 256M images with 180 MiB of files, data and
 # metadata raid0: three data chunks of up to 76 MiB that span every device,
 # so a full balance or the delete of any device moves all of it. Tests that
-# pause, kill or query an operation mid-way also set
-# MFS_TEST_RESTRIPE_DELAY_MS, which makes each chunk take that long
-# between its copy and its swap, however fast the machine.
+# pause, kill or query an operation mid-way hold it at a chunk (hold_at).
 big_template() {
 	local big="$BATS_RUN_TMPDIR/restripe-big"
 
@@ -133,35 +135,101 @@ big_fs() {
 	cp --sparse=always "$big/img1" "$big/img2" "$big/img3" "$T/"
 	cp "$big/want" "$T/want"
 	mfs device scan "$T/img1" "$T/img2" "$T/img3" >/dev/null
-	# half a second per chunk: a full balance or delete takes ~2.5s
-	export MFS_TEST_RESTRIPE_DELAY_MS=500
 }
 
-# wait_done MNT: until no operation is running or paused (60s at most).
+# wait_done MNT: until no operation is running or paused.
 wait_done() {
-	local i
-
-	for ((i = 0; i < 600; i++)); do
-		mfs balance status "$1" >/dev/null && return 0
-		sleep 0.1
-	done
-	echo "the operation on $1 did not finish" >&2
-	mfs balance status "$1" >&2
-	return 1
+	wait_until 600 quiet mfs balance status "$1" || {
+		mfs balance status "$1" >&2
+		return 1
+	}
 }
 
-# wait_completed MNT N: until at least N chunks are done (mid-way).
-wait_completed() {
-	local i c
+quiet() {
+	"$@" >/dev/null 2>&1
+}
 
-	for ((i = 0; i < 1200; i++)); do
-		c=$(mfs balance status "$1" | awk '/out of about/ { print $1 }')
-		[ -n "$c" ] && [ "$c" -ge "$2" ] && return 0
-		sleep 0.02
-	done
-	echo "the operation on $1 did not reach $2 chunks" >&2
-	mfs balance status "$1" >&2
-	return 1
+# ---------------- holding an operation at a chunk ----------------
+#
+# Instead of racing an operation with delays, a test holds it at a known
+# point (MFS_TEST_PAUSE_AT, set up by helpers.bash; kernel-shared/testhook.h):
+# "restripe-copied" is passed after each chunk is copied, before it is
+# swapped in. Held at its Nth chunk, an operation has completed N-1 chunks
+# and is mid-way through the Nth; it stays there until released.
+
+# hold_at N: hold the next operation (or the one held now, once released)
+# when it has copied its Nth chunk from now on
+hold_at() {
+	echo "$1" >"$T/hold"
+}
+
+# wait_held: until the operation is held
+wait_held() {
+	wait_for_file "$T/hold.held" 600
+}
+
+# release: let the held operation go on
+release() {
+	rm -f "$T/hold.held"
+}
+
+# requested MNT: a pause or cancel of the operation on MNT was asked for
+requested() {
+	mfs balance status "$1" | head -n 1 | grep -qE ', (pause|cancel) requested$'
+}
+
+# while_held CMD... (the mount point last): a pause or cancel, which
+# returns once the operation has stopped, of the held operation: it is
+# released once the request shows, so it stops right after the chunk it
+# is held at. CMD's stdout, stderr and status are this function's.
+while_held() {
+	local mnt=${!#} pid rc=0
+
+	wait_held
+	"$@" >"$T/held.out" 2>"$T/held.err" &
+	pid=$!
+	wait_until 600 requested "$mnt"
+	release
+	wait "$pid" || rc=$?
+	cat "$T/held.out"
+	cat "$T/held.err" >&2
+	return "$rc"
+}
+
+# umnt_held: unmount $T/mnt while its operation is held: the server asks
+# the operation to pause as it stops (the point "restriper-stop"), then
+# the operation is released and pauses right after the chunk it is held at.
+umnt_held() {
+	local pid rc=0
+
+	wait_held
+	echo 1 >"$T/hold-stop"
+	umnt &
+	pid=$!
+	wait_for_file "$T/hold-stop.held" 600
+	release
+	rm -f "$T/hold-stop.held"
+	wait "$pid" || rc=$?
+	return "$rc"
+}
+
+# held_progress CMD...: a restripe in the foreground with its progress
+# lines, held at its first chunk until it has printed a periodic line: so
+# there is at least one besides the last, however fast the machine. CMD's
+# stdout, stderr and status are this function's.
+held_progress() {
+	local pid rc=0
+
+	hold_at 1
+	"$@" >"$T/progress.out" 2>"$T/progress.err" &
+	pid=$!
+	wait_held
+	wait_until 600 grep -q ' chunks, ' "$T/progress.out"
+	release
+	wait "$pid" || rc=$?
+	cat "$T/progress.out"
+	cat "$T/progress.err" >&2
+	return "$rc"
 }
 
 # fs_with N SIZE DATA-MIB MKFS-OPTIONS...: img1..imgN of SIZE, the first

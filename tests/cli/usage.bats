@@ -702,6 +702,17 @@ data_total() {
 	mfs filesystem df -b "$1" | awk -F'total=|,' '/^Data,/ { s += $3 } END { print s + 0 }'
 }
 
+# data_total_is BYTES: $T/mnt's data chunks hold BYTES at most
+data_total_is() {
+	[ "$(data_total "$T/mnt")" -le "$1" ]
+}
+
+# synced_data_total_is BYTES: the same after a commit
+synced_data_total_is() {
+	mfs filesystem sync "$T/mnt"
+	data_total_is "$1"
+}
+
 @test "empty data chunks go back to the unallocated pool; the last one of a profile stays" {
 	make_images 1 1G
 	mkfs.mfs -q -f -d single -m dup "$T/img1"
@@ -716,11 +727,7 @@ data_total() {
 	[ "$full" -ge $((4 * one)) ]
 	rm "$T/mnt"/f*
 	# the space comes back once the kernel forgets the files and a commit runs
-	for ((i = 0; i < 100; i++)); do
-		mfs filesystem sync "$T/mnt"
-		[ "$(data_total "$T/mnt")" -le "$one" ] && break
-		sleep 0.1
-	done
+	wait_until 600 synced_data_total_is "$one"
 	assert_equal "$(data_total "$T/mnt")" "$one"
 	run mfs filesystem df "$T/mnt"
 	assert_line --regexp '^Data, single: total='
@@ -733,10 +740,7 @@ data_total() {
 	sync "$T/mnt/g3"
 	[ "$(data_total "$T/mnt")" -gt "$one" ]
 	rm "$T/mnt"/g*
-	for ((i = 0; i < 100; i++)); do
-		[ "$(data_total "$T/mnt")" -le "$one" ] && break
-		sleep 0.1
-	done
+	wait_until 600 data_total_is "$one"
 	assert_equal "$(data_total "$T/mnt")" "$one"
 	assert_equal "$(cat "$T/mnt/keep")" keep
 	mfs umount "$T/mnt"
