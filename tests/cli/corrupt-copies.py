@@ -2,6 +2,7 @@
 """Damage the copies that chosen devices hold of the live data and metadata.
 
 usage: corrupt-copies.py [--zero] [--what data|metadata|all] [--max BYTES]
+                         [--copy K[,K...]] [--owner TREE[,TREE...]]
                          DEVICE DEVID[,DEVID...]
 
 Reads the chunk and extent trees of the unmounted filesystem on DEVICE with
@@ -13,8 +14,19 @@ zeros) -- raid1/raid10 copies, raid5/6 data columns; parity and free space
 are left alone, so that only "one device's copy" is bad. Member images are
 found by devid through `mfs filesystem show --format json`.
 
-Prints "devid logical_bytes_damaged" per device and the number of tree
-blocks and data extents touched, so a test can check that something was hit.
+--copy chooses which copies are damaged (on the given devices): K is the
+copy's place in the chunk, 1 for the first stripe of dup and raid1*, the
+first of a raid10 pair, 2 for the second, ...; for raid5/6, 1 is the data
+column (the default there) and p and q are the row's parity strips at the
+same offset. Without it every copy on the devices is damaged (raid5/6: the
+data columns). --owner limits the tree blocks damaged to those of the given
+trees (objectids: 1 root, 2 extent, 3 chunk, 4 dev, 5 fs, 7 csum).
+
+Prints "devid D bytes B" per device (bytes damaged), then per device
+"damaged devid D data_sectors S tree_blocks K" (4 KiB data sectors and tree
+blocks damaged there, each copy counted), and the number of tree blocks and
+data extents touched, so a test can check that something was hit and
+compare error counters with what was damaged.
 """
 import argparse
 import json
@@ -27,10 +39,22 @@ p = argparse.ArgumentParser()
 p.add_argument("--zero", action="store_true")
 p.add_argument("--what", choices=("data", "metadata", "all"), default="all")
 p.add_argument("--max", type=int, default=0, help="stop after this many bytes per device")
+p.add_argument("--copy", default=None, help="which copies: 1,2,... (raid5/6: 1,p,q)")
+p.add_argument("--owner", default=None, help="only tree blocks of these trees (objectids)")
 p.add_argument("device")
 p.add_argument("devids")
 args = p.parse_args()
 targets = {int(d) for d in args.devids.split(",")}
+copies = None
+if args.copy:
+    copies = set()
+    for k in args.copy.split(","):
+        if k in ("p", "q"):
+            copies.add(k)
+        elif k.isdigit() and int(k) > 0:
+            copies.add(int(k))
+        else:
+            sys.exit(f"--copy: bad copy '{k}' (1, 2, ... or p, q)")
 
 
 def run(*cmd):
@@ -87,7 +111,7 @@ def find_chunk(logical):
 
 
 def pieces(c, logical, length):
-    """(devid, physical, len) of every copy of [logical, logical+length)."""
+    """(copy, devid, physical, len) of every copy of [logical, logical+length)."""
     prof = profile(c)
     n, slen = len(c["stripes"]), c["stripe_len"]
     out = []
@@ -99,32 +123,35 @@ def pieces(c, logical, length):
             nparity = 1 if prof == "RAID5" else 2
             ndata = n - nparity
             row, d = divmod(stripe_nr, ndata)
-            idx = (d + row % n) % n
-            dev, phys = c["stripes"][idx]
-            out.append((dev, phys + row * slen + stripe_off, step))
+            # the row's columns in order: data 0..ndata-1, then P, Q; they rotate
+            for copy, col in ((1, d), ("p", ndata), ("q", ndata + 1))[:1 + nparity]:
+                dev, phys = c["stripes"][(col + row % n) % n]
+                out.append((copy, dev, phys + row * slen + stripe_off, step))
         elif prof == "RAID10":
             sub = c.get("sub_stripes", 2)
             factor = n // sub
             first = (stripe_nr % factor) * sub
             for i in range(first, first + sub):
                 dev, phys = c["stripes"][i]
-                out.append((dev, phys + (stripe_nr // factor) * slen + stripe_off, step))
+                out.append((i - first + 1, dev, phys + (stripe_nr // factor) * slen + stripe_off, step))
         elif prof == "RAID0":
             dev, phys = c["stripes"][stripe_nr % n]
-            out.append((dev, phys + (stripe_nr // n) * slen + stripe_off, step))
+            out.append((1, dev, phys + (stripe_nr // n) * slen + stripe_off, step))
         else:
             # single, dup, raid1*: every stripe holds the whole chunk
             step = length
-            for dev, phys in c["stripes"]:
-                out.append((dev, phys + off, step))
+            for i, (dev, phys) in enumerate(c["stripes"]):
+                out.append((i + 1, dev, phys + off, step))
         logical += step
         length -= step
     return out
 
 
 # ---- live extents
+owners = {int(o) for o in args.owner.split(",")} if args.owner else None
 extents = []
 key = None
+block = None
 for line in run("inspect-internal", "dump-tree", "-t", "extent", args.device).splitlines():
     m = re.search(r"item \d+ key \((\d+) EXTENT_ITEM (\d+)\)", line)
     if m:
@@ -132,21 +159,43 @@ for line in run("inspect-internal", "dump-tree", "-t", "extent", args.device).sp
         continue
     m = re.search(r"refs \d+ gen \d+ flags (\S+)", line)
     if m and key:
-        kind = "metadata" if "TREE_BLOCK" in m.group(1) else "data"
-        if args.what in ("all", kind):
-            extents.append((key[0], key[1], kind))
+        if "TREE_BLOCK" in m.group(1):
+            block = key     # its owner is on the next line
+        elif args.what in ("all", "data"):
+            extents.append((key[0], key[1], "data"))
         key = None
+        continue
+    m = re.search(r"tree block owner (\d+) level \d+", line)
+    if m and block:
+        if args.what in ("all", "metadata") and (owners is None or int(m.group(1)) in owners):
+            extents.append((block[0], block[1], "metadata"))
+        block = None
 
 done = {t: 0 for t in targets}
+sectors = {t: 0 for t in targets}
+blocks = {t: 0 for t in targets}
 hit = {"metadata": 0, "data": 0}
+# parity strips are shared by the extents of a row: each byte is damaged once
+parity_done = set()
 fds = {t: os.open(paths[t], os.O_WRONLY) for t in targets}
 for logical, length, kind in extents:
     touched = False
-    for dev, phys, n in pieces(find_chunk(logical), logical, length):
+    for copy, dev, phys, n in pieces(find_chunk(logical), logical, length):
         if dev not in targets or (args.max and done[dev] >= args.max):
             continue
+        if (copies is None and copy in ("p", "q")) or (copies is not None and copy not in copies):
+            continue
+        if copy in ("p", "q"):
+            if (dev, phys) in parity_done:
+                continue
+            parity_done.add((dev, phys))
         os.pwrite(fds[dev], bytes(n) if args.zero else os.urandom(n), phys)
         done[dev] += n
+        if copy not in ("p", "q"):
+            if kind == "data":
+                sectors[dev] += n // 4096
+            else:
+                blocks[dev] += 1
         touched = True
     hit[kind] += touched
 for t, fd in fds.items():
@@ -154,4 +203,6 @@ for t, fd in fds.items():
     os.close(fd)
 for t in sorted(done):
     print(f"devid {t} bytes {done[t]}")
+for t in sorted(done):
+    print(f"damaged devid {t} data_sectors {sectors[t]} tree_blocks {blocks[t]}")
 print(f"tree_blocks {hit['metadata']} data_extents {hit['data']}")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # Self-heal: with one device's copy of data and metadata damaged (two devices
-# for raid6), every file reads back correctly through the mount, the bad
-# copies are rewritten, the device error counters rise and persist, and check
-# is clean afterwards. Also `mfs device stats` itself.
+# for raid6) - a second or later copy, so that a heal that always rewrote
+# the first copy fails - every file reads back correctly through the mount,
+# the bad copies are rewritten, the device error counters rise by exactly
+# what was damaged and persist, and check is clean afterwards. Bad raid5/6
+# parity is never trusted. Also `mfs device stats` itself.
 
 load helpers
 
@@ -73,12 +75,51 @@ for d in json.load(sys.stdin)["device-stats"]:
 ' $STATS
 }
 
-# selfheal PROFILE NDEVS BAD_DEVIDS [--zero]
+# damaged_counts DEVIDS: from corrupt_copies' $output, "devid min max" of
+# the corruption errors the damage must cause on each device: one per data
+# sector damaged there (every file is read through the bad copies), and at
+# most one more per tree block damaged there. (A tree block the open reads
+# before read_policy applies is read from its first copy; when the next
+# commit copies it elsewhere, its bad copy is never met: it is free space.)
+damaged_counts() {
+	local d
+
+	for d in ${1//,/ }; do
+		awk -v d="$d" '$1 == "damaged" && $3 == d { print d, $5, $5 + $7 }' <<<"$output"
+	done
+}
+
+# assert_corruption_errs IMG N EXPECTED: each device's persisted counters:
+# corruption_errs as EXPECTED says ("devid count" or "devid min max"
+# lines), 0 on the other devices, every other counter 0.
+assert_corruption_errs() {
+	local img=$1 n=$2 expected=$3 d k v min max
+
+	stats_of "$img" >"$T/stats1"
+	for ((d = 1; d <= n; d++)); do
+		for k in $STATS; do
+			v=$(awk -v d=$d -v k=$k '$1 == d && $2 == k { print $3 }' "$T/stats1")
+			min=0 max=0
+			if [ "$k" = corruption_errs ]; then
+				read -r min max < <(awk -v d=$d '$1 == d { print $2, ($3 == "" ? $2 : $3) }' \
+					<<<"$expected") || true
+				min=${min:-0} max=${max:-0}
+			fi
+			if ! [[ $v =~ ^[0-9]+$ ]] || ((v < min || v > max)); then
+				echo "devid $d: $k is $v, expected $min..$max" >&2
+				return 1
+			fi
+		done
+	done
+}
+
+# selfheal PROFILE NDEVS BAD_DEVIDS [corrupt-copies.py options]
 # The first read pass mounts with read_policy=devid:BAD, so mirrored reads
 # take the bad device's copies (raid5/6 read the data column first anyway):
 # reads heal what they read; copies no read touches are for scrub.
 selfheal() {
-	local profile=$1 n=$2 bad=$3 zero=${4:-} d k v
+	local profile=$1 n=$2 bad=$3 d k v expected
+	shift 3
 
 	make_images "$n"
 	mkfs.mfs -q -f -d "$profile" -m "$profile" $(imgs "$n")
@@ -91,14 +132,17 @@ selfheal() {
 	run stats_of "$T/img1"
 	refute_output --regexp ' [1-9][0-9]*$'
 
-	# damage every live block and data extent the bad devices hold
-	run corrupt_copies $zero "$T/img1" "$bad"
+	# damage every live block and data extent the bad devices hold (the
+	# copies chosen)
+	run corrupt_copies "$@" "$T/img1" "$bad"
 	assert_success
 	echo "# $profile: $(tr '\n' ' ' <<<"$output")" >&3
 	assert_line --regexp '^tree_blocks [1-9][0-9]* data_extents [1-9][0-9]*$'
 	for d in ${bad//,/ }; do
 		assert_line --regexp "^devid $d bytes [1-9][0-9]{6,}\$"
+		assert_line --regexp "^damaged devid $d data_sectors [1-9][0-9]* tree_blocks [1-9][0-9]*\$"
 	done
+	expected=$(damaged_counts "$bad")
 	# check sees the damage
 	run mfs check --check-data-csum "$T/img1"
 	assert_failure
@@ -116,18 +160,10 @@ selfheal() {
 	done
 	mfs umount "$T/mnt"
 
-	# ... and persisted in the device tree
-	stats_of "$T/img1" >"$T/stats1"
-	for ((d = 1; d <= n; d++)); do
-		for k in $STATS; do
-			v=$(awk -v d=$d -v k=$k '$1 == d && $2 == k { print $3 }' "$T/stats1")
-			if [ "$k" = corruption_errs ] && [[ ",$bad," == *",$d,"* ]]; then
-				((v > 0)) || { echo "devid $d: $k is $v" >&2; return 1; }
-			else
-				[ "$v" = 0 ] || { echo "devid $d: $k is $v" >&2; return 1; }
-			fi
-		done
-	done
+	# ... and persisted in the device tree: one error per damaged data
+	# sector and tree block of each bad copy (each was read once, through
+	# the bad copy, and rewritten)
+	assert_corruption_errs "$T/img1" "$n" "$expected"
 
 	# the bad copies were rewritten: check reads every copy and finds them good
 	run mfs check --check-data-csum "$T/img1"
@@ -146,12 +182,22 @@ selfheal() {
 	assert_success
 }
 
-@test "raid1: one device's copy of data and metadata damaged: read back, healed, counted, check clean" {
-	selfheal raid1 2 1
+# (mkfs gives every chunk its stripes in devid order: devid N holds copy N
+# of raid1*, devids 2 and 4 the second copies of raid10's pairs; --copy
+# makes sure no other copy is touched.) Of the metadata, the files' tree is
+# damaged: the blocks the open reads (chunk tree, tree roots) are read
+# before read_policy applies, from their first copy, so a bad later copy
+# of those is met by no read - it is left for a scrub.
+@test "raid1: the second copy of data and metadata damaged: read back, healed, counted, check clean" {
+	selfheal raid1 2 2 --copy 2 --owner 5
 }
 
-@test "raid10: one device damaged (zeroed): read back, healed, counted, check clean" {
-	selfheal raid10 4 3 --zero
+@test "raid1c3: the third copy damaged: read back, healed, counted, check clean" {
+	selfheal raid1c3 3 3 --copy 3 --owner 5
+}
+
+@test "raid10: the second copy of a pair damaged (zeroed): read back, healed, counted, check clean" {
+	selfheal raid10 4 4 --zero --copy 2 --owner 5
 }
 
 @test "raid5: one device's data columns damaged: rebuilt from parity, healed, counted, check clean" {
@@ -176,15 +222,94 @@ selfheal() {
 	run corrupt_copies --what metadata "$T/img1" 1
 	assert_success
 	assert_line --regexp '^tree_blocks [1-9][0-9]* data_extents 0$'
-	mfs_mount "$T/img1" "$T/mnt"
+	assert_line --regexp '^damaged devid 1 data_sectors 0 tree_blocks [1-9][0-9]*$'
+	# devid 1 holds the first copies, which every read tries first (the
+	# open's too): each damaged block is met and counted once
+	expected=$(awk '$1 == "damaged" { print $3, $7 }' <<<"$output")
+	mfs_mount -o read_policy=devid:1 "$T/img1" "$T/mnt"
 	run read_all "$T/mnt" "$T/sums"
 	assert_success
 	mfs umount "$T/mnt"
 	run mfs check "$T/img1"
 	assert_success
 	assert_output --partial "no error found"
-	(($(dev_stat "$T/img1" 1 corruption_errs) > 0))
-	assert_equal "$(dev_stat "$T/img1" 2 corruption_errs)" 0
+	assert_corruption_errs "$T/img1" 2 "$expected"
+}
+
+@test "dup: the second copy of data damaged: read back, healed, counted, check clean" {
+	# reads take a dup chunk's first copy in its first 256 MiB and the
+	# second above (kernel-shared/volumes.c pick_copy): the file lies above,
+	# past a filler removed again; a 4G device has a 409 MiB data chunk
+	make_images 1 4G
+	mkfs.mfs -q -f -d dup -m dup "$T/img1"
+	mfs_mount "$T/img1" "$T/mnt"
+	fallocate -l 260M "$T/mnt/filler"
+	head -c $((3 * MiB)) /dev/urandom >"$T/src"
+	cp "$T/src" "$T/mnt/f"
+	rm "$T/mnt/filler"
+	mfs umount "$T/mnt"
+	run corrupt_copies --what data --copy 2 "$T/img1" 1
+	assert_success
+	assert_line "damaged devid 1 data_sectors $((3 * MiB / 4096)) tree_blocks 0"
+	run mfs check --check-data-csum "$T/img1"
+	assert_failure
+	assert_line --regexp 'copy 2 \(on devid 1\): checksum mismatch$'
+	refute_line --regexp 'copy 1 '
+	mfs_mount "$T/img1" "$T/mnt"
+	cmp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	assert_corruption_errs "$T/img1" 1 "1 $((3 * MiB / 4096))"
+	# the second copy was rewritten, not the first
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	assert_output --partial "no error found"
+}
+
+# parity_fs PROFILE N: N devices of PROFILE data (raid1 metadata) holding
+# $T/src (8 MiB of random data) as f
+parity_fs() {
+	make_images "$2"
+	mkfs.mfs -q -f -d "$1" -m raid1 $(imgs "$2")
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((8 * MiB)) /dev/urandom >"$T/src"
+	cp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+}
+
+@test "raid5: bad parity is never used while the data is good, and check names it" {
+	parity_fs raid5 3
+	run corrupt_copies --what data --copy p "$T/img1" 1,2,3
+	assert_success
+	assert_line --regexp '^tree_blocks 0 data_extents [1-9][0-9]*$'
+	mfs_mount "$T/img1" "$T/mnt"
+	cmp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	assert_corruption_errs "$T/img1" 3 ""
+	# the data columns are good; what is rebuilt with P is not
+	run mfs check --check-data-csum "$T/img1"
+	assert_failure
+	assert_line --regexp 'copy 2 \(rebuilt from parity, data on devid [1-3]\): checksum mismatch$'
+	refute_line --regexp 'copy 1 '
+}
+
+@test "raid6: one device's data columns and every P strip damaged: rebuilt with Q, healed, counted" {
+	parity_fs raid6 4
+	run corrupt_copies --what data --copy 1 "$T/img1" 2
+	assert_success
+	assert_line --regexp '^damaged devid 2 data_sectors [1-9][0-9]* tree_blocks 0$'
+	expected=$(damaged_counts 2)
+	run corrupt_copies --what data --copy p "$T/img1" 1,2,3,4
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	cmp "$T/src" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	# one error per damaged data sector, on the device that held it
+	assert_corruption_errs "$T/img1" 4 "$expected"
+	# the data columns were rewritten; the P strips are left for a scrub
+	run mfs check --check-data-csum "$T/img1"
+	assert_failure
+	refute_line --regexp 'copy 1 '
+	assert_line --regexp 'copy 2 \(rebuilt from parity, data on devid [1-4]\): checksum mismatch$'
 }
 
 @test "without another copy (single) damaged data is an I/O error, never wrong data" {
