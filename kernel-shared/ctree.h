@@ -43,6 +43,11 @@ struct mfs_device {
 	u64 stale_gen;
 	bool in_tree;		/* has a device item in the chunk tree */
 	bool dirty;		/* device item must be rewritten at commit */
+	/*
+	 * Its device item goes in at this commit: its own superblock must be
+	 * durable before any other superblock names it (transaction.c).
+	 */
+	bool joining;
 	u64 stats[5];		/* error counters (MFS_DEV_STAT_*), persisted at commit */
 	bool stats_dirty;
 	int reads_in_flight;	/* data reads issued without fs->lock (least-busy copy choice) */

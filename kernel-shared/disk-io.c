@@ -137,42 +137,79 @@ static void fill_dev_item(struct mfs_fs_info *fs, struct mfs_device *dev,
 	memcpy(di->fsid, fs->fsid, MFS_FSID_SIZE);
 }
 
-int mfs_write_all_supers(struct mfs_fs_info *fs)
+/*
+ * Every superblock copy of one device. *primary: copy 0 went out (the
+ * device holds the new superblock). A failure marks the device failed.
+ */
+static int write_dev_supers(struct mfs_fs_info *fs, struct mfs_device *dev, bool *primary)
 {
 	struct mfs_super_block sb;
-	int i, m, ret, written = 0, first_err = 0;
+	int m, ret;
+
+	*primary = false;
+	for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
+		u64 off = mfs_sb_offset(m);
+
+		if (off + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+			break;
+		memcpy(&sb, &fs->super, sizeof(sb));
+		fill_dev_item(fs, dev, &sb.dev_item);
+		sb.bytenr = cpu_to_le64(off);
+		mfs_csum_super(&sb);
+		ret = mfs_io_write(dev->io, &sb, sizeof(sb), off);
+		if (ret) {
+			mfs_dev_fail(fs, dev, MFS_DEV_STAT_WRITE_ERRS, ret);
+			return ret;
+		}
+		if (m == 0)
+			*primary = true;
+	}
+	return 0;
+}
+
+int mfs_write_all_supers(struct mfs_fs_info *fs)
+{
+	int i, ret, written = 0, first_err = 0;
 
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
+		bool primary;
 
 		/* a device still being caught up keeps its old superblock until it is */
 		if (!mfs_dev_usable(dev) || dev->stale_gen)
 			continue;
-		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
-			u64 off = mfs_sb_offset(m);
-
-			if (off + MFS_SUPER_INFO_SIZE > dev->total_bytes)
-				break;
-			memcpy(&sb, &fs->super, sizeof(sb));
-			fill_dev_item(fs, dev, &sb.dev_item);
-			sb.bytenr = cpu_to_le64(off);
-			mfs_csum_super(&sb);
-			ret = mfs_io_write(dev->io, &sb, sizeof(sb), off);
-			if (ret) {
-				if (!first_err)
-					first_err = ret;
-				mfs_dev_fail(fs, dev, MFS_DEV_STAT_WRITE_ERRS, ret);
-				break;
-			}
-			/* (a device that fails here and is needed keeps its old superblock) */
-			if (m == 0)
-				written++;
-		}
+		/* (a device that fails here and is needed keeps its old superblock) */
+		ret = write_dev_supers(fs, dev, &primary);
+		if (ret && !first_err)
+			first_err = ret;
+		written += primary;
 	}
 	/* The commit stands if at least one device holds the new superblock. */
 	if (fs->strict_io && first_err)
 		return first_err;
 	return written ? 0 : (first_err ? first_err : -EIO);
+}
+
+int mfs_write_joining_supers(struct mfs_fs_info *fs)
+{
+	int i, ret, written = 0;
+	bool primary;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		if (!dev->joining)
+			continue;
+		dev->joining = false;
+		if (!mfs_dev_usable(dev))
+			continue;
+		/* one that fails is failed for this mount, like any member */
+		ret = write_dev_supers(fs, dev, &primary);
+		if (ret && fs->strict_io)
+			return ret;
+		written += primary;
+	}
+	return written;
 }
 
 /* ---------------- tree block cache ---------------- */

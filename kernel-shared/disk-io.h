@@ -39,6 +39,11 @@ int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr);
 void mfs_csum_super(struct mfs_super_block *sb);
 /* Write the superblock (all copies that fit) to every present device. */
 int mfs_write_all_supers(struct mfs_fs_info *fs);
+/*
+ * The superblocks of the devices whose items go in at this commit (joining
+ * members): the number written, or -errno with strict_io.
+ */
+int mfs_write_joining_supers(struct mfs_fs_info *fs);
 
 /*
  * Give the filesystem new_fsid (format §3.8, fsid.c): two rounds of

@@ -130,6 +130,7 @@ static int update_dev_items(struct mfs_trans_handle *trans, bool *did_work)
 			ret = mfs_insert_item(trans, fs->chunk_root, &key, &di, sizeof(di));
 			if (ret)
 				return ret;
+			dev->joining = true;
 		}
 	}
 	return 0;
@@ -299,9 +300,18 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans)
 		ret = -EIO;
 	if (ret)
 		goto fail;
-	/* 3. the superblocks switch to the new generation */
+	/*
+	 * 3. the superblocks switch to the new generation; a device joining
+	 * the filesystem in this commit gets its own first, durably: were the
+	 * others' durable before it, they would name a member that has none
+	 * (missing after a crash, the filesystem refusing to mount)
+	 */
 	fs->generation = transid;
-	ret = mfs_write_all_supers(fs);
+	ret = mfs_write_joining_supers(fs);
+	if (ret > 0)
+		ret = mfs_flush_all_devices(fs);
+	if (!ret)
+		ret = mfs_write_all_supers(fs);
 	/* 4. and are themselves durable before we report success */
 	if (!ret)
 		ret = mfs_flush_all_devices(fs);
