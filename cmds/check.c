@@ -179,6 +179,29 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 }
 DEFINE_COMMAND(check, "check", cmd_check, cmd_check_usage, NULL, 0);
 
+static const char * const cmd_fsck_usage[] = {
+	"fsck.mfs [-anpyfv] [-s N] <device>",
+	"",
+	"Check an unmounted filesystem, as fsck(8) runs it: 'mfs check' with",
+	"fsck's exit codes (0 clean, 4 errors left uncorrected, 8 operational",
+	"error, 16 usage error). Nothing is repaired yet.",
+	"",
+	OPTLINE("-a", "repair without asking (accepted for boot scripts; nothing is repaired)"),
+	OPTLINE("-p", "same as -a"),
+	OPTLINE("-y", "answer yes to every question (accepted; nothing is repaired)"),
+	OPTLINE("-n", "check only (the default)"),
+	OPTLINE("-f", "check even if the filesystem seems clean (always done)"),
+	OPTLINE("-v", "print the phases and the summary"),
+	OPTLINE("-s N", "use superblock copy N (0, 1 or 2)"),
+	NULL
+};
+
+/* Not in a command group: fsck(8) runs it by name. */
+static const struct cmd_struct fsck_helper = {
+	.token = "fsck.mfs",
+	.usagestr = cmd_fsck_usage,
+};
+
 /*
  * fsck.mfs: the same check with fsck(8) conventions. Repair options are
  * accepted so boot scripts work, but nothing is repaired yet.
@@ -189,6 +212,8 @@ int cmd_fsck_main(int argc, char **argv)
 	struct check_opts o = { .super_mirror = -1, .quiet = true };
 	int c, ret;
 
+	if (mfs_help_requested(argc, argv))
+		usage(&fsck_helper, 0);
 	opterr = 0;
 	while ((c = getopt(argc, argv, "anpyfvs:")) != -1) {
 		switch (c) {
@@ -202,12 +227,12 @@ int cmd_fsck_main(int argc, char **argv)
 				return 16;
 			break;
 		default:
-			fprintf(stderr, "usage: fsck.mfs [-anpyfv] [-s N] <device>\n");
+			fprintf(stderr, "usage: %s\n", cmd_fsck_usage[0]);
 			return 16;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: fsck.mfs [-anpyfv] [-s N] <device>\n");
+		fprintf(stderr, "usage: %s\n", cmd_fsck_usage[0]);
 		return 16;
 	}
 	ret = run_check(&o, argv + optind, argc - optind);

@@ -33,7 +33,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused), read_policy=least-busy|devid:N (which copy reads take)"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused), read_policy=least-busy|devid:N (which copy reads take), degraded (mount with members missing; read-only for now)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL
@@ -286,17 +286,46 @@ static int cmd_mount(const struct cmd_struct *cmd, int argc, char **argv)
 }
 DEFINE_SIMPLE_COMMAND(mount, "mount");
 
+static const char * const cmd_mount_helper_usage[] = {
+	"mount.mfs <device> <mountpoint> [-sfnv] [-N <namespace>] [-o <options>] [-t <type>]",
+	"",
+	"Mount an mfs filesystem as mount(8) runs it for 'mount -t mfs' and",
+	"/etc/fstab: 'mfs mount' with mount's helper interface. Exit 0 on",
+	"success, 32 when the mount failed, 1 on a usage error.",
+	"",
+	OPTLINE("-o OPTIONS", "mount options, those of 'mfs mount -o' (see mfs(5))"),
+	OPTLINE("-s", "sloppy: accepted and ignored"),
+	OPTLINE("-f", "fake: check the arguments and options, mount nothing"),
+	OPTLINE("-n", "do not write /etc/mtab: accepted and ignored"),
+	OPTLINE("-v", "verbose: accepted and ignored"),
+	OPTLINE("-N NAMESPACE", "mount namespace: accepted and ignored"),
+	OPTLINE("-t TYPE", "filesystem type: accepted and ignored"),
+	NULL
+};
+
+/* Not in a command group: mount(8) runs it by name. */
+static const struct cmd_struct mount_helper = {
+	.token = "mount.mfs",
+	.usagestr = cmd_mount_helper_usage,
+};
+
 /* mount(8) runs: mount.mfs <device> <dir> [-sfnv] [-N ns] [-o options] [-t type] */
 int cmd_mount_helper_main(int argc, char **argv)
 {
 	struct mount_args m;
+	bool fake = false;
 	int c, ret;
 
+	if (mfs_help_requested(argc, argv))
+		usage(&mount_helper, 0);
 	mount_defaults(&m);
 	opterr = 0;
 	while ((c = getopt(argc, argv, "o:sfnvN:t:")) != -1) {
 		if (c == 'o' && parse_options(&m, optarg))
 			return 32;
+		/* mount -f passes it on: everything but the mount itself */
+		if (c == 'f')
+			fake = true;
 		if (c == '?') {
 			error("mount.mfs: unknown option -%c", optopt);
 			return 1;
@@ -306,6 +335,8 @@ int cmd_mount_helper_main(int argc, char **argv)
 		fprintf(stderr, "usage: mount.mfs <device> <mountpoint> [-o options]\n");
 		return 1;
 	}
+	if (fake)
+		return 0;
 	if (add_device(&m, argv[optind]))
 		return 1;
 	m.opts.mountpoint = argv[optind + 1];

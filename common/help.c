@@ -504,7 +504,7 @@ static void reset_getopt(void)
 	optind = 1;
 }
 
-static bool has_help_arg(int argc, char **argv)
+bool mfs_help_requested(int argc, char **argv)
 {
 	int i;
 
@@ -517,7 +517,7 @@ static bool has_help_arg(int argc, char **argv)
 
 static int run_command(const struct cmd_struct *cmd, int argc, char **argv)
 {
-	if (has_help_arg(argc, argv)) {
+	if (mfs_help_requested(argc, argv)) {
 		print_command_usage(cmd, stdout);
 		return 0;
 	}

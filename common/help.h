@@ -85,6 +85,9 @@ const struct cmd_struct *cmd_lookup(const struct cmd_group *grp,
 /* "mfs device add": the resolved tokens of the command being run. */
 const char *cmd_full_name(const struct cmd_struct *cmd);
 
+/* Whether argv[1..] holds "--help" before any "--". */
+bool mfs_help_requested(int argc, char **argv);
+
 /* Print the usage; error != 0: to stderr and exit(1), else stdout and exit(0). */
 __attribute__((noreturn))
 void usage(const struct cmd_struct *cmd, int error);
