@@ -10,7 +10,7 @@ PAGES="mfs.8 mkfs.mfs.8 fsck.mfs.8 mount.mfs.8 mfs-filesystem.8 mfs-device.8
 mfs-balance.8 mfs-replace.8 mfs-check.8 mfs-inspect-internal.8 mfs.5"
 
 manpages() {
-	python3 "$BATS_TEST_DIRNAME/manpages.py" "$@"
+	python3 "$BATS_TEST_DIRNAME/helptext.py" "$@"
 }
 
 @test "manpages: every page is built and renders with its name and synopsis" {
@@ -59,7 +59,7 @@ manpages() {
 	sed -i 's/^-t|--tbytes$/-t|--terabytes/' "$T/man/mfs-device.8.rst"
 	# document an option check does not have
 	sed -i 's/^--force$/--repair\n    not there\n\n--force/' "$T/man/mfs-check.8.rst"
-	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/manpages.py" check
+	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/helptext.py" check
 	assert_failure
 	assert_line "mfs balance start: --dry-run is in --help, not in mfs-balance.8 SUBCOMMAND / start"
 	assert_line "mfs device usage: --tbytes is in --help, not in mfs-device.8 SUBCOMMAND / usage"
@@ -69,13 +69,13 @@ manpages() {
 	# a subcommand without its section
 	sed -i 's/^ready <device>$/readiness <device>/; s/^--------------$/------------------/' \
 		"$T/man/mfs-device.8.rst"
-	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/manpages.py" coverage
+	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/helptext.py" coverage
 	assert_failure
 	assert_line "mfs device ready: no subsection in mfs-device.8"
 	assert_line "mfs-device.8 documents 'readiness', which 'mfs device --help' does not list"
 
 	sed -i 's/^skip_balance$/skip-balance/' "$T/man/mfs.5.rst"
-	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/manpages.py" mount-options
+	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/helptext.py" mount-options
 	assert_failure
 	assert_output "mount option skip_balance is in 'mfs mount --help', not in mfs.5 MOUNT OPTIONS"
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Compare what the commands' --help says with what their man pages say.
+"""What the commands' --help says, compared with what their man pages say.
 
-Used by manpages.bats. The man pages are the reStructuredText sources in
-Documentation/man/ (NAME.SECTION.rst); their layout is:
+Used by manpages.bats, and by completion.bats for the commands and options
+the completion must offer. The man pages are the reStructuredText sources
+in Documentation/man/ (NAME.SECTION.rst); their layout is:
 
   SECTION TITLE      a line underlined with '=' (.SH in the man page)
   sub title          a line underlined with '-' (.SS), one per subcommand,
@@ -13,14 +14,16 @@ Documentation/man/ (NAME.SECTION.rst); their layout is:
 --help prints an option as four spaces, the option, two spaces or more and
 its text (common/help.c); wrapped text starts further right.
 
-  manpages.py check [GROUP...]   compare every command's options (or those of
+  helptext.py check [GROUP...]   compare every command's options (or those of
                                  the command groups named), print mismatches
-  manpages.py coverage           every command listed by --help has its page
+  helptext.py coverage           every command listed by --help has its page
                                  or section, every section a command
-  manpages.py mount-options      the mount options 'mfs mount --help' lists
+  helptext.py mount-options      the mount options 'mfs mount --help' lists
                                  are all in mfs(5) MOUNT OPTIONS
-  manpages.py options-man PAGE SECTION [SUBCOMMAND]
-  manpages.py options-help CMD...  the options one side sees, one a line
+  helptext.py options-man PAGE SECTION [SUBCOMMAND]
+  helptext.py options-help CMD...  the options one side sees, one a line
+  helptext.py commands           every command, one a line ("mfs device add")
+  helptext.py mount-options-help the names of the mount options of --help
 
 The mfs binary is taken from $MFS_BUILD, the pages from $MFS_MAN_DIR
 (default: Documentation/man of this source tree).
@@ -245,14 +248,18 @@ def mount_option_names(text):
     return names
 
 
-def mount_options():
-    """Every mount option 'mfs mount --help' lists is in mfs(5)."""
+def help_mount_options():
+    """The names of the mount options 'mfs mount --help' lists."""
     text = run_help(["mfs", "mount"])
     m = re.search(r"^    -o OPTIONS\s+comma separated:(.*?)(?=^    -|\Z)", text, re.S | re.M)
     if not m:
-        print("mfs mount --help: no '-o OPTIONS  comma separated: ...' line")
-        return 1
-    have = mount_option_names(" ".join(m.group(1).split()))
+        raise SystemExit("mfs mount --help: no '-o OPTIONS  comma separated: ...' line")
+    return mount_option_names(" ".join(m.group(1).split()))
+
+
+def mount_options():
+    """Every mount option 'mfs mount --help' lists is in mfs(5)."""
+    have = help_mount_options()
     terms = parse_page(page_path("mfs.5")).get(("MOUNT OPTIONS", None), [])
     doc = set()
     for term, _ in terms:
@@ -279,6 +286,12 @@ def main(argv):
         if opts is None:
             return 1
         print("\n".join(sorted(opts)))
+        return 0
+    if cmd == "commands":
+        print("\n".join(" ".join(words) for words in all_commands()))
+        return 0
+    if cmd == "mount-options-help":
+        print("\n".join(sorted(help_mount_options())))
         return 0
     if cmd == "options-help":
         print("\n".join(sorted(help_options(run_help(args)))))
