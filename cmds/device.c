@@ -1,10 +1,12 @@
 /* mfs device: scan, ready. */
+#include <blkid.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <uuid/uuid.h>
 #include "cmds/commands.h"
 #include "common/help.h"
 #include "common/messages.h"
@@ -119,46 +121,98 @@ static int cmd_device_scan(const struct cmd_struct *cmd, int argc, char **argv)
 DEFINE_SIMPLE_COMMAND(device_scan, "scan");
 
 static const char * const cmd_device_ready_usage[] = {
-	"mfs device ready <device>",
+	"mfs device ready [--udev] <device>",
 	"",
 	"Exit 0 when every member of the device's filesystem is present, 1 otherwise.",
+	"",
+	OPTLINE("--udev", "print the device's udev properties (ID_FS_TYPE=mfs, ID_FS_UUID, ID_FS_LABEL, MFS_DEVID, MFS_READY=1 or 0) and exit 0 when it holds mfs, for the udev rule"),
 	NULL
 };
 
-static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
+/* Whether every member of the filesystem on path (superblock sb) is present. */
+static bool members_present(const char *path, const struct mfs_super_block *sb)
 {
-	struct mfs_super_block sb;
 	struct mfs_scan scan;
 	struct mfs_open_ctl ctl = { 0 };
 	struct mfs_fs_info *fs;
 	const char **paths;
 	int i, n = 0, ret;
 
-	clean_args_no_options(cmd, argc, argv);
-	if (check_argc_exact(argc - optind, 1))
-		return 1;
-	if (mfs_probe_super(argv[optind], &sb)) {
-		error("not a valid mfs filesystem: %s", argv[optind]);
-		return 1;
-	}
-	if (mfs_scan_all((const char * const *)&argv[optind], 1, &scan))
-		return 1;
+	if (mfs_scan_all(&path, 1, &scan))
+		return false;
 	paths = calloc(scan.nr, sizeof(*paths));
 	for (i = 0; paths && i < scan.nr; i++)
-		if (!memcmp(scan.devs[i].sb.fsid, sb.fsid, MFS_FSID_SIZE))
+		if (!memcmp(scan.devs[i].sb.fsid, sb->fsid, MFS_FSID_SIZE))
 			paths[n++] = scan.devs[i].path;
 	ctl.paths = paths;
 	ctl.npaths = n;
 	ctl.nnamed = 1;		/* the scan lists the device named first */
 	ctl.flags = MFS_OPEN_NO_EXCL;
-	ctl.fsid = sb.fsid;
+	ctl.fsid = sb->fsid;
 	ctl.sb_mirror = -1;
 	ret = paths ? mfs_open_fs(&ctl, &fs) : -ENOMEM;
 	if (!ret)
 		mfs_free_fs_info(fs);
 	free(paths);
 	mfs_scan_free(&scan);
-	return ret ? 1 : 0;
+	return ret == 0;
+}
+
+/*
+ * What the udev rule imports (IMPORT{program}): the properties libblkid
+ * gives the filesystems it knows (it does not know mfs), and MFS_READY.
+ */
+static void print_udev_properties(const struct mfs_super_block *sb, bool ready)
+{
+	char uuid[37], label[MFS_LABEL_SIZE], safe[MFS_LABEL_SIZE];
+	char enc[MFS_LABEL_SIZE * 4];
+
+	uuid_unparse(sb->fsid, uuid);
+	printf("ID_FS_TYPE=mfs\n");
+	printf("ID_FS_USAGE=filesystem\n");
+	printf("ID_FS_VERSION=%u\n", le32_to_cpu(sb->format_version));
+	printf("ID_FS_UUID=%s\nID_FS_UUID_ENC=%s\n", uuid, uuid);
+	uuid_unparse(sb->dev_item.uuid, uuid);
+	printf("ID_FS_UUID_SUB=%s\nID_FS_UUID_SUB_ENC=%s\n", uuid, uuid);
+	snprintf(label, sizeof(label), "%.*s", (int)sizeof(sb->label), sb->label);
+	if (label[0] && !blkid_safe_string(label, safe, sizeof(safe)) &&
+	    !blkid_encode_string(label, enc, sizeof(enc)))
+		printf("ID_FS_LABEL=%s\nID_FS_LABEL_ENC=%s\n", safe, enc);
+	printf("MFS_DEVID=%llu\n", (unsigned long long)le64_to_cpu(sb->dev_item.devid));
+	printf("MFS_READY=%d\n", ready);
+}
+
+enum { OPT_UDEV = 256 };
+
+static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "udev", no_argument, NULL, OPT_UDEV },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mfs_super_block sb;
+	bool udev = false, ready;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c != OPT_UDEV)
+			usage_unknown_option(cmd, argv);
+		udev = true;
+	}
+	if (check_argc_exact(argc - optind, 1))
+		return 1;
+	if (mfs_probe_super(argv[optind], &sb)) {
+		/* udev runs it on every unknown block device: no noise there */
+		if (!udev)
+			error("not a valid mfs filesystem: %s", argv[optind]);
+		return 1;
+	}
+	ready = members_present(argv[optind], &sb);
+	if (udev) {
+		print_udev_properties(&sb, ready);
+		return 0;
+	}
+	return ready ? 0 : 1;
 }
 DEFINE_SIMPLE_COMMAND(device_ready, "ready");
 

@@ -25,6 +25,7 @@ expected_files() {
 		echo "$prefix/share/man/man8/$p.8"
 	done
 	echo "$prefix/share/man/man5/mfs.5"
+	echo "$prefix/lib/udev/rules.d/64-mfs.rules"
 	for p in on-disk-format json-output space-reservation; do
 		echo "$prefix/share/doc/mfs/$p.md"
 	done
@@ -52,6 +53,10 @@ expected_files() {
 	assert_line --index 0 --partial "usage: mount.mfs <device> <mountpoint>"
 	run "$T/root/opt/mfs/sbin/mfs" version
 	assert_output --regexp '^mfs v'
+	# the udev rule runs the installed mfs (configure's sbindir)
+	run grep -c '^IMPORT{program}="/[^"]*/mfs device ready --udev $devnode"$' \
+		"$T/root/opt/mfs/lib/udev/rules.d/64-mfs.rules"
+	assert_output 1
 	run env MANWIDTH=100 man -M "$T/root/opt/mfs/share/man" -P cat mfs-device
 	assert_success
 	assert_line --regexp "^ +mfs-device - "

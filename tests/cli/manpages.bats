@@ -67,8 +67,7 @@ manpages() {
 	assert_line "mfs check: --repair is in mfs-check.8 OPTIONS, not in --help"
 
 	# a subcommand without its section
-	sed -i 's/^ready <device>$/readiness <device>/; s/^--------------$/------------------/' \
-		"$T/man/mfs-device.8.rst"
+	sed -i '/^ready /{s/^ready /readiness /;n;s/$/----/}' "$T/man/mfs-device.8.rst"
 	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/helptext.py" coverage
 	assert_failure
 	assert_line "mfs device ready: no subsection in mfs-device.8"
