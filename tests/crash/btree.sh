@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Crash consistency of B-tree commits: log a run of random fs-tree
-# transactions (tests/crash/btree-workload), rebuild the devices at every
-# flush point and require each state to open, check clean and hold exactly
-# the items of its generation; the generation never goes back and the last
-# flush point holds the last commit. The --reorder pass also lands a random
-# subset of the writes in flight after a flush point, as a crash would.
-# One TAP line per scenario and pass. Every engine run has a time limit, so a
-# hang fails the test instead of the suite.
+# transactions (tests/crash/btree-workload), rebuild the devices at the
+# crash points of the log (tests/crash/replay: each device holds what its
+# own flushes made durable) and require each state to open, pass every
+# phase of the checker (data checksums of every copy included) and hold
+# exactly the items of its generation; the generation never goes back and
+# the last point holds the last commit. Each point is also replayed with a
+# random part of the writes in flight landing, device by device, which may
+# add the next commit but nothing else. lib.bash says which points (full or
+# sampled mode). One TAP line per configuration, with the states replayed.
+# Every engine run has a time limit, so a hang fails the test instead of
+# the suite.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MFS_BUILD:-$top/build}
@@ -20,24 +24,17 @@ NTRANS=${MFS_CRASH_TRANSACTIONS:-20}
 # another value gives other workloads and crash points (for longer sweeps)
 SEED=${MFS_CRASH_SEED:-0}
 
-tests=0
-failures=0
+# crash points replayed per configuration in sampled mode (at least its commits)
+SAMPLE=${MFS_CRASH_SAMPLE:-30}
 
-tap() {	# tap OK|FAIL description
-	tests=$((tests + 1))
-	if [ "$1" = OK ]; then
-		echo "ok $tests - $2"
-	else
-		failures=$((failures + 1))
-		echo "not ok $tests - $2"
-	fi
-}
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
 
-# Globals set by setup: devs, work, maps, count, gens (generation per flush point).
+# Globals set by setup: devs, work, maps, count.
 setup() {	# setup NDEV SEED MKFS-OPTIONS...
 	local ndev=$1 seed=$2 i
 	shift 2
-	devs=(); work=(); maps=(); gens=()
+	devs=(); work=(); maps=()
 	# IMG_SIZE and MFS_WORKLOAD_SCALE may come from the caller
 	rm -f "$tmp"/*.img "$tmp/log"
 	for i in $(seq 1 "$ndev"); do
@@ -52,7 +49,8 @@ setup() {	# setup NDEV SEED MKFS-OPTIONS...
 	done
 	MFS_WRITE_LOG=$tmp/log timeout 300 "$workload" run "$seed" "$NTRANS" "${devs[@]}" ||
 		{ echo "the workload failed (exit $?)"; return 1; }
-	count=$("$replay" "$tmp/log" "${maps[@]}" --count) || { echo "replay --count failed"; return 1; }
+	log_stats "$tmp/log" || { echo "replay --stats failed"; return 1; }
+	count=$LOG_POINTS
 }
 
 restore_before() {
@@ -62,10 +60,11 @@ restore_before() {
 	done
 }
 
-# verify_state SEED [--stale-supers-ok]: prints the generation, or fails.
+# verify_state SEED IMAGE...: prints the generation, or fails.
 verify_state() {
-	local out
-	if ! out=$(timeout 60 "$workload" verify ${2:-} "$1" "${work[@]}" 2>"$tmp/verify.err"); then
+	local seed=$1 out
+	shift
+	if ! out=$(timeout 60 "$workload" verify "$seed" "$@" 2>"$tmp/verify.err"); then
 		sed 's/^/# /' "$tmp/verify.err" | head -20 >&2
 		return 1
 	fi
@@ -73,37 +72,74 @@ verify_state() {
 	echo "$out" | awk '{ print $2 }'
 }
 
-# Every flush point in order, each applied on top of the previous one.
-prefix_pass() {	# prefix_pass NAME SEED NDEV MKFS-OPTIONS...
-	local name=$1 seed=$2 ndev=$3 k g prev=0 last=-1 why=""
+# Point K plus REORDERS random parts of the writes in flight there, each on
+# a copy of the durable state: the generation is G's or the next. Sets why
+# when one fails.
+reordered_states() {	# reordered_states NAME SEED K G
+	local name=$1 seed=$2 k=$3 g=$4 r s i rg maps_r=() copies=()
+	for i in $(seq 1 ${#work[@]}); do
+		maps_r+=(--map "$tmp/d$i.img=$tmp/r$i.img")
+		copies+=("$tmp/r$i.img")
+	done
+	for r in $(seq 1 "$REORDERS"); do
+		s=$(reorder_seed "$name" "$k" "$r")
+		for i in $(seq 1 ${#work[@]}); do
+			cp --sparse=always "$tmp/w$i.img" "$tmp/r$i.img"
+		done
+		if ! "$replay" "$tmp/log" "${maps_r[@]}" --from "$k" --upto "$k" --reorder "$s"; then
+			why="crash point $k: replay --reorder $s failed"
+			return 1
+		fi
+		nreordered=$((nreordered + 1))
+		if ! rg=$(verify_state "$seed" "${copies[@]}"); then
+			why="crash point $k + reorder seed $s: state does not verify"
+			return 1
+		fi
+		if [ "$rg" != "$g" ] && [ "$rg" != $((g + 1)) ]; then
+			why="crash point $k + reorder seed $s: generation $rg, expected $g or $((g + 1))"
+			return 1
+		fi
+	done
+}
+
+# One workload, its crash points in order, each applied on top of the previous one.
+run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
+	local name=$1 seed=$2 ndev=$3 k g prev=0 first="" last=-1 why="" n=0
 	shift 3
-	prefix_ok=0
+	nreordered=0
 	if ! setup "$ndev" "$seed" "$@" >"$tmp/setup.out" 2>&1; then
 		sed 's/^/# /' "$tmp/setup.out" | head -20 >&2
 		tap FAIL "$name: $(tail -1 "$tmp/setup.out")"
 		return
 	fi
+	if [ "$LOG_UNFLUSHED" -ne 0 ]; then
+		tap FAIL "$name: the run returned with $LOG_UNFLUSHED writes no flush made durable"
+		return
+	fi
 	restore_before
-	for k in $(seq 0 "$count"); do
+	for k in $(choose_points "$count" "$SAMPLE" "$name"); do
 		if ! "$replay" "$tmp/log" "${maps[@]}" --from "$prev" --upto "$k"; then
-			why="flush point $k: replay failed"
+			why="crash point $k: replay failed"
 			break
 		fi
 		prev=$k
-		if ! g=$(verify_state "$seed"); then
-			why="flush point $k of $count: state does not verify"
+		n=$((n + 1))
+		if ! g=$(verify_state "$seed" "${work[@]}"); then
+			why="crash point $k of $count: state does not verify"
 			break
 		fi
 		if [ "$g" -lt "$last" ]; then
-			why="flush point $k: generation went back from $last to $g"
+			why="crash point $k: generation went back from $last to $g"
 			break
 		fi
-		gens[$k]=$g
+		first=${first:-$g}
 		last=$g
+		reordered_states "$name" "$seed" "$k" "$g" || break
 	done
-	if [ -z "$why" ] && [ "$last" -ne $((gens[0] + NTRANS)) ]; then
-		why="last flush point holds generation $last, expected $((gens[0] + NTRANS))"
+	if [ -z "$why" ] && [ "$last" -ne $((first + NTRANS)) ]; then
+		why="the last crash point holds generation $last, expected $((first + NTRANS))"
 	fi
+	[ -n "$why" ] || why=$(too_few_states "$n" "$NTRANS")
 	if [ -z "$why" ] && [ -n "${MIN_META_CHUNKS:-}" ] &&
 	   [ "$(awk '{ print $6 }' "$tmp/verify.out")" -lt "$MIN_META_CHUNKS" ]; then
 		# whether a run fills a chunk depends on its seed
@@ -114,46 +150,9 @@ prefix_pass() {	# prefix_pass NAME SEED NDEV MKFS-OPTIONS...
 		fi
 	fi
 	if [ -z "$why" ]; then
-		prefix_ok=1
-		tap OK "$name: $count flush points, generations ${gens[0]}..$last all intact"
+		tap OK "$name: $n of $((count + 1)) crash points and $nreordered reordered states, generations $first..$last intact"
 	else
 		tap FAIL "$name: $why"
-	fi
-}
-
-# After prefix_pass: every flush point plus a random part of what followed.
-# A crash between the superblock writes of one commit leaves some copies a
-# generation behind: a valid state (the newest copy wins) that the checker
-# reports, so verify is told to tolerate exactly that.
-reorder_pass() {	# reorder_pass NAME SEED ROUNDS
-	local name=$1 seed=$2 rounds=$3 k r g next why="" n=0
-	if [ "$prefix_ok" != 1 ]; then
-		tap FAIL "$name, reordered: skipped, the flush points did not verify"
-		return
-	fi
-	for k in $(seq 0 $((count - 1))); do
-		next=${gens[$((k + 1))]}
-		for r in $(seq 1 "$rounds"); do
-			restore_before
-			if ! "$replay" "$tmp/log" "${maps[@]}" --upto "$k" --reorder "$((seed * 100000 + k * 1000 + r))"; then
-				why="flush point $k: replay failed"
-				break 2
-			fi
-			n=$((n + 1))
-			if ! g=$(verify_state "$seed" --stale-supers-ok); then
-				why="flush point $k + reorder seed $((seed * 100000 + k * 1000 + r)): state does not verify"
-				break 2
-			fi
-			if [ "$g" != "${gens[$k]}" ] && [ "$g" != "$next" ]; then
-				why="flush point $k + reorder: generation $g, expected ${gens[$k]} or $next"
-				break 2
-			fi
-		done
-	done
-	if [ -z "$why" ]; then
-		tap OK "$name, reordered: $n crash states intact"
-	else
-		tap FAIL "$name, reordered: $why"
 	fi
 }
 
@@ -163,22 +162,16 @@ if [ ! -x "$replay" ] || [ ! -x "$workload" ]; then
 	exit 1
 fi
 
-prefix_pass "btree -m raid1, 2 devices" $((SEED + 11)) 2 -d raid1 -m raid1
-reorder_pass "btree -m raid1, 2 devices" $((SEED + 11)) 2
-prefix_pass "btree -m raid5, 3 devices" $((SEED + 12)) 3 -d raid5 -m raid5
-reorder_pass "btree -m raid5, 3 devices" $((SEED + 12)) 3
-prefix_pass "btree -m raid6, 4 devices" $((SEED + 13)) 4 -d raid6 -m raid6
-reorder_pass "btree -m raid6, 4 devices" $((SEED + 13)) 2
-prefix_pass "btree -m dup -n 4096, 1 device" $((SEED + 14)) 1 -d single -m dup -n 4096
-reorder_pass "btree -m dup -n 4096, 1 device" $((SEED + 14)) 2
-prefix_pass "btree -m raid5 -n 4096, 3 devices" $((SEED + 15)) 3 -d raid5 -m raid5 -n 4096
-reorder_pass "btree -m raid5 -n 4096, 3 devices" $((SEED + 15)) 2
-prefix_pass "btree -m raid6 -n 4096, 5 devices" $((SEED + 16)) 5 -d raid6 -m raid6 -n 4096
-reorder_pass "btree -m raid6 -n 4096, 5 devices" $((SEED + 16)) 2
+crash_mode_banner btree.sh
+run_config "btree -m raid1, 2 devices" $((SEED + 11)) 2 -d raid1 -m raid1
+run_config "btree -m raid5, 3 devices" $((SEED + 12)) 3 -d raid5 -m raid5
+run_config "btree -m raid6, 4 devices" $((SEED + 13)) 4 -d raid6 -m raid6
+run_config "btree -m dup -n 4096, 1 device" $((SEED + 14)) 1 -d single -m dup -n 4096
+run_config "btree -m raid5 -n 4096, 3 devices" $((SEED + 15)) 3 -d raid5 -m raid5 -n 4096
+run_config "btree -m raid6 -n 4096, 5 devices" $((SEED + 16)) 5 -d raid6 -m raid6 -n 4096
 # transactions 16 times larger on small devices: the metadata chunk fills
 # and the commits allocate a new one (chunk tree and system array change)
 IMG_SIZE=128M MFS_WORKLOAD_SCALE=16 MIN_META_CHUNKS=2 \
-	prefix_pass "btree -m raid1 x16 on 128M, 2 devices, new chunk" $((SEED + 17)) 2 -d raid1 -m raid1
-reorder_pass "btree -m raid1 x16 on 128M, 2 devices, new chunk" $((SEED + 17)) 1
+	run_config "btree -m raid1 x16 on 128M, 2 devices, new chunk" $((SEED + 17)) 2 -d raid1 -m raid1
 echo "1..$tests"
 [ $failures -eq 0 ]

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Crash consistency of mkfs.mfs: log every write and flush of a mkfs run,
-# rebuild the devices as they were at each flush point and require that
-# `mfs check` finds either no filesystem (the old one, if any, is gone for
-# good once the wipe is durable) or a clean new one, and that the new one
-# never disappears again. The last flush point must hold a clean filesystem.
-# A second pass lands a random part of the writes in flight after each flush
-# point: then a filesystem whose superblocks were only partly written
-# ("torn": the only errors are missing superblock copies or devices) is
-# allowed too, and so is a half-wiped old filesystem before the wipe's
-# flush; anything else is not. One TAP line per configuration and pass.
+# rebuild the devices as they were at its crash points (tests/crash/replay:
+# each device holds what its own flushes made durable) and classify each
+# state with `mfs check --check-data-csum`: the old filesystem (if any, and
+# only until its wipe is durable), no filesystem, the new one "torn" (the
+# only errors are superblock copies or devices not written yet: the crash
+# came while mkfs wrote them), or the new one clean. In crash point order
+# the durable states only move forward through those (old, none, torn,
+# clean), the last point holds the clean new filesystem, and mkfs returns
+# with every write durable. Each point is also replayed with a random part
+# of the writes in flight landing, device by device: then anything from the
+# point's own class onwards is allowed, and a half-wiped old filesystem
+# while the wipe is in flight; nothing else. One TAP line per configuration.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MFS_BUILD:-$top/build}
@@ -20,29 +23,23 @@ trap 'rm -rf "$tmp"' EXIT
 # only the images named here: no registry entries from elsewhere
 export MFS_REGISTRY=$tmp/registry
 
-tests=0
-failures=0
-
-tap() {	# tap OK|FAIL description
-	tests=$((tests + 1))
-	if [ "$1" = OK ]; then
-		echo "ok $tests - $2"
-	else
-		failures=$((failures + 1))
-		echo "not ok $tests - $2"
-	fi
-}
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
 
 fsid_of() {	# prints the fsid in the superblock of an image, if any
 	"$mfs" inspect-internal dump-super "$1" 2>/dev/null | awk '$1 == "fsid" { print $2; exit }'
 }
 
-# Succeeds when every error on stdin is a missing superblock copy, a missing
-# device or a tree block copy unreadable because it lies on a missing device.
+# Succeeds when every error on stdin is one that superblocks not written
+# yet explain: a missing superblock copy or device, or, with a device
+# missing, something that could not be read (Input/output error: its copy
+# lies on a missing device or its rebuild from parity needs one), and the
+# blocks of a tree whose root could not be read found in no tree.
 only_torn() {
 	awk '
 	/^ERROR: / { n++; line[n] = $0 }
-	/^ERROR: device [0-9]+ is missing/ { missing[$3] = 1 }
+	/^ERROR: device [0-9]+ is missing/ { nmissing++ }
+	/^ERROR: [a-z]+ tree root cannot be read: Input\/output error$/ { unread[$2] = 1 }
 	END {
 		if (!n)
 			exit 1
@@ -51,9 +48,11 @@ only_torn() {
 			if (l ~ /^ERROR: superblock copy [0-9]+ at [0-9]+ on device [0-9]+ \(.*\) is missing$/ ||
 			    l ~ /^ERROR: device [0-9]+ is missing/ || l ~ /^ERROR: name it with -o device=/)
 				continue
-			if (match(l, /: copy [0-9]+ \(on devid [0-9]+\): Input\/output error$/)) {
-				split(substr(l, RSTART), f, /[ )]/)
-				if (f[6] in missing)
+			if (nmissing && l ~ /: Input\/output error$/)
+				continue
+			if (match(l, /\(owner [a-z]+ tree\) is not referenced by any tree$/)) {
+				split(substr(l, RSTART), f, / /)
+				if (f[2] in unread)
 					continue
 			}
 			exit 1
@@ -61,29 +60,69 @@ only_torn() {
 	}'
 }
 
-# What `mfs check` says about the work images: "none", "clean UUID",
-# "torn" or "bad".
+# What `mfs check` says about the images: "none", or "clean UUID",
+# "torn UUID" (every error one that superblocks not written yet explain) or
+# "bad UUID". When the check cannot even say which filesystem it found (it
+# could not open it), the images' superblocks do: torn if only some of them
+# carry the new filesystem's.
 classify() {
-	local out err rc
-	out=$(timeout 60 "$mfs" check "$@" 2>"$tmp/check.err")
+	local out err rc uuid img fsid first="" with_new=0
+	out=$(timeout 60 "$mfs" check --check-data-csum "$@" 2>"$tmp/check.err")
 	rc=$?
 	err=$(cat "$tmp/check.err")
+	uuid=$(echo "$out" | awk '$1 == "UUID:" { print $2; exit }')
 	if [ $rc -eq 0 ]; then
-		echo "clean $(echo "$out" | awk '$1 == "UUID:" { print $2; exit }')"
-	elif echo "$err" | grep -q "not a valid mfs filesystem"; then
+		echo "clean $uuid"
+		return
+	fi
+	if echo "$err" | grep -q "not a valid mfs filesystem"; then
 		echo none
-	elif [ $rc -eq 1 ] && echo "$err" | only_torn; then
-		echo torn
+		return
+	fi
+	for img in "$@"; do
+		fsid=$(fsid_of "$img")
+		[ "$fsid" = "$new" ] && with_new=$((with_new + 1))
+		[ -n "$first" ] || first=$fsid
+	done
+	if [ -z "$uuid" ]; then
+		uuid=$first
+		[ "$with_new" -eq 0 ] || uuid=$new
+	fi
+	if [ $rc -eq 1 ] && echo "$err" | only_torn; then
+		echo "torn $uuid"
+	elif [ $rc -eq 1 ] && [ "$with_new" -gt 0 ] && [ "$with_new" -lt $# ] &&
+	     echo "$err" | grep -q "^ERROR: cannot open filesystem on .*: Input/output error$"; then
+		echo "torn $uuid"
 	else
-		echo "bad $(echo "$out" | awk '$1 == "UUID:" { print $2; exit }')"
+		echo "bad $uuid"
 		{ echo "$out"; echo "$err"; } | sed 's/^/# /' | head -20 >&2
 	fi
 }
 
+# The rank of a state, in the order a mkfs moves through them; 9: never allowed.
+rank() {	# rank STATE
+	case "$1" in
+	"clean ${old:-no-old-fs}"|"torn ${old:-no-old-fs}"|"bad ${old:-no-old-fs}") echo 0 ;;
+	none) echo 1 ;;
+	"torn $new") echo 2 ;;
+	"clean $new") echo 3 ;;
+	*) echo 9 ;;
+	esac
+}
+
+restore_before() {
+	local i
+	for i in $(seq 1 "$ndev"); do
+		cp --sparse=always "$tmp/b$i.img" "$tmp/w$i.img"
+	done
+}
+
 # run_config NAME NDEV OLDFS MKFS-OPTIONS...
 run_config() {
-	local name=$1 ndev=$2 oldfs=$3 i k count state phase new old="" why=""
-	local devs=() work=() maps=()
+	local name=$1 oldfs=$3 i k r s count state new old="" why="" n=0 nr=0
+	local phase=0 rk
+	ndev=$2
+	devs=(); work=(); maps=()
 	shift 3
 	rm -f "$tmp"/*.img "$tmp/log"
 	for i in $(seq 1 "$ndev"); do
@@ -104,83 +143,52 @@ run_config() {
 		return
 	fi
 	new=$(fsid_of "${devs[0]}")
-	count=$("$replay" "$tmp/log" "${maps[@]}" --count) || { tap FAIL "$name: replay --count failed"; return; }
-	# phase: 0 = old fs may still be there, 1 = no fs allowed, 2 = new fs seen
-	phase=0
-	[ "$oldfs" = 1 ] || phase=1
-	for k in $(seq 0 "$count"); do
-		for i in $(seq 1 "$ndev"); do
-			cp --sparse=always "$tmp/b$i.img" "$tmp/w$i.img"
-		done
-		if ! "$replay" "$tmp/log" "${maps[@]}" --upto "$k"; then
-			why="flush point $k: replay failed"
-			break
-		fi
-		state=$(classify "${work[@]}")
-		case "$state" in
-		"clean $new")
-			phase=2 ;;
-		"clean ${old:-no-old-fs}")
-			if [ $phase -gt 0 ] || [ -z "$old" ]; then
-				why="flush point $k: the old filesystem is back"
-				break
-			fi ;;
-		none)
-			if [ $phase -eq 2 ]; then
-				why="flush point $k: the new filesystem vanished"
-				break
-			fi
-			phase=1 ;;
-		*)
-			why="flush point $k of $count: not clean ($state)"
-			break ;;
-		esac
-	done
-	if [ -z "$why" ] && [ $phase -ne 2 ]; then
-		why="the last flush point ($count) holds no clean filesystem"
-	fi
-	if [ -z "$why" ]; then
-		tap OK "$name: $count flush points, each none or clean"
-	else
-		tap FAIL "$name: $why"
+	log_stats "$tmp/log" || { tap FAIL "$name: replay --stats failed"; return; }
+	count=$LOG_POINTS
+	if [ "$LOG_UNFLUSHED" -ne 0 ]; then
+		tap FAIL "$name: mkfs returned with $LOG_UNFLUSHED writes no flush made durable"
 		return
 	fi
-	reorder_pass "$name" "$count"
-}
-
-# Each flush point K plus a random part of the writes up to the next flush.
-reorder_pass() {	# reorder_pass NAME COUNT (after run_config's setup)
-	local name=$1 count=$2 k r state why="" n=0
-	for k in $(seq 0 $((count - 1))); do
-		for r in 1 2 3 4; do
-			for i in $(seq 1 "$ndev"); do
-				cp --sparse=always "$tmp/b$i.img" "$tmp/w$i.img"
-			done
-			if ! "$replay" "$tmp/log" "${maps[@]}" --upto "$k" --reorder "$((k * 100 + r))"; then
-				why="flush point $k: replay failed"
+	for k in $(choose_points "$count" "$count" "$name"); do
+		restore_before
+		if ! "$replay" "$tmp/log" "${maps[@]}" --upto "$k"; then
+			why="crash point $k: replay failed"
+			break
+		fi
+		n=$((n + 1))
+		state=$(classify "${work[@]}")
+		rk=$(rank "$state")
+		if [ "$rk" -lt "$phase" ] || [ "$rk" -eq 9 ]; then
+			why="crash point $k of $count: $state after a state of rank $phase (0 old, 1 none, 2 torn, 3 clean)"
+			break
+		fi
+		phase=$rk
+		for r in $(seq 1 "$REORDERS"); do
+			s=$(reorder_seed "$name" "$k" "$r")
+			restore_before
+			if ! "$replay" "$tmp/log" "${maps[@]}" --upto "$k" --reorder "$s"; then
+				why="crash point $k: replay --reorder $s failed"
 				break 2
 			fi
-			n=$((n + 1))
+			nr=$((nr + 1))
 			state=$(classify "${work[@]}")
-			case "$state" in
-			"clean $new"|none|torn)
-				;;
-			"clean ${old:-no-old-fs}"|"bad ${old:-no-old-fs}")
-				# the wipe of the old filesystem may be cut short
-				if [ "$k" -ne 0 ] || [ -z "$old" ]; then
-					why="flush point $k + reorder $((k * 100 + r)): the old filesystem is back"
-					break 2
-				fi ;;
-			*)
-				why="flush point $k + reorder $((k * 100 + r)): $state"
-				break 2 ;;
-			esac
+			rk=$(rank "$state")
+			# the wipe of the old filesystem may be cut short
+			if [ "$rk" -eq 9 ] || { [ "$rk" -lt "$phase" ] && [ "$phase" -gt 1 ]; } ||
+			   { [ "$rk" -eq 0 ] && [ "$phase" -ne 0 ]; }; then
+				why="crash point $k + reorder $s: $state, but the durable state there has rank $phase"
+				break 2
+			fi
 		done
 	done
+	if [ -z "$why" ] && [ "$phase" -ne 3 ]; then
+		why="the last crash point ($count) holds no clean filesystem"
+	fi
+	[ -n "$why" ] || why=$(too_few_states "$n" 1)
 	if [ -z "$why" ]; then
-		tap OK "$name, reordered: $n crash states none, torn or clean"
+		tap OK "$name: $n of $((count + 1)) crash points and $nr reordered states, each old, none, torn or clean in order"
 	else
-		tap FAIL "$name, reordered: $why"
+		tap FAIL "$name: $why"
 	fi
 }
 
@@ -190,6 +198,7 @@ if [ ! -x "$replay" ] || [ ! -x "$mkfs" ]; then
 	exit 1
 fi
 
+crash_mode_banner mkfs.sh "every crash point (a mkfs makes few), $REORDERS reordering(s) each"
 run_config "mkfs -d raid5 -m raid1, 3 devices" 3 0 -d raid5 -m raid1
 run_config "mkfs -d single -m dup, 1 device" 1 0 -d single -m dup
 run_config "mkfs -d raid1 -m raid1, 2 devices" 2 0 -d raid1 -m raid1
