@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Crash consistency of file data: mount a fresh filesystem with every device
-# write and flush logged ($MFS_WRITE_LOG), run rounds of file operations
-# (create, overwrite, append, truncate, rename, rename over a file, unlink,
-# mkdir) each ended by fsync of every file and directory, and note how many
-# flush points the log holds when the fsyncs have returned. Then rebuild the
-# devices at the flush points (every one, or a sample that always keeps the
-# points around each fsync and the last one) and require `mfs check` clean
-# and, mounted read-only, every file that the last fsync before that point
-# made durable (and that the next round leaves alone) intact, and no file
-# that should not exist; the last flush point holds exactly the final state.
-# One TAP line per configuration. Every engine run has a time limit.
+# Crash consistency of file data and the namespace: mount a fresh
+# filesystem with every device write and flush logged ($MFS_WRITE_LOG), run
+# rounds of operations (tests/crash/workload.bash: create, overwrite,
+# append, truncate, rename, rename over, unlink, symlinks, hard links,
+# xattrs, mkdir, rmdir, directory renames), each ended by fsync of
+# everything, the last one by the unmount. Then rebuild the devices at the
+# log's crash points (tests/crash/replay: each device holds what its own
+# flushes made durable), each also with random parts of the writes in
+# flight landing, and require of every state: `mfs check --check-data-csum`
+# clean, and, mounted read-only, every entry (file content and size,
+# directory, symlink target, xattrs) exactly as the last round whose
+# fsyncs had returned left it, or as the round being fsynced leaves it
+# (a commit is atomic: nothing in between). Where a round's operations
+# themselves made the filesystem commit, each entry may be old, new or
+# absent (if one of them lacks it), not anything else. The last point
+# holds exactly the final state, and the unmount leaves every write
+# durable. lib.bash says which points (full or sampled mode). One TAP line
+# per configuration, with the states replayed. Every engine run has a time
+# limit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MFS_BUILD:-$top/build}
@@ -19,7 +27,8 @@ replay=$build/tests/crash/replay
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-files.XXXXXX")
 export MFS_REGISTRY=$tmp/registry
 ROUNDS=${MFS_CRASH_ROUNDS:-12}
-MAX_POINTS=${MFS_CRASH_MAX_POINTS:-60}
+# crash points replayed per configuration in sampled mode (at least its commits)
+SAMPLE=${MFS_CRASH_SAMPLE:-12}
 
 cleanup() {
 	local m
@@ -32,95 +41,114 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
 # shellcheck source=tests/crash/workload.bash
 . "$top/tests/crash/workload.bash"
 
 # ---------------- verification ----------------
 
-# The round whose fsyncs are the last ones durable at flush point K (0: none).
+# The last round whose fsyncs had returned at crash point K (0: none).
 round_at() {	# round_at K
-	awk -v k="$1" '$2 <= k { r = $1 } END { print r + 0 }' "$tmp/rounds"
+	awk -v k="$1" '$3 <= k { r = $1 } END { print r + 0 }' "$tmp/rounds"
 }
 
-# Check the files of the mounted replay against round J's state.
-verify_files() {	# verify_files K J LAST
-	local k=$1 j=$2 last=$3 next=$(($2 + 1))
-	snapshot "$tmp/vmnt" >"$tmp/seen" || { echo "flush point $k: cannot read the files"; return 1; }
-	if [ "$last" = 1 ]; then
+# Round R's line of $tmp/rounds (workload.bash): R, the crash points where
+# its fsyncs (the unmount for the last) began and had returned, and the
+# log's flushes at those two moments.
+round_line() {	# round_line R
+	awk -v r="$1" '$1 == r' "$tmp/rounds"
+}
+
+# Each entry seen must be as round J or round J+1 left it, or absent if
+# one of them lacks it; an entry only round J+1's operations had for a
+# while (its temporary file) may be there as it was written.
+verify_entries() {	# verify_entries J
+	local j=$1
+	awk -v j="$j" '
+		FILENAME == ARGV[1] { old[$1] = $2; names[$1] = 1; next }
+		FILENAME == ARGV[2] { new[$1] = $2; names[$1] = 1; next }
+		FILENAME == ARGV[3] { temp[$1] = $2; next }
+		{ seen[$1] = $2 }
+		END {
+			bad = 0
+			for (f in names) {
+				if (!(f in seen)) {
+					if ((f in old) && (f in new)) {
+						printf "%s is missing (rounds %d and %d have it)\n", f, j, j + 1
+						bad = 1
+					}
+				} else if (!((f in old) && seen[f] == old[f]) && !((f in new) && seen[f] == new[f])) {
+					printf "%s is %s, neither round %d nor %d left it so\n", f, seen[f], j, j + 1
+					bad = 1
+				}
+			}
+			for (f in seen)
+				if (!(f in names) && !((f in temp) && seen[f] == temp[f])) {
+					printf "%s (%s) exists, but no state of rounds %d..%d has it\n", f, seen[f], j, j + 1
+					bad = 1
+				}
+			exit bad
+		}' "$tmp/state.$j" "$tmp/state.$((j + 1))" "$tmp/temps.$((j + 1))" "$tmp/seen"
+}
+
+# The states allowed at crash point K, and the mounted replay against them.
+verify_namespace() {	# verify_namespace K COUNT
+	local k=$1 count=$2 j next before flushes_before flushes_synced
+	snapshot "$tmp/vmnt" >"$tmp/seen" || { echo "cannot read the tree"; return 1; }
+	j=$(round_at "$k")
+	next=$((j + 1))
+	if [ "$k" -eq "$count" ] || [ ! -f "$tmp/state.$next" ]; then
 		if ! diff -u "$tmp/state.final" "$tmp/seen" >"$tmp/diff"; then
-			echo "flush point $k (the last): the files differ from the final state"
+			echo "the tree differs from the final state (the unmount's)"
 			sed 's/^/# /' "$tmp/diff" | head -20 >&2
 			return 1
 		fi
 		return 0
 	fi
-	[ "$j" -gt 0 ] || : >"$tmp/state.0"
-	awk -v k="$k" -v j="$j" '
-		FILENAME == ARGV[1] { durable[$1] = $2; next }	# state after round j
-		FILENAME == ARGV[2] { next_state[$1] = $2; allowed[$1] = 1; next }
-		FILENAME == ARGV[3] { allowed[$1] = 1; next }	# temporary names of round j+1
-		{ seen[$1] = $2 }
-		END {
-			bad = 0
-			for (f in durable) {
-				allowed[f] = 1
-				if (!(f in next_state) || next_state[f] != durable[f])
-					continue	# round j+1 changes it: old, new or gone
-				if (!(f in seen)) {
-					printf "flush point %d: %s, durable since round %d, is missing\n", k, f, j
-					bad = 1
-				} else if (seen[f] != durable[f]) {
-					printf "flush point %d: %s, durable since round %d, has other contents\n", k, f, j
-					bad = 1
-				}
-			}
-			for (f in seen)
-				if (!(f in allowed)) {
-					printf "flush point %d: %s exists, but no state of rounds %d..%d has it\n", k, f, j, j + 1
-					bad = 1
-				}
-			exit bad
-		}' "$tmp/state.$j" "$tmp/state.$next" "$tmp/temps.$next" "$tmp/seen"
-}
-
-# Which flush points to check: all when few, else a sample that keeps
-# 0, the last, and the points just before and at every fsync's count.
-choose_points() {	# choose_points COUNT
-	local count=$1
-	if [ "$count" -le "$MAX_POINTS" ]; then
-		seq 0 "$count"
+	read -r _ before _ flushes_before _ < <(round_line "$next")
+	read -r _ _ _ _ flushes_synced < <(round_line "$j")
+	if [ "$flushes_before" -gt "$flushes_synced" ]; then
+		# round J+1's operations flushed (committed?) before its fsyncs
+		verify_entries "$j"
 		return
 	fi
-	{
-		echo 0
-		echo "$count"
-		awk '{ print $2 - 1; print $2 }' "$tmp/rounds"
-		seq 0 $((count / (MAX_POINTS / 2) + 1)) "$count"
-	} | awk -v c="$count" '$1 >= 0 && $1 <= c' | sort -n -u
+	cmp -s "$tmp/state.$j" "$tmp/seen" && return 0
+	if [ "$k" -ge "$before" ] && cmp -s "$tmp/state.$next" "$tmp/seen"; then
+		return 0
+	fi
+	if [ "$k" -ge "$before" ]; then
+		echo "the tree is neither round $j's nor round $next's"
+	else
+		echo "the tree is not round $j's (round $next's fsyncs begin at crash point $before)"
+	fi
+	{ verify_entries "$j"; diff "$tmp/state.$j" "$tmp/seen"; } | sed 's/^/# /' | head -20 >&2
+	return 1
 }
 
-verify_point() {	# verify_point K COUNT
-	local k=$1 count=$2 j last=0 out
-	[ "$k" -eq "$count" ] && last=1
-	if ! out=$(timeout 120 "$mfs" check "${work[@]}" 2>&1); then
-		echo "flush point $k of $count: mfs check is not clean"
-		echo "$out" | sed 's/^/# /' | head -20 >&2
+# Check, mount read-only and compare the tree of the images.
+verify_images() {	# verify_images K COUNT WHAT IMAGE...
+	local k=$1 count=$2 what=$3 out rc
+	shift 3
+	if ! out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1); then
+		echo "crash point $k of $count$what: mfs check --check-data-csum is not clean"
+		echo "$out" | grep -v '^\[' | sed 's/^/# /' | head -20 >&2
 		return 1
 	fi
-	if ! timeout 60 "$mfs" mount -o ro "${work[@]}" "$tmp/vmnt" 2>"$tmp/mount.err"; then
-		echo "flush point $k of $count: read-only mount failed"
+	if ! timeout 60 "$mfs" mount -o ro "$@" "$tmp/vmnt" 2>"$tmp/mount.err"; then
+		echo "crash point $k of $count$what: read-only mount failed"
 		sed 's/^/# /' "$tmp/mount.err" >&2
 		return 1
 	fi
-	j=$(round_at "$k")
-	verify_files "$k" "$j" "$last"
-	local rc=$?
-	timeout 60 "$mfs" umount "$tmp/vmnt" || { echo "flush point $k: umount failed"; return 1; }
+	out=$(verify_namespace "$k" "$count")
+	rc=$?
+	timeout 60 "$mfs" umount "$tmp/vmnt" || { echo "crash point $k of $count$what: umount failed"; return 1; }
+	[ $rc -eq 0 ] || echo "crash point $k of $count$what: $out"
 	return $rc
 }
 
 run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
-	local name=$1 seed=$2 ndev=$3 i k prev=0 count maps=() why="" n=0 path
+	local name=$1 seed=$2 ndev=$3 i k r s prev=0 count maps=() rmaps=() rimgs=() why="" n=0 nr=0 path
 	shift 3
 	if ! run_workload "$seed" "$ndev" "$@" >"$tmp/workload.out" 2>&1; then
 		sed 's/^/# /' "$tmp/workload.out" | head -20 >&2
@@ -131,28 +159,44 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 	for i in $(seq 1 "$ndev"); do
 		cp --sparse=always "$tmp/b$i.img" "$tmp/w$i.img"
 		work+=("$tmp/w$i.img")
+		rimgs+=("$tmp/r$i.img")
 	done
 	# the log names the devices as the daemon opened them
 	while read -r path; do
 		i=$(basename "$path" .img)
 		maps+=(--map "$path=$tmp/w${i#d}.img")
+		rmaps+=(--map "$path=$tmp/r${i#d}.img")
 	done < <("$replay" "$tmp/log" --dump | awk '$2 == "write" { print $3 }' | sort -u)
-	count=$("$replay" "$tmp/log" "${maps[@]}" --count) || { tap FAIL "$name: replay --count failed"; return; }
-	for k in $(choose_points "$count"); do
+	log_stats "$tmp/log" || { tap FAIL "$name: replay --stats failed"; return; }
+	count=$LOG_POINTS
+	if [ "$LOG_UNFLUSHED" -ne 0 ]; then
+		tap FAIL "$name: the unmount left $LOG_UNFLUSHED writes no flush made durable"
+		return
+	fi
+	for k in $(choose_points "$count" "$SAMPLE" "$name"); do
 		if ! "$replay" "$tmp/log" "${maps[@]}" --from "$prev" --upto "$k"; then
-			why="flush point $k: replay failed"
+			why="crash point $k: replay failed"
 			break
 		fi
 		prev=$k
 		n=$((n + 1))
-		if ! why=$(verify_point "$k" "$count"); then
-			why=${why:-"flush point $k: verification failed"}
-			break
-		fi
-		why=""
+		why=$(verify_images "$k" "$count" "" "${work[@]}") || break
+		for r in $(seq 1 "$REORDERS"); do
+			s=$(reorder_seed "$name" "$k" "$r")
+			for i in $(seq 1 "$ndev"); do
+				cp --sparse=always "$tmp/w$i.img" "$tmp/r$i.img"
+			done
+			if ! "$replay" "$tmp/log" "${rmaps[@]}" --from "$k" --upto "$k" --reorder "$s"; then
+				why="crash point $k: replay --reorder $s failed"
+				break 2
+			fi
+			nr=$((nr + 1))
+			why=$(verify_images "$k" "$count" " + reorder $s" "${rimgs[@]}") || break 2
+		done
 	done
+	[ -n "$why" ] || why=$(too_few_states "$n" $((ROUNDS + 1)))
 	if [ -z "$why" ]; then
-		tap OK "$name: $ROUNDS fsynced rounds, $n of $((count + 1)) flush points checked, the durable files intact at each"
+		tap OK "$name: $ROUNDS fsynced rounds, $n of $((count + 1)) crash points and $nr reordered states, each round's tree or the next"
 	else
 		tap FAIL "$name: $(echo "$why" | head -1)"
 		echo "$why" | tail -n +2 | sed 's/^/# /' >&2
@@ -165,6 +209,7 @@ if [ ! -x "$replay" ] || [ ! -x "$mfs" ]; then
 	exit 1
 fi
 
+crash_mode_banner files.sh
 run_config "files -d raid1 -m raid1, 2 devices" 21 2 -d raid1 -m raid1
 run_config "files -d raid5 -m raid1, 3 devices" 22 3 -d raid5 -m raid1
 echo "1..$tests"

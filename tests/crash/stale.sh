@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # A stale member swapped in (issue 15): run the file workload of files.sh
-# with every device write logged, rebuild the final devices, then for a
-# few random flush points K put back one member as it was at K (an old
-# image of it: everything before K, nothing after) beside the final
-# others. Mounted read-only, the files must be exactly the final state
-# (the stale member is never what is served); the first read-write mount
-# catches it up; afterwards `mfs check --check-data-csum` is clean and the
-# files are still the final state. One TAP line per configuration; every
-# engine run has a time limit. MFS_CRASH_STALE_POINTS sets how many flush
-# points (default 4; each a fresh copy of every device).
+# with every device write logged, rebuild the final devices, then for
+# crash points K put back one member as it was at K (what its own flushes
+# had made durable by then, nothing after) beside the final others.
+# Mounted read-only, the files must be exactly the final state (the stale
+# member is never what is served); the first read-write mount catches it
+# up; afterwards `mfs check --check-data-csum` is clean and the files are
+# still the final state. One TAP line per configuration; every engine run
+# has a time limit. Full mode (lib.bash) puts a member back at every
+# crash point but the last, sampled mode at the first, the one before the
+# last, one in each commit's stretch of the log and more drawn at random
+# up to MFS_CRASH_STALE_POINTS (default 4); each a fresh copy of every
+# device.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MFS_BUILD:-$top/build}
@@ -17,7 +20,7 @@ mkfs=$build/mkfs.mfs
 replay=$build/tests/crash/replay
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-stale.XXXXXX")
 export MFS_REGISTRY=$tmp/registry
-ROUNDS=${MFS_CRASH_ROUNDS:-8}
+ROUNDS=${MFS_CRASH_ROUNDS:-5}
 POINTS=${MFS_CRASH_STALE_POINTS:-4}
 
 cleanup() {
@@ -31,6 +34,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
 # shellcheck source=tests/crash/workload.bash
 . "$top/tests/crash/workload.bash"
 
@@ -50,7 +55,7 @@ check_final() {	# check_final WHAT OPTIONS
 	fi
 }
 
-# Member S as it was at flush point K, the others final; caught up at mount.
+# Member S as it was at crash point K, the others final; caught up at mount.
 verify_stale() {	# verify_stale S K COUNT NDEV
 	local s=$1 k=$2 count=$3 ndev=$4 i out maps=()
 	cur=()
@@ -61,19 +66,19 @@ verify_stale() {	# verify_stale S K COUNT NDEV
 	done
 	cp --sparse=always "$tmp/b$s.img" "$tmp/c$s.img"
 	maps[$((2 * s - 1))]="$tmp/d$s.img=$tmp/c$s.img"
-	"$replay" "$tmp/log" "${maps[@]}" --upto "$k" || { echo "flush point $k: replay failed"; return 1; }
-	check_final "devid $s stale at flush point $k of $count, read-only" ro || return 1
-	check_final "devid $s stale at flush point $k of $count, read-write" rw || return 1
+	"$replay" "$tmp/log" "${maps[@]}" --upto "$k" || { echo "crash point $k: replay failed"; return 1; }
+	check_final "devid $s stale at crash point $k of $count, read-only" ro || return 1
+	check_final "devid $s stale at crash point $k of $count, read-write" rw || return 1
 	if ! out=$(timeout 120 "$mfs" check --check-data-csum "${cur[@]}" 2>&1); then
-		echo "devid $s stale at flush point $k of $count: mfs check is not clean after the catch-up"
+		echo "devid $s stale at crash point $k of $count: mfs check is not clean after the catch-up"
 		echo "$out" | sed 's/^/# /' | head -20 >&2
 		return 1
 	fi
-	check_final "devid $s stale at flush point $k of $count, after the catch-up" ro
+	check_final "devid $s stale at crash point $k of $count, after the catch-up" ro
 }
 
 run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
-	local name=$1 seed=$2 ndev=$3 i k s count maps=() why="" n=0
+	local name=$1 seed=$2 ndev=$3 i k s count points maps=() why="" n=0
 	shift 3
 	if ! run_workload "$seed" "$ndev" "$@" >"$tmp/workload.out" 2>&1; then
 		sed 's/^/# /' "$tmp/workload.out" | head -20 >&2
@@ -84,25 +89,32 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 		cp --sparse=always "$tmp/b$i.img" "$tmp/w$i.img"
 		maps+=(--map "$tmp/d$i.img=$tmp/w$i.img")
 	done
-	count=$("$replay" "$tmp/log" "${maps[@]}" --count) || { tap FAIL "$name: replay --count failed"; return; }
+	log_stats "$tmp/log" || { tap FAIL "$name: replay --stats failed"; return; }
+	count=$LOG_POINTS
 	if [ "$count" -lt "$ROUNDS" ]; then
-		tap FAIL "$name: the workload made $count flush points, fewer than its $ROUNDS fsynced rounds"
+		tap FAIL "$name: the workload made $count crash points, fewer than its $ROUNDS fsynced rounds"
+		return
+	fi
+	if [ "$LOG_UNFLUSHED" -ne 0 ]; then
+		tap FAIL "$name: the unmount left $LOG_UNFLUSHED writes no flush made durable"
 		return
 	fi
 	"$replay" "$tmp/log" "${maps[@]}" --upto "$count" || { tap FAIL "$name: replay failed"; return; }
+	# (not the last point: a member as it is there is not stale)
+	points=$(choose_points $((count - 1)) "$POINTS" "$name")
 	RANDOM=$seed
-	for ((i = 0; i < POINTS; i++)); do
-		k=$((RANDOM % count))
+	for k in $points; do
 		s=$((1 + RANDOM % ndev))
 		n=$((n + 1))
 		if ! why=$(verify_stale "$s" "$k" "$count" "$ndev"); then
-			why=${why:-"devid $s stale at flush point $k: verification failed"}
+			why=${why:-"devid $s stale at crash point $k: verification failed"}
 			break
 		fi
 		why=""
 	done
+	[ -n "$why" ] || why=$(too_few_states "$n" $((ROUNDS + 1)))
 	if [ -z "$why" ]; then
-		tap OK "$name: $n stale members (of $((count + 1)) flush points) caught up, the final files intact"
+		tap OK "$name: $n stale members (of $((count + 1)) crash points) caught up, the final files intact"
 	else
 		tap FAIL "$name: $(echo "$why" | head -1)"
 		echo "$why" | tail -n +2 | sed 's/^/# /' >&2
@@ -115,6 +127,8 @@ if [ ! -x "$replay" ] || [ ! -x "$mfs" ]; then
 	exit 1
 fi
 
+REORDERS=0	# a stale member is a durable state: nothing in flight
+crash_mode_banner stale.sh
 run_config "stale member, -d raid1 -m raid1, 2 devices" 31 2 -d raid1 -m raid1
 run_config "stale member, -d raid5 -m raid1, 3 devices" 32 3 -d raid5 -m raid1
 run_config "stale member, -d raid1c3 -m raid1c3, 3 devices" 33 3 -d raid1c3 -m raid1c3

@@ -1,22 +1,12 @@
 # The file workload of the crash tests (files.sh, stale.sh), sourced:
-# rounds of file operations on a mounted filesystem whose every device
-# write and flush is logged ($MFS_WRITE_LOG), each round ended by fsync of
-# everything, with the mirror directory holding what the filesystem should
-# and the flush-point count noted at each round ($tmp/rounds). The caller
-# sets tmp, mfs, mkfs, replay and ROUNDS.
-
-tests=0
-failures=0
-
-tap() {	# tap OK|FAIL description
-	tests=$((tests + 1))
-	if [ "$1" = OK ]; then
-		echo "ok $tests - $2"
-	else
-		failures=$((failures + 1))
-		echo "not ok $tests - $2"
-	fi
-}
+# rounds of operations on files, directories, symlinks, hard links and
+# xattrs of a mounted filesystem whose every device write and flush is
+# logged ($MFS_WRITE_LOG), each round ended by fsync of everything, with
+# the mirror directory holding what the filesystem should. $tmp/rounds
+# gets a line per round: R, the log's last crash point before its fsyncs
+# and the one after them, and the log's flushes at those two moments.
+# The caller sets tmp, top, mfs, mkfs, replay and ROUNDS, and python
+# (lib.bash).
 
 # ---------------- the workload ----------------
 
@@ -46,25 +36,57 @@ pick_file() {
 	[ ${#files[@]} -eq 0 ] || PICK=${files[RANDOM % ${#files[@]}]}
 }
 
-# name hash, one line per regular file, sorted
-snapshot() {	# snapshot DIR
-	(cd "$1" && find . -type f -printf '%P\n' | sort | while read -r f; do
-		echo "$f $(sha256sum <"$f" | cut -c1-64)"
-	done)
+# PICK = a random existing entry of the mirror of type T (find -type), or "".
+pick_type() {	# pick_type T
+	local all
+	mapfile -t all < <(cd "$tmp/mirror" && find . -mindepth 1 -type "$1" -printf '%P\n' | sort)
+	PICK=""
+	[ ${#all[@]} -eq 0 ] || PICK=${all[RANDOM % ${#all[@]}]}
 }
 
-# fsync every file and directory of the filesystem, then note the flush points
-durable_point() {	# durable_point ROUND
+# One line per entry: path, type, content, xattrs (tests/crash/snapshot.py).
+snapshot() {	# snapshot DIR [PATH...]
+	"$python" "$top/tests/crash/snapshot.py" "$@"
+}
+
+# xattr changes, made in the filesystem and the mirror by one process:
+# "set PATH NAME VALUE", or "remove-first PATH" (the first user.* xattr
+# the mirror's PATH has, if any).
+both_xattr() {	# both_xattr set|remove-first PATH [NAME VALUE]
+	"$python" -c '
+import os, sys
+op, rel = sys.argv[3], sys.argv[4]
+trees = sys.argv[1:3]
+if op == "set":
+	for t in trees:
+		os.setxattr(os.path.join(t, rel), "user." + sys.argv[5], sys.argv[6].encode())
+else:
+	names = sorted(n for n in os.listxattr(os.path.join(trees[1], rel)) if n.startswith("user."))
+	for t in trees:
+		if names:
+			os.removexattr(os.path.join(t, rel), names[0])
+' "$tmp/mnt" "$tmp/mirror" "$@"
+}
+
+# The log's last crash point and its number of flushes (the daemon may be
+# mid-record: try again).
+log_count() {
 	local c i
-	(cd "$tmp/mnt" && find . -print0 | xargs -0 sync --) || return 1
-	snapshot "$tmp/mirror" >"$tmp/state.$1"
 	for i in 1 2 3 4 5; do
-		# the log may be mid-record if the daemon is writing; try again
-		c=$("$replay" "$tmp/log" --count 2>/dev/null) && break
+		c=$("$replay" "$tmp/log" --stats 2>/dev/null) && break
 		sleep 0.2
 	done
-	[ -n "$c" ] || return 1
-	echo "$1 $c" >>"$tmp/rounds"
+	[ -n "$c" ] && echo "$c" | awk '{ print $2, $6 }'
+}
+
+# fsync every entry of the filesystem, noting the crash points around it
+durable_point() {	# durable_point ROUND
+	local before after
+	before=$(log_count) || return 1
+	(cd "$tmp/mnt" && find . ! -type l -print0 | xargs -0 sync --) || return 1
+	snapshot "$tmp/mirror" >"$tmp/state.$1"
+	after=$(log_count) || return 1
+	echo "$1 $before $after" | awk '{ print $1, $2, $4, $3, $5 }' >>"$tmp/rounds"
 }
 
 one_round() {	# one_round R
@@ -109,31 +131,72 @@ one_round() {	# one_round R
 	f=$PICK
 	pick_file
 	g=$PICK
-	if [ -n "$f" ] && [ -n "$g" ] && [ "$f" != "$g" ]; then
+	# (not two names of one file: mv refuses that)
+	if [ -n "$f" ] && [ -n "$g" ] && ! [ "$tmp/mirror/$f" -ef "$tmp/mirror/$g" ]; then
 		both mv -f "$f" "$g" || return 1
 	fi
 	pick_file	# write a temporary file, then replace a file with it
 	f=$PICK
 	if [ -n "$f" ]; then
 		make_src
-		echo "tmp$r" >>"$tmp/temps.$r"
 		both cp "$tmp/src" "tmp$r" || return 1
+		snapshot "$tmp/mirror" "tmp$r" >>"$tmp/temps.$r"
 		both mv -f "tmp$r" "$f" || return 1
 	fi
 	if [ $((RANDOM % 2)) = 0 ]; then	# unlink
 		pick_file
 		[ -z "$PICK" ] || both rm -f "$PICK" || return 1
 	fi
+	pick_file	# a symlink to a file (it may move or go later: dangling is fine)
+	both ln -s "${PICK:-nowhere}" "l$r" || return 1
+	if [ $((RANDOM % 2)) = 0 ]; then	# a hard link
+		pick_file
+		[ -z "$PICK" ] || both ln "$PICK" "h$r" || return 1
+	fi
+	pick_type l	# rename or remove a symlink
+	if [ -n "$PICK" ]; then
+		if [ $((RANDOM % 2)) = 0 ]; then
+			both mv "$PICK" "m$r" || return 1
+		else
+			both rm "$PICK" || return 1
+		fi
+	fi
+	for k in 1 2; do	# xattrs on files and directories
+		if [ $((RANDOM % 3)) = 0 ]; then pick_type d; else pick_file; fi
+		[ -z "$PICK" ] || both_xattr set "$PICK" "a$((RANDOM % 3))" "r$r.$k.$RANDOM" || return 1
+	done
+	pick_file	# remove an xattr a file has
+	[ -z "$PICK" ] || both_xattr remove-first "$PICK" || return 1
+	case $((RANDOM % 4)) in	# directories: nest, rename, remove an empty one
+	0)
+		pick_type d
+		[ -z "$PICK" ] || both mkdir "$PICK/n$r" || return 1 ;;
+	1)
+		pick_type d
+		[ -z "$PICK" ] || [ -e "$tmp/mirror/$PICK.r$r" ] || both mv "$PICK" "$PICK.r$r" || return 1 ;;
+	2)
+		PICK=$(cd "$tmp/mirror" && find . -mindepth 1 -type d -empty -printf '%P\n' | sort | head -1)
+		[ -z "$PICK" ] || both rmdir "$PICK" || return 1 ;;
+	esac
 	return 0
 }
 
-# Mount with the write log, run the rounds, unmount. Globals: devs, names.
+# A failed workload leaves no mount behind for the next configuration.
+abandon() {	# abandon WHY
+	echo "$1"
+	if mountpoint -q "$tmp/mnt" 2>/dev/null; then
+		timeout 60 "$mfs" umount "$tmp/mnt" 2>/dev/null || umount -l "$tmp/mnt" 2>/dev/null
+	fi
+}
+
+# Mount with the write log, run the rounds, unmount. Globals: devs.
 run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
-	local seed=$1 ndev=$2 r i
+	local seed=$1 ndev=$2 r i before
 	shift 2
 	rm -rf "$tmp"/*.img "$tmp/log" "$tmp/mirror" "$tmp"/state.* "$tmp"/temps.* "$tmp/rounds"
 	mkdir -p "$tmp/mnt" "$tmp/vmnt" "$tmp/mirror"
 	: >"$tmp/rounds"
+	: >"$tmp/state.0"
 	devs=()
 	for i in $(seq 1 "$ndev"); do
 		truncate -s 1G "$tmp/d$i.img"
@@ -146,16 +209,20 @@ run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 	# no timer commits: the fsyncs (and the unmount) decide the durable states
 	MFS_WRITE_LOG=$tmp/log timeout 60 "$mfs" mount -o commit=86400 "${devs[@]}" "$tmp/mnt" ||
 		{ echo "mount failed"; return 1; }
+	before=$(log_count) || { abandon "cannot read the log"; return 1; }
+	echo "0 $before $before" | awk '{ print $1, $2, $4, $3, $5 }' >>"$tmp/rounds"
 	RANDOM=$seed
 	for r in $(seq 1 "$ROUNDS"); do
-		one_round "$r" || { echo "round $r failed"; return 1; }
-		durable_point "$r" || { echo "fsync of round $r failed"; return 1; }
+		one_round "$r" || { abandon "round $r failed"; return 1; }
+		durable_point "$r" || { abandon "fsync of round $r failed"; return 1; }
 	done
 	# a last round nobody fsyncs: the unmount must make it durable
 	r=$((ROUNDS + 1))
-	one_round "$r" || { echo "round $r failed"; return 1; }
+	one_round "$r" || { abandon "round $r failed"; return 1; }
 	snapshot "$tmp/mirror" >"$tmp/state.$r"
-	timeout 120 "$mfs" umount "$tmp/mnt" || { echo "umount failed"; return 1; }
-	snapshot "$tmp/mirror" >"$tmp/state.final"
+	before=$(log_count) || { abandon "cannot read the log"; return 1; }
+	timeout 120 "$mfs" umount "$tmp/mnt" || { abandon "umount failed"; return 1; }
+	echo "$r $before $(log_count)" | awk '{ print $1, $2, $4, $3, $5 }' >>"$tmp/rounds"
+	cp "$tmp/state.$r" "$tmp/state.final"
 }
 
