@@ -15,6 +15,7 @@ extern const struct cmd_struct cmd_struct_replace;
 extern const struct cmd_struct cmd_struct_device_replace;
 #define cmd_struct_balance_group (cmd_struct_balance)
 extern const struct cmd_struct cmd_struct_umount;
+extern const struct cmd_struct cmd_struct_monitor;
 
 int cmd_mkfs_main(int argc, char **argv);
 /* check as fsck.mfs: fsck(8) exit codes and options */
@@ -26,5 +27,7 @@ int cmd_mount_helper_main(int argc, char **argv);
 int mfs_sync_mount(const char *mnt);
 /* The mount point of the mounted mfs the device at path is a member of (cmds/stats.c). */
 bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
+/* The names of the device error counters, by MFS_DEV_STAT_* (cmds/stats.c). */
+extern const char * const mfs_dev_stat_names[];
 
 #endif

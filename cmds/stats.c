@@ -38,7 +38,7 @@ static const char * const cmd_device_stats_usage[] = {
 	NULL
 };
 
-static const char * const stat_names[MFS_DEV_STATS_NR_VALUES] = {
+const char * const mfs_dev_stat_names[MFS_DEV_STATS_NR_VALUES] = {
 	"write_io_errs", "read_io_errs", "flush_io_errs", "corruption_errs", "generation_errs",
 };
 
@@ -182,7 +182,7 @@ static void print_text(const struct dev_stats *st, int n)
 
 	for (i = 0; i < n; i++)
 		for (j = 0; j < MFS_DEV_STATS_NR_VALUES; j++)
-			printf("[%s].%-16s %llu\n", st[i].path, stat_names[j],
+			printf("[%s].%-16s %llu\n", st[i].path, mfs_dev_stat_names[j],
 			       (unsigned long long)st[i].values[j]);
 }
 
@@ -236,7 +236,7 @@ static void print_json(const struct dev_stats *st, int n)
 		mfs_json_add_string(o, "device", st[i].path);
 		mfs_json_add_u64(o, "devid", st[i].devid);
 		for (j = 0; j < MFS_DEV_STATS_NR_VALUES; j++)
-			mfs_json_add_u64(o, stat_names[j], st[i].values[j]);
+			mfs_json_add_u64(o, mfs_dev_stat_names[j], st[i].values[j]);
 	}
 	mfs_json_print_free(root);
 }
