@@ -447,6 +447,11 @@ static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csu
 	return 0;
 }
 
+int mfs_read_data_verified(struct mfs_fs_info *fs, u64 bytenr, u64 len, const u8 *csums, u8 *buf)
+{
+	return read_verified(fs, bytenr, csums, bytenr, len, buf);
+}
+
 int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out)
 {
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, logical };
@@ -867,7 +872,7 @@ static void compute_csums(struct mfs_fs_info *fs, const u8 *data, u64 len, u8 *s
 	}
 }
 
-static int insert_csum_item(struct mfs_trans_handle *trans, u64 bytenr, const u8 *sums, u64 len)
+int mfs_insert_data_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *sums, u64 len)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
@@ -884,7 +889,7 @@ static int insert_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *da
 	if (!sums)
 		return -ENOMEM;
 	compute_csums(fs, data, len, sums);
-	ret = insert_csum_item(trans, bytenr, sums, len);
+	ret = mfs_insert_data_csums(trans, bytenr, sums, len);
 	free(sums);
 	return ret;
 }
@@ -905,6 +910,72 @@ static int insert_file_extent(struct mfs_trans_handle *trans, u64 ino, u64 pos, 
 	};
 
 	return mfs_insert_item(trans, trans->fs_info->fs_root, &key, &fi, sizeof(fi));
+}
+
+int mfs_repoint_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 old_bytenr,
+			     u64 new_bytenr, int *nrefs, u64 *first_offset)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { ino, MFS_EXTENT_DATA_KEY, 0 };
+	struct mfs_path path;
+	u64 *offsets = NULL;
+	int n = 0, max = 0, i, ret;
+
+	/* the items first (a read-only walk), then each rewritten through a COW search */
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->fs_root, &key, &path);
+	while (ret == 0) {
+		struct extent_buffer *leaf = path.nodes[0];
+		struct file_extent fe;
+
+		leaf_item_key(leaf, path.slots[0], &key);
+		if (key.objectid != ino || key.type != MFS_EXTENT_DATA_KEY)
+			break;
+		ret = parse_file_extent(leaf, path.slots[0], &key, &fe);
+		if (ret)
+			break;
+		if (fe.type != MFS_FILE_EXTENT_INLINE && fe.disk_bytenr == old_bytenr) {
+			if (n == max) {
+				u64 *p;
+
+				max = max ? max * 2 : 8;
+				p = realloc(offsets, max * sizeof(*p));
+				if (!p) {
+					ret = -ENOMEM;
+					break;
+				}
+				offsets = p;
+			}
+			offsets[n++] = key.offset;
+		}
+		ret = mfs_next_item(fs->fs_root, &path);
+	}
+	mfs_release_path(&path);
+	if (ret < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct mfs_file_extent_item *fi;
+
+		key = (struct mfs_key){ ino, MFS_EXTENT_DATA_KEY, offsets[i] };
+		mfs_init_path(&path);
+		ret = mfs_search_slot(trans, fs->fs_root, &key, &path, 0, 1);
+		if (ret > 0)
+			ret = -EUCLEAN;
+		if (!ret) {
+			fi = leaf_item_data(path.nodes[0], path.slots[0]);
+			fi->disk_bytenr = cpu_to_le64(new_bytenr);
+			mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		}
+		mfs_release_path(&path);
+		if (ret)
+			goto out;
+	}
+	*nrefs = n;
+	*first_offset = n ? offsets[0] : 0;
+	ret = 0;
+out:
+	free(offsets);
+	return ret;
 }
 
 /*
@@ -1213,7 +1284,7 @@ static int link_pieces(struct mfs_trans_handle *trans, u64 ino, struct write_pie
 		if (!ret)
 			ret = mfs_drop_file_extents(trans, ino, p->pos, p->pos + p->len);
 		if (!ret)
-			ret = insert_csum_item(trans, p->bytenr, p->csums, p->len);
+			ret = mfs_insert_data_csums(trans, p->bytenr, p->csums, p->len);
 		if (!ret)
 			ret = insert_file_extent(trans, ino, p->pos, MFS_FILE_EXTENT_REG,
 						 MFS_COMPRESS_NONE, p->bytenr, p->len, p->len);

@@ -19,6 +19,22 @@
 int mfs_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out);
 /* The checksum the csum tree holds for the data sector at logical into out; 1: none. */
 int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out);
+/*
+ * Read [bytenr, +len) of a data extent whose sector checksums are csums,
+ * healing bad copies from good ones (-EIO when a sector has none).
+ */
+int mfs_read_data_verified(struct mfs_fs_info *fs, u64 bytenr, u64 len, const u8 *csums, u8 *buf);
+struct mfs_trans_handle;
+/* The csum item of a data extent: one checksum per sector of len bytes. */
+int mfs_insert_data_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *sums, u64 len);
+/*
+ * Point every file extent item of ino that names the data extent at
+ * old_bytenr at new_bytenr instead (the extent moved; same length and
+ * contents). *nrefs: how many there were; *first_offset: the file offset
+ * of the first.
+ */
+int mfs_repoint_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 old_bytenr,
+			     u64 new_bytenr, int *nrefs, u64 *first_offset);
 
 struct mfs_stat {
 	u64 ino;

@@ -644,17 +644,136 @@ static int simulate_target_chunks(struct mfs_fs_info *fs, const struct mfs_restr
 }
 
 /*
+ * A data chunk whose new layout finds no room has its extents moved into
+ * other chunks instead (evacuate.c), when the operation moves data only
+ * where the allocator would put new data: not for a replace (its stripes
+ * go to one device).
+ */
+static bool can_evacuate(const struct mfs_restripe_args *a, const struct mfs_chunk_map *map)
+{
+	return a->op != MFS_RESTRIPE_OP_REPLACE && (map->type & MFS_BLOCK_GROUP_DATA);
+}
+
+static bool in_list(const u64 *list, int n, u64 logical)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (list[i] == logical)
+			return true;
+	return false;
+}
+
+/*
+ * Data of chunks that found no room for a new layout, to be moved into
+ * other chunks (evacuate.c): how much, per target profile, and which
+ * chunks give it up (they are removed, their room with them).
+ */
+struct evac_sim {
+	u64 flags[MFS_NR_RAID_TYPES];
+	u64 bytes[MFS_NR_RAID_TYPES];
+	int nflags;
+	u64 *gone;
+	int ngone;
+	u64 first;		/* the first such chunk, for the message */
+};
+
+static int evac_add(struct evac_sim *es, u64 flags, const struct mfs_block_group *bg)
+{
+	u64 *p = realloc(es->gone, (es->ngone + 1) * sizeof(*p));
+	int i;
+
+	if (!p)
+		return -ENOMEM;
+	es->gone = p;
+	es->gone[es->ngone++] = bg->start;
+	if (es->ngone == 1)
+		es->first = bg->start;
+	for (i = 0; i < es->nflags && es->flags[i] != flags; i++)
+		;
+	if (i == es->nflags) {
+		es->flags[es->nflags] = flags;
+		es->bytes[es->nflags++] = 0;
+	}
+	es->bytes[i] += bg->used + bg->reserved;
+	return 0;
+}
+
+/*
+ * After the simulated run: does the data to move fit where the allocator
+ * would put it - the free room of the data chunks of its profile that
+ * remain (relocated ones have the target profile by then), and what the
+ * unallocated space (less the devices leaving) gives as new chunks?
+ * Order is not simulated: the run itself stops with -ENOSPC, nothing lost,
+ * in the rare layout where room comes too late.
+ */
+static int evac_fits(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+		     const struct evac_sim *es, const u64 *list, int n, u64 *needed,
+		     u64 *available)
+{
+	u64 *free_space = calloc(fs->nr_devices + 1, sizeof(*free_space));
+	bool fits = true;
+	int i, j, k, nd = 0;
+
+	if (!free_space)
+		return -ENOMEM;
+	*needed = *available = 0;
+	for (k = 0; k < es->nflags; k++) {
+		u64 room = 0;
+
+		for (i = 0; i < fs->nr_bgs; i++) {
+			struct mfs_block_group *bg = fs->bgs[i];
+			u64 flags = bg->flags;
+			bool gone = false;
+
+			for (j = 0; j < es->ngone; j++)
+				gone |= es->gone[j] == bg->start;
+			if (in_list(list, n, bg->start))
+				flags = (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) |
+					target_profile(a, bg->map);
+			if (!gone && flags == es->flags[k])
+				room += mfs_free_space_total(bg);
+		}
+		nd = 0;
+		for (i = 0; i < fs->nr_devices; i++) {
+			struct mfs_device *dev = fs->devices[i];
+			u64 used = mfs_device_reserved_bytes(dev->total_bytes);
+			bool leaving = false;
+			int e;
+
+			for (j = 0; a->op == MFS_RESTRIPE_OP_DELETE && j < a->nr_devids; j++)
+				leaving |= dev->devid == a->devids[j];
+			if (leaving || !mfs_device_allocatable(dev))
+				continue;
+			for (e = 0; e < dev->nr_extents; e++)
+				used += dev->extents[e].length;
+			free_space[nd++] = dev->total_bytes > used ? dev->total_bytes - used : 0;
+		}
+		room += mfs_simulate_alloc_free(free_space, nd, es->flags[k]);
+		fits &= room >= es->bytes[k];
+		*needed += es->bytes[k];
+		*available += room;
+	}
+	free(free_space);
+	return fits ? 0 : -ENOSPC;
+}
+
+/*
  * Place every selected chunk's new layout with the real allocator, in the
  * order the run takes them (empty chunks first, they are only removed),
  * giving back each old layout's places once its chunk is placed - then
- * undo all of it. -ENOSPC (with the raw size of the chunk that found no
- * room in *stuck and its logical start in *stuck_logical) when some chunk
- * would not fit, holes, pieces and all.
+ * undo all of it. A data chunk that finds no room is counted to be
+ * moved into other chunks instead (evacuate.c), which must then have the
+ * room (evac_fits). -ENOSPC (with the raw size of the chunk that found no
+ * room in *stuck and its logical start in *stuck_logical; or, for the data
+ * to move, evac->short_of_room) when something would not fit.
  */
 static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
-			      const u64 *list, int n, u64 *stuck, u64 *stuck_logical)
+			      const u64 *list, int n, u64 *stuck, u64 *stuck_logical,
+			      struct mfs_restripe_evac_estimate *evac)
 {
 	struct mfs_block_group *made[2];
+	struct evac_sim es = { 0 };
 	struct placed *placed;
 	struct released *rel;
 	u64 excl[MFS_RESTRIPE_MAX_DEVIDS], incompat = fs->incompat_flags;
@@ -689,6 +808,12 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 					ret = mfs_alloc_chunk_at(fs, map, flags, excl, nexcl, used, nused,
 								 &p->maps, &p->nmaps);
 				free(used);
+				/* no room for a new layout: its data may still fit elsewhere */
+				if (ret == -ENOSPC && can_evacuate(a, map)) {
+					p->maps = NULL;
+					p->nmaps = 0;
+					ret = evac_add(&es, flags, bg);
+				}
 				if (ret == -ENOSPC) {
 					const struct mfs_raid_attr *t = mfs_profile(flags);
 					int nd = allocatable_devices(fs, a);
@@ -724,6 +849,14 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 			}
 		}
 	}
+	if (!ret && es.ngone) {
+		ret = evac_fits(fs, a, &es, list, n, &evac->needed, &evac->available);
+		if (ret == -ENOSPC) {
+			*stuck = 0;
+			*stuck_logical = es.first;
+			evac->short_of_room = true;
+		}
+	}
 	/* undo: the new places first, then the old ones come back */
 	for (i = nplaced - 1; i >= 0; i--)
 		mfs_free_chunk_layout(placed[i].maps, placed[i].nmaps, placed[i].old);
@@ -734,6 +867,7 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 		unalloc_chunk(fs, made[i]);
 	fs->incompat_flags = incompat;
 out:
+	free(es.gone);
 	free(placed);
 	free(rel);
 	return ret;
@@ -828,7 +962,8 @@ static int estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args 
 	{
 		u64 stuck = 0;
 
-		ret = simulate_placement(fs, a, list, n, &stuck, &est->stuck_logical);
+		ret = simulate_placement(fs, a, list, n, &stuck, &est->stuck_logical,
+					 &est->evac);
 		est->fits = ret == 0;
 		if (ret == -ENOSPC) {
 			if (est->raw_needed <= est->raw_available) {
@@ -882,6 +1017,14 @@ static void no_space_message(struct mfs_fs_info *fs, const struct mfs_restripe_a
 			 (unsigned long long)a->new_size, (unsigned long long)a->devids[0],
 			 mfs_bg_type_name(map->type), mfs_profile(map->type)->ui_name,
 			 (unsigned long long)map->logical, (unsigned long long)map->length);
+	} else if (est->evac.short_of_room) {
+		u64 short_by = est->evac.needed - min_t(u64, est->evac.needed, est->evac.available);
+
+		snprintf(msg, msglen, a->op == MFS_RESTRIPE_OP_DELETE ?
+			 "not enough space on the remaining devices: %llu bytes needed, %llu available (%llu missing)" :
+			 "not enough free space for the data to move: %llu bytes needed, %llu available (%llu missing); nothing was moved",
+			 (unsigned long long)est->evac.needed, (unsigned long long)est->evac.available,
+			 (unsigned long long)short_by);
 	} else if (est->holes_too_small && map) {
 		snprintf(msg, msglen,
 			 "not enough contiguous free space: the %s,%s chunk at %llu (%llu bytes) finds no holes large enough for its new layout, though %llu bytes are free in all; nothing was moved",
@@ -1831,6 +1974,39 @@ static struct mfs_chunk_map *replace_read_map(const struct mfs_chunk_map *old, u
 	return r;
 }
 
+/*
+ * No room for the chunk's new layout: its data moves into other chunks
+ * (those of the target profile first, new ones as needed), then the empty
+ * chunk goes. Called and returns with fs->lock held.
+ */
+static int evacuate_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 start = bg->start, length = bg->length;
+	int ret = mfs_evacuate_block_group(fs, bg, &st->bytes_done);
+
+	if (!ret) {
+		/* the tests' hook runs where a relocation's copy ends, lock or not */
+		pthread_mutex_unlock(&fs->lock);
+		test_delay();
+		pthread_mutex_lock(&fs->lock);
+	}
+	bg = mfs_lookup_block_group(fs, start);
+	if (!bg || bg->start != start)
+		return ret ? ret : -ENOENT;
+	if (!ret)
+		ret = remove_empty_chunk(fs, bg);
+	if (ret) {
+		bg->ro = false;
+		return ret;
+	}
+	st->completed++;
+	/* passed; persisted with the next progress save */
+	if (st->cursor < start + length)
+		st->cursor = start + length;
+	return 0;
+}
+
 static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 {
 	struct mfs_restripe_status *st = fs->restripe;
@@ -1843,7 +2019,8 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
 	int nexcl = 0, nnew = 0, n = 0, i, ret;
 	bool replace = st->args.op == MFS_RESTRIPE_OP_REPLACE;
-	u64 flags;
+	/* a copy that does not finish counts for nothing: the chunk is copied again */
+	u64 flags, done_before = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
 
 	pthread_mutex_lock(&fs->lock);
 	old = mfs_find_chunk(fs, logical);
@@ -1903,6 +2080,14 @@ static int relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 		ret = replace_layout(fs, old, st->args.devids[0], st->args.devids[1], &new, &nnew);
 	else if (!ret)
 		ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, ranges, n, &new, &nnew);
+	if (ret == -ENOSPC && can_evacuate(&st->args, old)) {
+		free(ranges);
+		ranges = NULL;
+		n = 0;
+		ret = evacuate_chunk(fs, bg);
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
 	if (ret)
 		goto fail_locked;
 	plan.old = plan.read = old;
@@ -1980,6 +2165,7 @@ fail_new:
 	new = NULL;
 fail_locked:
 	bg->ro = false;
+	__atomic_store_n(&st->bytes_done, done_before, __ATOMIC_RELAXED);
 out_locked:
 	pthread_mutex_unlock(&fs->lock);
 	free(new);

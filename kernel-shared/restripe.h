@@ -126,6 +126,15 @@ struct mfs_restripe_estimate {
 	u64 stuck_logical;	/* !fits: the first chunk that finds no room */
 	bool fits;
 	bool holes_too_small;	/* !fits although the sums do: free space too scattered */
+	/*
+	 * Data of chunks with no room for a new layout, to be moved into other
+	 * chunks instead: how much, the room for it, and whether that is why
+	 * it does not fit.
+	 */
+	struct mfs_restripe_evac_estimate {
+		u64 needed, available;
+		bool short_of_room;
+	} evac;
 };
 /*
  * The refusals that do not depend on space (too few devices for a target
@@ -152,5 +161,15 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 src, u64 fla
 int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);
 /* Grow a device to new_size (shrinking goes through the restriper). */
 int mfs_device_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
+
+/*
+ * Move every data extent out of bg (already read-only, its pending writes
+ * committed) into other chunks, as new data is placed, and point the files
+ * at the copies; *moved counts the bytes (atomically, status reads it).
+ * Called with fs->lock held; drops it between extents. 0 once bg is
+ * empty (commits included).
+ */
+struct mfs_block_group;
+int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg, u64 *moved);
 
 #endif

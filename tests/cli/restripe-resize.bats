@@ -79,9 +79,9 @@ EOF
 	umnt
 	chunk_layout "$T/img1" | diff "$T/before" -
 	# the command says the same, in its words
-	run --separate-stderr mfs filesystem resize 1:300m "$T/img1"
+	run --separate-stderr mfs filesystem resize 1:200m "$T/img1"
 	assert_failure 1
-	assert_stderr_regex "^ERROR: unable to resize '$T/img1': no enough free space to move what lies past $((300 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
+	assert_stderr_regex "^ERROR: unable to resize '$T/img1': no enough free space to move what lies past $((200 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
 	refute_output --partial "Relocating"
 	chunk_layout "$T/img1" | diff "$T/before" -
 	verify_offline "$T/img1"

@@ -106,7 +106,7 @@ ranges() {
 	assert_line "It does NOT fit."
 	run --separate-stderr mfs balance start -dconvert=raid1c3 "$T/img1"
 	assert_failure 1
-	assert_stderr_regex '^ERROR: balance: not enough free space for the new layouts: [0-9]+ bytes needed, [0-9]+ available \([0-9]+ missing\); nothing was moved$'
+	assert_stderr_regex '^ERROR: balance: not enough free space for (the new layouts|the data to move): [0-9]+ bytes needed, [0-9]+ available \([0-9]+ missing\); nothing was moved$'
 	run mfs balance status "$T/img1"
 	assert_success
 	assert_output "No balance found on '$T/img1'"
@@ -116,7 +116,7 @@ ranges() {
 	mnt "$T/img1"
 	run --separate-stderr mfs balance start -dconvert=raid1c3 "$T/mnt"
 	assert_failure 1
-	assert_stderr_regex '^ERROR: balance: not enough free space for the new layouts: '
+	assert_stderr_regex '^ERROR: balance: not enough free space for (the new layouts|the data to move): '
 	run mfs balance status "$T/mnt"
 	assert_success
 	verify_online

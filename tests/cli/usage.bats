@@ -574,11 +574,11 @@ end_on() {
 	mkfs.mfs -q -d raid1 -m raid1 -r "$T/src" $(imgs 2)
 	fp1=$(fingerprint "$T/img1")
 	fp2=$(fingerprint "$T/img2")
-	# raid1 on two devices: what lies past 300 MiB has nowhere else to go
-	run --separate-stderr mfs filesystem resize 1:300m "$T/img1"
+	# raid1 on two devices: the 256 MiB metadata chunk has no room below 200 MiB
+	run --separate-stderr mfs filesystem resize 1:200m "$T/img1"
 	assert_failure 1
-	assert_line "Resize device id 1 ($T/img1) from 1.00GiB to 300.00MiB"
-	assert_stderr_regex "^ERROR: unable to resize '$T/img1': no enough free space to move what lies past $((300 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
+	assert_line "Resize device id 1 ($T/img1) from 1.00GiB to 200.00MiB"
+	assert_stderr_regex "^ERROR: unable to resize '$T/img1': no enough free space to move what lies past $((200 * MiB)) bytes on device 1: the (Data|Metadata|System),RAID1 chunk at [0-9]+ \\([0-9]+ bytes\\) fits nowhere else$"
 	assert_untouched "$T/img1" "$fp1"
 	assert_untouched "$T/img2" "$fp2"
 }
