@@ -16,9 +16,9 @@
 #include "common/units.h"
 #include "common/target.h"
 #include "common/format-output.h"
-#include "kernel-shared/profiles.h"
-#include "kernel-shared/restripe.h"
-#include "kernel-shared/admin.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/ops/admin.h"
 
 static const char * const cmd_balance_start_usage[] = {
 	"mfs balance start [options] <path>|<device>...",

@@ -8,8 +8,8 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
-#include "kernel-shared/check.h"
-#include "kernel-shared/disk-io.h"
+#include "kernel-shared/ops/check.h"
+#include "kernel-shared/tree/disk-io.h"
 
 static const char * const cmd_check_usage[] = {
 	"mfs check [options] <device> [<device>...]",

@@ -17,9 +17,9 @@
 #include "common/open.h"
 #include "common/format-output.h"
 #include "common/target.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/transaction.h"
-#include "kernel-shared/volumes.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/volumes/volumes.h"
 
 /* ---------------- show ---------------- */
 

@@ -10,10 +10,10 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/profiles.h"
-#include "kernel-shared/io.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/block/io.h"
 
 /* ---------------- dump-super ---------------- */
 

@@ -21,8 +21,8 @@
 #include "cmds/commands.h"
 #include "common/help.h"
 #include "common/messages.h"
-#include "kernel-shared/ioctl.h"
-#include "kernel-shared/restripe.h"
+#include "kernel-shared/format/ioctl.h"
+#include "kernel-shared/ops/restripe.h"
 
 static const char * const cmd_monitor_usage[] = {
 	"mfs monitor [options] [<path>...]",

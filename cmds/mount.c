@@ -22,9 +22,9 @@
 #include "common/open.h"
 #include "common/units.h"
 #include "fuse/server.h"
-#include "kernel-shared/ioctl.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/volumes.h"
+#include "kernel-shared/format/ioctl.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/volumes/volumes.h"
 
 static const char * const cmd_mount_usage[] = {
 	"mfs mount [options] <device> [<device>...] <mountpoint>",

@@ -18,8 +18,8 @@
 #include "common/device-check.h"
 #include "common/device-scan.h"
 #include "common/open.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/restripe.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/ops/restripe.h"
 
 static int replace_status(struct mfs_target *t, struct mfs_ioctl_restripe_status *st)
 {

@@ -20,8 +20,8 @@
 #include "common/messages.h"
 #include "common/open.h"
 #include "common/format-output.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/ioctl.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/format/ioctl.h"
 
 static const char * const cmd_device_stats_usage[] = {
 	"mfs device stats [options] <path>|<device>",

@@ -17,9 +17,9 @@
 #include "common/open.h"
 #include "common/target.h"
 #include "common/format-output.h"
-#include "kernel-shared/profiles.h"
-#include "kernel-shared/volumes.h"
-#include "kernel-shared/restripe.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/ops/restripe.h"
 
 #define UNIT_OPTLINES \
 	OPTLINE("-b|--raw", "show raw numbers in bytes"), \

@@ -11,8 +11,8 @@
 #include "common/open.h"
 #include "common/target.h"
 #include "common/units.h"
-#include "kernel-shared/create.h"
-#include "kernel-shared/volumes.h"
+#include "kernel-shared/ops/create.h"
+#include "kernel-shared/volumes/volumes.h"
 
 /* Everything that can refuse a device, before anything is written. */
 int mfs_check_new_device(const char *path, bool force, u64 byte_count, const u8 *own_fsid,

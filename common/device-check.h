@@ -2,7 +2,7 @@
 #ifndef MFS_COMMON_DEVICE_CHECK_H
 #define MFS_COMMON_DEVICE_CHECK_H
 
-#include "kernel-shared/kerncompat.h"
+#include "kernel-shared/format/kerncompat.h"
 
 /*
  * Refuse (with an ERROR line) a device that is missing, mounted, busy,

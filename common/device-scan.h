@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kernel-shared/kerncompat.h"
+#include "kernel-shared/format/kerncompat.h"
 
 /*
  * 1 if libblkid finds a filesystem, RAID member or partition table other than

@@ -4,7 +4,7 @@
 
 #include <json-c/json.h>
 
-#include "kernel-shared/kerncompat.h"
+#include "kernel-shared/format/kerncompat.h"
 
 /*
  * Start a document whose payload is the array "<name>"; *array gets it.

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "kernel-shared/kerncompat.h"
+#include "kernel-shared/format/kerncompat.h"
 #include "common/help.h"
 #include "common/messages.h"
 

@@ -11,8 +11,8 @@
 #include "common/open.h"
 #include "common/messages.h"
 #include "common/device-scan.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/io.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/block/io.h"
 
 static const char *registry_path(void)
 {

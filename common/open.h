@@ -5,7 +5,7 @@
 #ifndef MFS_COMMON_OPEN_H
 #define MFS_COMMON_OPEN_H
 
-#include "kernel-shared/ctree.h"
+#include "kernel-shared/tree/ctree.h"
 
 /* A device or image holding an mfs superblock, as found by a scan. */
 struct mfs_scanned_dev {

@@ -13,9 +13,9 @@
 #include "common/device-scan.h"
 #include "common/messages.h"
 #include "common/units.h"
-#include "kernel-shared/admin.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/restripe.h"
+#include "kernel-shared/ops/admin.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/ops/restripe.h"
 
 static int try_online(const char *path, struct mfs_target *t);
 

@@ -1,14 +1,14 @@
 /*
  * The filesystem an admin command acts on: a mounted one (talked to with
  * ioctls on its mount point) or an unmounted one (opened in-process).
- * Both go through the same engine functions (kernel-shared/admin.h).
+ * Both go through the same engine functions (kernel-shared/ops/admin.h).
  */
 #ifndef MFS_COMMON_TARGET_H
 #define MFS_COMMON_TARGET_H
 
 #include <limits.h>
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/ioctl.h"
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/format/ioctl.h"
 
 struct mfs_target {
 	bool online;

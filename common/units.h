@@ -2,7 +2,7 @@
 #ifndef MFS_COMMON_UNITS_H
 #define MFS_COMMON_UNITS_H
 
-#include "kernel-shared/kerncompat.h"
+#include "kernel-shared/format/kerncompat.h"
 
 /*
  * A unit mode is a unit (low byte) combined with a base (next byte). The base

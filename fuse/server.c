@@ -1,5 +1,5 @@
 /*
- * FUSE low-level operations mapped onto the engine (kernel-shared/inode.h).
+ * FUSE low-level operations mapped onto the engine (kernel-shared/fs/inode.h).
  * Thin on purpose: inode numbers, lookup counts for unlinked-but-open
  * files, the periodic commit and the admin ioctls live here; everything
  * about the filesystem lives in the engine.
@@ -18,13 +18,13 @@
 #include <sys/xattr.h>
 #include <syslog.h>
 #include "fuse/server.h"
-#include "kernel-shared/inode.h"
-#include "kernel-shared/ioctl.h"
-#include "kernel-shared/transaction.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/admin.h"
-#include "kernel-shared/restripe.h"
-#include "kernel-shared/testhook.h"
+#include "kernel-shared/fs/inode.h"
+#include "kernel-shared/format/ioctl.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/ops/admin.h"
+#include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/block/testhook.h"
 
 /*
  * How long the kernel may trust what we told it. Names: as long as it

@@ -2,7 +2,7 @@
 #ifndef MFS_FUSE_SERVER_H
 #define MFS_FUSE_SERVER_H
 
-#include "kernel-shared/ctree.h"
+#include "kernel-shared/tree/ctree.h"
 
 struct mfs_mount_opts {
 	const char *mountpoint;

@@ -18,12 +18,12 @@
 #include "common/device-scan.h"
 #include "common/open.h"
 #include "common/device-check.h"
-#include "kernel-shared/create.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/profiles.h"
-#include "kernel-shared/volumes.h"
-#include "kernel-shared/io.h"
+#include "kernel-shared/ops/create.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/block/io.h"
 #include "mkfs/rootdir.h"
 
 static const char * const cmd_mkfs_usage[] = {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include "common/messages.h"
-#include "kernel-shared/inode.h"
+#include "kernel-shared/fs/inode.h"
 #include "mkfs/rootdir.h"
 
 /* File data is copied in pieces of the engine's largest data extent. */

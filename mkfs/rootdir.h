@@ -3,7 +3,7 @@
 #define MFS_MKFS_ROOTDIR_H
 
 #include <sys/types.h>
-#include "kernel-shared/ctree.h"
+#include "kernel-shared/tree/ctree.h"
 
 struct mfs_rootdir_stats {
 	u64 dirs;

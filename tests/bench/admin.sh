@@ -125,7 +125,7 @@ EOF
 moved_bytes() {
 	python3 - "$mnt" "$1" "$2" "${3:-0}" <<'EOF'
 import fcntl, os, struct, sys
-# struct mfs_ioctl_space (kernel-shared/ioctl.h): devices, chunks and the
+# struct mfs_ioctl_space (kernel-shared/format/ioctl.h): devices, chunks and the
 # stripes of a chunk come a page at a time, each with its cursor
 NDEV, NCHUNK, NSTRIPE = 16, 32, 64
 DEV = 6 * 8 + 512

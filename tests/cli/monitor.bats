@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # mfs monitor: events for missing and failing devices, rising error
 # counters and long operations ending, on stdout and through --program;
-# faults injected with MFS_FAULT (kernel-shared/io.c), operations held at a
+# faults injected with MFS_FAULT (kernel-shared/block/io.c), operations held at a
 # chunk (restripe.bash).
 
 load helpers

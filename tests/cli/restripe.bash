@@ -152,7 +152,7 @@ quiet() {
 # ---------------- holding an operation at a chunk ----------------
 #
 # Instead of racing an operation with delays, a test holds it at a known
-# point (MFS_TEST_PAUSE_AT, set up by helpers.bash; kernel-shared/testhook.h):
+# point (MFS_TEST_PAUSE_AT, set up by helpers.bash; kernel-shared/block/testhook.h):
 # "restripe-copied" is passed after each chunk is copied, before it is
 # swapped in. Held at its Nth chunk, an operation has completed N-1 chunks
 # and is mid-way through the Nth; it stays there until released.

@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/transaction.h"
-#include "kernel-shared/check.h"
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/ops/check.h"
 
 #define NSLOTS		65536	/* the most keys, at the largest scale */
 #define MARKER_MAGIC	0x6b726f776572746bULL

@@ -1,5 +1,5 @@
 /*
- * replay: rebuild devices from an mfs write log (kernel-shared/io.h) as they
+ * replay: rebuild devices from an mfs write log (kernel-shared/block/io.h) as they
  * would be after a crash at a chosen crash point, for the crash tests.
  *
  *   replay LOG --count
@@ -47,8 +47,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel-shared/io.h"
-#include "kernel-shared/format.h"
+#include "kernel-shared/block/io.h"
+#include "kernel-shared/format/format.h"
 
 #define SECTOR 4096ULL
 

@@ -32,10 +32,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/transaction.h"
-#include "kernel-shared/inode-internal.h"
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/fs/inode-internal.h"
 
 static const struct { const char *name; u8 type; } key_types[] = {
 	{ "INODE_ITEM", MFS_INODE_ITEM_KEY }, { "XATTR_ITEM", MFS_XATTR_ITEM_KEY },

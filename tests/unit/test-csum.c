@@ -1,8 +1,8 @@
-/* Unit tests for kernel-shared/csum.c: known vectors for every algorithm,
+/* Unit tests for kernel-shared/block/csum.c: known vectors for every algorithm,
  * the name/size table, and the zero padding of the on-disk field. */
 #include <xxhash.h>
 
-#include "kernel-shared/csum.h"
+#include "kernel-shared/block/csum.h"
 #include "unit.h"
 
 static const char check_str[] = "123456789";

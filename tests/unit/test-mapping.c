@@ -6,9 +6,9 @@
  */
 #include <stdlib.h>
 
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/volumes.h"
-#include "kernel-shared/profiles.h"
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
 #include "unit.h"
 
 #define UNIT		65536ULL	/* stripe_len, format §1 */

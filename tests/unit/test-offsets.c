@@ -1,5 +1,5 @@
 /*
- * Pins every on-disk structure of kernel-shared/format.h to the byte-offset
+ * Pins every on-disk structure of kernel-shared/format/format.h to the byte-offset
  * tables of Documentation/on-disk-format.md: sizes, field offsets and field
  * sizes as literal numbers, plus the key types, tree ids, flag bits, magic
  * and superblock mirror offsets. A change here is a format change.
@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "kernel-shared/format.h"
-#include "kernel-shared/csum.h"
-#include "kernel-shared/inode-internal.h"
+#include "kernel-shared/format/format.h"
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/fs/inode-internal.h"
 #include "unit.h"
 
 #define FIELD_SIZE(type, field) sizeof(((type *)0)->field)

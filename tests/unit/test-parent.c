@@ -9,12 +9,12 @@
 #include <ftw.h>
 #include <unistd.h>
 
-#include "kernel-shared/ctree.h"
-#include "kernel-shared/create.h"
-#include "kernel-shared/disk-io.h"
-#include "kernel-shared/transaction.h"
-#include "kernel-shared/volumes.h"
-#include "kernel-shared/profiles.h"
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/ops/create.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
 #include "unit.h"
 
 #define NDEVS 2

@@ -1,8 +1,8 @@
-/* Unit tests for kernel-shared/raid56.c: parity against a byte-wise reference
+/* Unit tests for kernel-shared/block/raid56.c: parity against a byte-wise reference
  * and rebuild of every one- and two-block loss pattern. */
 #include <limits.h>
 
-#include "kernel-shared/raid56.h"
+#include "kernel-shared/block/raid56.h"
 #include "unit.h"
 
 #define MAX_BLOCKS (MFS_RAID56_MAX_DATA + 2)

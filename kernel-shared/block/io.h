@@ -1,0 +1,87 @@
+/*
+ * The device I/O layer: every engine read, write and flush goes through here,
+ * so tests can fail the Nth operation of a device and log every write/flush.
+ */
+#ifndef MFS_IO_H
+#define MFS_IO_H
+
+#include <sys/uio.h>
+#include <pthread.h>
+#include "kernel-shared/format/kerncompat.h"
+
+enum mfs_io_op { MFS_IO_READ, MFS_IO_WRITE, MFS_IO_FLUSH, MFS_IO_NR_OPS };
+
+struct mfs_io_dev {
+	int fd;
+	char *path;
+	u64 size;
+	bool is_blockdev;
+	int direct_fd;			/* O_DIRECT twin of fd (mfs_io_write_direct); -1: none */
+	bool direct_tried;
+	u64 op_count[MFS_IO_NR_OPS];	/* operations issued, for fault hooks */
+	u64 fail_nth[MFS_IO_NR_OPS];	/* 0 = never; else fail the Nth op (1-based) */
+	bool fail_sticky[MFS_IO_NR_OPS];/* keep failing from the Nth on */
+	u64 fail_after_open[MFS_IO_NR_OPS];	/* N counted from mfs_io_arm_faults; 0 = none */
+	pthread_mutex_t lock;
+};
+
+/*
+ * Open a device or image. exclusive: O_EXCL for block devices, a
+ * non-blocking flock for files (-EBUSY when another holder has it).
+ */
+int mfs_io_open(const char *path, bool writable, bool exclusive,
+		struct mfs_io_dev **out);
+void mfs_io_close(struct mfs_io_dev *dev);
+/* Whole-buffer read/write; a short transfer past the end is -EIO. */
+int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
+int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
+int mfs_io_flush(struct mfs_io_dev *dev);
+/*
+ * mfs_io_write bypassing the page cache, for bulk copies (nothing to copy
+ * into the cache and write back at the flush); same fault hook and log.
+ * Buffers, lengths and offsets that are not MFS_IO_DIRECT_ALIGN aligned, and
+ * devices that take no O_DIRECT, get a buffered write.
+ */
+#define MFS_IO_DIRECT_ALIGN 4096
+/*
+ * One vectored transfer at off: iov's pieces lie back to back on the device.
+ * O_DIRECT when every piece is aligned; a write is logged piece by piece.
+ */
+int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
+			 bool write);
+int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
+/* A hint, neither counted nor logged: start reading [off, +len) into the page cache. */
+void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len);
+/* Discard (punch holes in images); best effort, -EOPNOTSUPP when unsupported. */
+int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len);
+
+/*
+ * Fault hooks. Programmatic: fail the nth op of dev (sticky = every op from
+ * the nth on). From the environment, read at each open:
+ *   MFS_FAULT="op:nth[:s][@pathsubstring][,…]"  e.g. "write:3@d2.img"
+ * nth written +N counts from when the filesystem has been opened
+ * (mfs_io_arm_faults), so a test can fail the first reads after a mount.
+ */
+void mfs_io_set_fault(struct mfs_io_dev *dev, enum mfs_io_op op, u64 nth, bool sticky);
+/* Start the +N faults of MFS_FAULT on dev: the open is over. */
+void mfs_io_arm_faults(struct mfs_io_dev *dev);
+
+/*
+ * Write log: when MFS_WRITE_LOG names a file (or after mfs_io_log_open),
+ * every write and flush of every device is appended to it, so a harness
+ * can rebuild the devices as they were after any flush. Record format:
+ * struct mfs_io_log_rec followed by path_len path bytes and len data bytes.
+ */
+struct mfs_io_log_rec {
+	u32 magic;		/* MFS_IO_LOG_REC_MAGIC */
+	u32 op;			/* MFS_IO_WRITE or MFS_IO_FLUSH */
+	u32 path_len;
+	u32 reserved;
+	u64 offset;
+	u64 len;
+} __attribute__((packed));
+#define MFS_IO_LOG_REC_MAGIC 0x4c4f474dU
+int mfs_io_log_open(const char *path);
+void mfs_io_log_close(void);
+
+#endif

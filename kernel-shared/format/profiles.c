@@ -1,0 +1,127 @@
+/* The profile table (DESIGN §2): every check in the project reads it. */
+#include <string.h>
+#include <strings.h>
+#include "kernel-shared/format/format.h"
+#include "kernel-shared/format/profiles.h"
+
+const struct mfs_raid_attr mfs_raid_array[MFS_NR_RAID_TYPES] = {
+	[MFS_RAID_SINGLE] = { "single", "single", 0,
+		1, 1, 0, 1, 0, 1, 1, 1, 0 },
+	[MFS_RAID_DUP] = { "dup", "DUP", MFS_BLOCK_GROUP_DUP,
+		1, 1, 0, 2, 0, 1, 2, 1, 0 },
+	[MFS_RAID_RAID0] = { "raid0", "RAID0", MFS_BLOCK_GROUP_RAID0,
+		1, 0, 0, 1, 0, 1, 1, 1, 0 },
+	[MFS_RAID_RAID1] = { "raid1", "RAID1", MFS_BLOCK_GROUP_RAID1,
+		2, 2, 1, 2, 0, 2, 1, 1, 0 },
+	[MFS_RAID_RAID1C3] = { "raid1c3", "RAID1C3", MFS_BLOCK_GROUP_RAID1C3,
+		3, 3, 2, 3, 0, 3, 1, 1, MFS_FEATURE_INCOMPAT_RAID1C34 },
+	[MFS_RAID_RAID1C4] = { "raid1c4", "RAID1C4", MFS_BLOCK_GROUP_RAID1C4,
+		4, 4, 3, 4, 0, 4, 1, 1, MFS_FEATURE_INCOMPAT_RAID1C34 },
+	[MFS_RAID_RAID10] = { "raid10", "RAID10", MFS_BLOCK_GROUP_RAID10,
+		2, 0, 1, 2, 0, 2, 1, 2, 0 },
+	[MFS_RAID_RAID5] = { "raid5", "RAID5", MFS_BLOCK_GROUP_RAID5,
+		2, 0, 1, 1, 1, 1, 1, 1, MFS_FEATURE_INCOMPAT_RAID56 },
+	[MFS_RAID_RAID6] = { "raid6", "RAID6", MFS_BLOCK_GROUP_RAID6,
+		3, 0, 2, 1, 2, 1, 1, 1, MFS_FEATURE_INCOMPAT_RAID56 },
+};
+
+enum mfs_raid_type mfs_bg_flags_to_raid_index(u64 flags)
+{
+	u64 profile = flags & MFS_BLOCK_GROUP_PROFILE_MASK;
+	int i;
+
+	for (i = 1; i < MFS_NR_RAID_TYPES; i++)
+		if (profile == mfs_raid_array[i].bg_flag)
+			return i;
+	return MFS_RAID_SINGLE;
+}
+
+const struct mfs_raid_attr *mfs_profile(u64 flags)
+{
+	return &mfs_raid_array[mfs_bg_flags_to_raid_index(flags)];
+}
+
+int mfs_parse_profile(const char *name, u64 *bg_flag)
+{
+	int i;
+
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++) {
+		if (strcasecmp(name, mfs_raid_array[i].name) == 0) {
+			*bg_flag = mfs_raid_array[i].bg_flag;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *mfs_profile_ui_name(u64 flags)
+{
+	return mfs_profile(flags)->ui_name;
+}
+
+const char *mfs_bg_type_name(u64 flags)
+{
+	if (flags & MFS_BLOCK_GROUP_DATA)
+		return "Data";
+	if (flags & MFS_BLOCK_GROUP_SYSTEM)
+		return "System";
+	return "Metadata";
+}
+
+int mfs_nr_data_stripes(u64 flags, int num_stripes)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+
+	if (a->nparity)
+		return num_stripes - a->nparity;
+	if (a->sub_stripes > 1)
+		return num_stripes / a->sub_stripes;
+	if (a->ncopies > 1)
+		return 1;
+	return num_stripes;
+}
+
+u64 mfs_chunk_logical_length(u64 flags, int num_stripes, u64 stripe_size)
+{
+	return stripe_size * (u64)mfs_nr_data_stripes(flags, num_stripes);
+}
+
+void mfs_profile_ratio(u64 flags, int num_stripes, u64 *num, u64 *den)
+{
+	*num = num_stripes;
+	*den = mfs_nr_data_stripes(flags, num_stripes);
+}
+
+int mfs_profile_min_devices(u64 flags)
+{
+	return mfs_profile(flags)->devs_min;
+}
+
+static bool has_redundancy(const struct mfs_raid_attr *a)
+{
+	return a->ncopies > 1 || a->nparity > 0;
+}
+
+bool mfs_profile_covers(u64 have, u64 want)
+{
+	const struct mfs_raid_attr *h = mfs_profile(have), *w = mfs_profile(want);
+
+	return h->tolerated_failures >= w->tolerated_failures &&
+	       (!has_redundancy(w) || has_redundancy(h));
+}
+
+/* Most to least redundant, as btrfs's btrfs_reduce_alloc_profile ranks them. */
+static const enum mfs_raid_type redundancy_order[MFS_NR_RAID_TYPES] = {
+	MFS_RAID_RAID1C4, MFS_RAID_RAID6, MFS_RAID_RAID1C3, MFS_RAID_RAID5,
+	MFS_RAID_RAID10, MFS_RAID_RAID1, MFS_RAID_DUP, MFS_RAID_RAID0, MFS_RAID_SINGLE,
+};
+
+u64 mfs_most_redundant_profile(unsigned int raid_mask)
+{
+	int i;
+
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++)
+		if (raid_mask & (1U << redundancy_order[i]))
+			return mfs_raid_array[redundancy_order[i]].bg_flag;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* Shared between inode.c (namespace) and data.c (file contents); not public. */
+#ifndef MFS_INODE_INTERNAL_H
+#define MFS_INODE_INTERNAL_H
+
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/fs/inode.h"
+
+#define XATTR_CREATE_FLAG	0x1	/* as XATTR_CREATE */
+#define XATTR_REPLACE_FLAG	0x2	/* as XATTR_REPLACE */
+
+/* Largest item we create: half a leaf, so any two fit after a split. */
+#define MFS_MAX_ITEM(fs)	(leaf_data_size(fs) / 2 - 2 * sizeof(struct mfs_item))
+#define MFS_MAX_XATTR_ITEM(fs)	(MFS_MAX_ITEM(fs))
+#define MFS_MAX_INLINE(fs)	min_t(u64, 4095, MFS_MAX_ITEM(fs) - MFS_FILE_EXTENT_INLINE_DATA_START)
+
+void mfs_now(struct mfs_timespec *ts);
+void mfs_inode_to_stat(u64 ino, const struct mfs_inode_item *ii, struct mfs_stat *st);
+int mfs_read_inode(struct mfs_fs_info *fs, u64 ino, struct mfs_inode_item *ii);
+int mfs_write_inode(struct mfs_trans_handle *trans, u64 ino, struct mfs_inode_item *ii);
+u64 mfs_name_hash(const char *name, size_t len);
+/* The MFS_FT_* a directory entry carries for an inode of this mode. */
+u32 mfs_mode_to_ft(u32 mode);
+
+/* data.c */
+int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, size_t len);
+ssize_t mfs_read_inline(struct mfs_fs_info *fs, u64 ino, void *buf, size_t size);
+/* Remove file extents in [start, end), splitting those that straddle. */
+int mfs_drop_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 start, u64 end);
+int mfs_truncate(struct mfs_trans_handle *trans, u64 ino, u64 size);
+int mfs_count_file_extents(struct mfs_fs_info *fs, u64 ino, u64 start, u64 end,
+			   u64 limit, u64 *n, u64 *next);
+int mfs_read_compressed(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u64 ram_bytes,
+			u64 in_ext, u64 len, u8 *out);
+
+/* compress.c: zlib; the output is padded with zeros to whole sectors. */
+int mfs_compress(int level, const u8 *src, u64 len, u8 **out, u64 *out_len);
+int mfs_decompress(const u8 *src, u64 src_len, u8 *dst, u64 dst_len);
+
+#endif

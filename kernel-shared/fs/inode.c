@@ -1,0 +1,1481 @@
+/*
+ * Inodes, directories, xattrs and symlinks in the fs tree. File data lives
+ * in data.c. Public functions take fs->lock; the static helpers expect it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/fs/inode.h"
+#include "kernel-shared/fs/inode-internal.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/tree/alloc.h"
+#include "kernel-shared/volumes/volumes.h"
+
+/*
+ * Tree items an operation changes, at most: what it reserves metadata
+ * space for (Documentation/space-reservation.md).
+ */
+#define CREATE_ITEMS	6	/* inode, dir item, dir index, parent, symlink target */
+#define LINK_ITEMS	5	/* dir item, dir index, inode, orphan, parent */
+#define UNLINK_ITEMS	6	/* dir item, dir index, child, orphan, parent */
+#define RENAME_ITEMS	14	/* both names twice, a replaced target, four inodes */
+#define EVICT_ITEMS	16	/* inode, inline extent, xattrs, orphan */
+#define EVICT_BATCH	8	/* file extents dropped per transaction */
+#define XATTR_ITEMS	2	/* the xattr item, the inode */
+#define SETATTR_ITEMS	2
+
+/* ---------------- inode items ---------------- */
+
+void mfs_now(struct mfs_timespec *ts)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	ts->sec = cpu_to_le64(now.tv_sec);
+	ts->nsec = cpu_to_le32(now.tv_nsec);
+}
+
+static void ts_to_cpu(struct timespec *out, const struct mfs_timespec *in)
+{
+	out->tv_sec = le64_to_cpu(in->sec);
+	out->tv_nsec = le32_to_cpu(in->nsec);
+}
+
+static void ts_to_disk(struct mfs_timespec *out, const struct timespec *in)
+{
+	out->sec = cpu_to_le64(in->tv_sec);
+	out->nsec = cpu_to_le32(in->tv_nsec);
+}
+
+void mfs_inode_to_stat(u64 ino, const struct mfs_inode_item *ii, struct mfs_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->ino = ino;
+	st->size = le64_to_cpu(ii->size);
+	st->nbytes = le64_to_cpu(ii->nbytes);
+	st->rdev = le64_to_cpu(ii->rdev);
+	st->generation = le64_to_cpu(ii->generation);
+	st->nlink = le32_to_cpu(ii->nlink);
+	st->uid = le32_to_cpu(ii->uid);
+	st->gid = le32_to_cpu(ii->gid);
+	st->mode = le32_to_cpu(ii->mode);
+	ts_to_cpu(&st->atime, &ii->atime);
+	ts_to_cpu(&st->mtime, &ii->mtime);
+	ts_to_cpu(&st->ctime, &ii->ctime);
+	ts_to_cpu(&st->btime, &ii->otime);
+}
+
+int mfs_read_inode(struct mfs_fs_info *fs, u64 ino, struct mfs_inode_item *ii)
+{
+	struct mfs_key key = { ino, MFS_INODE_ITEM_KEY, 0 };
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret == 0) {
+		if (leaf_item_size(path.nodes[0], path.slots[0]) != sizeof(*ii))
+			ret = -EUCLEAN;
+		else
+			memcpy(ii, leaf_item_data(path.nodes[0], path.slots[0]), sizeof(*ii));
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+int mfs_write_inode(struct mfs_trans_handle *trans, u64 ino, struct mfs_inode_item *ii)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { ino, MFS_INODE_ITEM_KEY, 0 };
+	struct mfs_path path;
+	int ret;
+
+	ii->transid = cpu_to_le64(trans->transid);
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->fs_root, &key, &path, 0, 1);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret == 0) {
+		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), ii, sizeof(*ii));
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+u32 mfs_mode_to_ft(u32 mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return MFS_FT_REG_FILE;
+	case S_IFDIR: return MFS_FT_DIR;
+	case S_IFCHR: return MFS_FT_CHRDEV;
+	case S_IFBLK: return MFS_FT_BLKDEV;
+	case S_IFIFO: return MFS_FT_FIFO;
+	case S_IFSOCK: return MFS_FT_SOCK;
+	case S_IFLNK: return MFS_FT_SYMLINK;
+	}
+	return MFS_FT_UNKNOWN;
+}
+
+u64 mfs_name_hash(const char *name, size_t len)
+{
+	return mfs_crc32c(~1U, name, len);
+}
+
+/* ---------------- multi-entry hashed items (dir items, xattrs) ---------------- */
+
+/*
+ * DIR_ITEM and XATTR_ITEM items hold every entry whose name has the item's
+ * hash. Each entry is a fixed header followed by its name (and value).
+ */
+static u32 dir_entry_size(const struct mfs_dir_item *di)
+{
+	return sizeof(*di) + le16_to_cpu(di->name_len);
+}
+
+static u32 xattr_entry_size(const struct mfs_xattr_item *xi)
+{
+	return sizeof(*xi) + le16_to_cpu(xi->name_len) + le16_to_cpu(xi->value_len);
+}
+
+/* Find name in a DIR_ITEM's entries; returns the offset or -ENOENT/-EUCLEAN. */
+static int dir_item_find(const u8 *data, u32 size, const char *name, size_t len)
+{
+	u32 off = 0;
+
+	while (off < size) {
+		const struct mfs_dir_item *di = (const void *)(data + off);
+
+		if (size - off < sizeof(*di) || size - off < dir_entry_size(di))
+			return -EUCLEAN;
+		if (le16_to_cpu(di->name_len) == len && !memcmp(di + 1, name, len))
+			return off;
+		off += dir_entry_size(di);
+	}
+	return -ENOENT;
+}
+
+static int xattr_item_find(const u8 *data, u32 size, const char *name, size_t len)
+{
+	u32 off = 0;
+
+	while (off < size) {
+		const struct mfs_xattr_item *xi = (const void *)(data + off);
+
+		if (size - off < sizeof(*xi) || size - off < xattr_entry_size(xi))
+			return -EUCLEAN;
+		if (le16_to_cpu(xi->name_len) == len && !memcmp(xi + 1, name, len))
+			return off;
+		off += xattr_entry_size(xi);
+	}
+	return -ENOENT;
+}
+
+/* Append bytes to the item at key (creating it), e.g. a new hashed entry. */
+static int item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
+		       const struct mfs_key *key, const void *data, u32 len)
+{
+	struct mfs_path path;
+	u32 old;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, len, 1);
+	if (ret < 0)
+		goto out;
+	if (ret > 0) {
+		mfs_release_path(&path);
+		ret = mfs_insert_item(trans, root, key, data, len);
+		goto out;
+	}
+	old = leaf_item_size(path.nodes[0], path.slots[0]);
+	ret = mfs_extend_item(trans, root, &path, len);
+	if (!ret)
+		memcpy((u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + old, data, len);
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+/* Cut [off, off+len) out of the item at key; the item goes when empty. */
+static int item_cut(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    const struct mfs_key *key, u32 off, u32 len)
+{
+	struct mfs_path path;
+	u32 size;
+	u8 *buf;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, -1, 1);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret)
+		goto out;
+	size = leaf_item_size(path.nodes[0], path.slots[0]);
+	if (off + len > size) {
+		ret = -EUCLEAN;
+		goto out;
+	}
+	if (len == size) {
+		ret = mfs_del_item(trans, root, &path);
+		goto out;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memcpy(buf, leaf_item_data(path.nodes[0], path.slots[0]), size);
+	memmove(buf + off, buf + off + len, size - off - len);
+	memcpy(leaf_item_data(path.nodes[0], path.slots[0]), buf, size - len);
+	free(buf);
+	ret = mfs_truncate_item(trans, &path, size - len);
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+/* ---------------- directory entries ---------------- */
+
+struct dir_entry {
+	u64 child;
+	u64 index;
+	u8 type;
+};
+
+static int find_dir_entry(struct mfs_fs_info *fs, u64 dir, const char *name,
+			  struct dir_entry *out)
+{
+	size_t len = strlen(name);
+	struct mfs_key key = { dir, MFS_DIR_ITEM_KEY, mfs_name_hash(name, len) };
+	struct mfs_path path;
+	int ret;
+
+	if (len > MFS_NAME_LEN)
+		return -ENAMETOOLONG;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret == 0) {
+		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
+		int off = dir_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
+					name, len);
+
+		if (off < 0) {
+			ret = off;
+		} else {
+			const struct mfs_dir_item *di = (const void *)(data + off);
+
+			out->child = le64_to_cpu(di->child);
+			out->index = le64_to_cpu(di->index);
+			out->type = di->type;
+		}
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+static int add_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *name,
+			 u64 child, u8 type)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	size_t len = strlen(name);
+	struct mfs_inode_item dii;
+	struct mfs_key key;
+	u8 buf[sizeof(struct mfs_dir_item) + MFS_NAME_LEN];
+	struct mfs_dir_item *di = (void *)buf;
+	u64 index;
+	int ret;
+
+	ret = mfs_read_inode(fs, dir, &dii);
+	if (ret)
+		return ret;
+	index = le64_to_cpu(dii.dir_index_next);
+	di->child = cpu_to_le64(child);
+	di->index = cpu_to_le64(index);
+	di->transid = cpu_to_le64(trans->transid);
+	di->name_len = cpu_to_le16(len);
+	di->type = type;
+	memcpy(di + 1, name, len);
+
+	key.objectid = dir;
+	key.type = MFS_DIR_ITEM_KEY;
+	key.offset = mfs_name_hash(name, len);
+	ret = item_append(trans, fs->fs_root, &key, buf, sizeof(*di) + len);
+	if (ret)
+		return ret;
+	key.type = MFS_DIR_INDEX_KEY;
+	key.offset = index;
+	ret = mfs_insert_item(trans, fs->fs_root, &key, buf, sizeof(*di) + len);
+	if (ret)
+		return ret;
+	dii.dir_index_next = cpu_to_le64(index + 1);
+	dii.size = cpu_to_le64(le64_to_cpu(dii.size) + len);
+	mfs_now(&dii.mtime);
+	dii.ctime = dii.mtime;
+	return mfs_write_inode(trans, dir, &dii);
+}
+
+static int del_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *name,
+			 u64 index)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	size_t len = strlen(name);
+	struct mfs_key key = { dir, MFS_DIR_ITEM_KEY, mfs_name_hash(name, len) };
+	struct mfs_inode_item dii;
+	struct mfs_path path;
+	int ret, off;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -ENOENT;
+	if (ret) {
+		mfs_release_path(&path);
+		return ret;
+	}
+	off = dir_item_find(leaf_item_data(path.nodes[0], path.slots[0]),
+			    leaf_item_size(path.nodes[0], path.slots[0]), name, len);
+	mfs_release_path(&path);
+	if (off < 0)
+		return off;
+	ret = item_cut(trans, fs->fs_root, &key, off, sizeof(struct mfs_dir_item) + len);
+	if (ret)
+		return ret;
+	key.type = MFS_DIR_INDEX_KEY;
+	key.offset = index;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->fs_root, &key, &path, -1, 1);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret == 0)
+		ret = mfs_del_item(trans, fs->fs_root, &path);
+	mfs_release_path(&path);
+	if (ret)
+		return ret;
+	ret = mfs_read_inode(fs, dir, &dii);
+	if (ret)
+		return ret;
+	dii.size = cpu_to_le64(le64_to_cpu(dii.size) - min_t(u64, len, le64_to_cpu(dii.size)));
+	mfs_now(&dii.mtime);
+	dii.ctime = dii.mtime;
+	return mfs_write_inode(trans, dir, &dii);
+}
+
+static int dir_is_empty(struct mfs_fs_info *fs, u64 dir)
+{
+	struct mfs_key key = { dir, MFS_DIR_INDEX_KEY, 0 };
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->fs_root, &key, &path);
+	if (ret == 0) {
+		leaf_item_key(path.nodes[0], path.slots[0], &key);
+		ret = !(key.objectid == dir && key.type == MFS_DIR_INDEX_KEY);
+	} else if (ret > 0) {
+		ret = 1;
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+/* ---------------- setup, root dir, orphans ---------------- */
+
+static int add_orphan(struct mfs_trans_handle *trans, u64 ino)
+{
+	struct mfs_key key = { MFS_ORPHAN_OBJECTID, MFS_ORPHAN_ITEM_KEY, ino };
+	/* an empty item; memcpy from NULL is undefined even for 0 bytes */
+	int ret = mfs_insert_item(trans, trans->fs_info->fs_root, &key, "", 0);
+
+	return ret == -EEXIST ? 0 : ret;
+}
+
+static int del_item_if_present(struct mfs_trans_handle *trans, struct mfs_root *root,
+			       const struct mfs_key *key)
+{
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, -1, 1);
+	if (ret == 0)
+		ret = mfs_del_item(trans, root, &path);
+	else if (ret > 0)
+		ret = 0;
+	mfs_release_path(&path);
+	return ret;
+}
+
+static int init_inode(struct mfs_trans_handle *trans, u64 ino, u32 mode, u64 rdev,
+		      u32 uid, u32 gid, struct mfs_inode_item *ii)
+{
+	struct mfs_key key = { ino, MFS_INODE_ITEM_KEY, 0 };
+
+	memset(ii, 0, sizeof(*ii));
+	ii->generation = cpu_to_le64(trans->transid);
+	ii->transid = cpu_to_le64(trans->transid);
+	ii->nlink = cpu_to_le32(S_ISDIR(mode) ? 2 : 1);
+	ii->uid = cpu_to_le32(uid);
+	ii->gid = cpu_to_le32(gid);
+	ii->mode = cpu_to_le32(mode);
+	ii->rdev = cpu_to_le64(rdev);
+	ii->dir_index_next = cpu_to_le64(2);
+	mfs_now(&ii->atime);
+	ii->mtime = ii->ctime = ii->otime = ii->atime;
+	return mfs_insert_item(trans, trans->fs_info->fs_root, &key, ii, sizeof(*ii));
+}
+
+int mfs_make_root_dir(struct mfs_trans_handle *trans, u32 uid, u32 gid)
+{
+	struct mfs_inode_item ii;
+
+	trans->fs_info->next_ino = MFS_ROOT_DIR_OBJECTID + 1;
+	return init_inode(trans, MFS_ROOT_DIR_OBJECTID, S_IFDIR | 0755, 0, uid, gid, &ii);
+}
+
+static int find_next_ino(struct mfs_fs_info *fs)
+{
+	struct mfs_key key = { MFS_ORPHAN_OBJECTID - 1, (u8)-1, (u64)-1 };
+	struct mfs_path path;
+	int ret;
+
+	fs->next_ino = MFS_ROOT_DIR_OBJECTID + 1;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret < 0)
+		goto out;
+	for (;;) {
+		ret = mfs_prev_item(fs->fs_root, &path);
+		if (ret) {
+			ret = ret > 0 ? 0 : ret;
+			break;
+		}
+		leaf_item_key(path.nodes[0], path.slots[0], &key);
+		if (key.objectid < MFS_ORPHAN_OBJECTID) {
+			if (key.objectid >= fs->next_ino)
+				fs->next_ino = key.objectid + 1;
+			break;
+		}
+	}
+out:
+	mfs_release_path(&path);
+	return ret;
+}
+
+static int evict_locked(struct mfs_fs_info *fs, u64 ino);
+
+int mfs_fs_setup(struct mfs_fs_info *fs)
+{
+	struct mfs_key key = { MFS_ORPHAN_OBJECTID, MFS_ORPHAN_ITEM_KEY, 0 };
+	struct mfs_path path;
+	u64 *orphans = NULL;
+	int n = 0, i, ret;
+
+	if (!fs->fs_root)
+		return -EUCLEAN;
+	pthread_mutex_lock(&fs->lock);
+	ret = find_next_ino(fs);
+	if (ret || !(fs->open_flags & MFS_OPEN_WRITABLE))
+		goto out;
+	/* inodes unlinked while still open when we last stopped */
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->fs_root, &key, &path);
+	while (ret == 0) {
+		u64 *p;
+
+		leaf_item_key(path.nodes[0], path.slots[0], &key);
+		if (key.objectid != MFS_ORPHAN_OBJECTID || key.type != MFS_ORPHAN_ITEM_KEY)
+			break;
+		p = realloc(orphans, (n + 1) * sizeof(*orphans));
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		orphans = p;
+		orphans[n++] = key.offset;
+		ret = mfs_next_item(fs->fs_root, &path);
+	}
+	mfs_release_path(&path);
+	if (ret < 0)
+		goto out;
+	ret = 0;
+	for (i = 0; i < n && !ret; i++)
+		ret = evict_locked(fs, orphans[i]);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	free(orphans);
+	return ret;
+}
+
+/* ---------------- public: lookup, getattr ---------------- */
+
+int mfs_getattr(struct mfs_fs_info *fs, u64 ino, struct mfs_stat *st)
+{
+	struct mfs_inode_item ii;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	pthread_mutex_unlock(&fs->lock);
+	if (!ret)
+		mfs_inode_to_stat(ino, &ii, st);
+	return ret;
+}
+
+static int lookup_locked(struct mfs_fs_info *fs, u64 dir, const char *name,
+			 struct mfs_stat *st)
+{
+	struct mfs_inode_item ii;
+	struct dir_entry de;
+	int ret;
+
+	ret = mfs_read_inode(fs, dir, &ii);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(le32_to_cpu(ii.mode)))
+		return -ENOTDIR;
+	ret = find_dir_entry(fs, dir, name, &de);
+	if (ret)
+		return ret;
+	ret = mfs_read_inode(fs, de.child, &ii);
+	if (ret == -ENOENT)
+		ret = -EUCLEAN;	/* an entry pointing nowhere */
+	if (!ret)
+		mfs_inode_to_stat(de.child, &ii, st);
+	return ret;
+}
+
+int mfs_lookup(struct mfs_fs_info *fs, u64 dir, const char *name, struct mfs_stat *st)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = lookup_locked(fs, dir, name, st);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* ---------------- create, link, unlink ---------------- */
+
+static int change_nlink(struct mfs_trans_handle *trans, u64 ino, int delta,
+			struct mfs_inode_item *out)
+{
+	struct mfs_inode_item ii;
+	int ret = mfs_read_inode(trans->fs_info, ino, &ii);
+	s64 n;
+
+	if (ret)
+		return ret;
+	n = (s64)le32_to_cpu(ii.nlink) + delta;
+	ii.nlink = cpu_to_le32(n < 0 ? 0 : n);
+	mfs_now(&ii.ctime);
+	ret = mfs_write_inode(trans, ino, &ii);
+	if (out)
+		*out = ii;
+	return ret;
+}
+
+static int create_locked(struct mfs_trans_handle *trans, u64 dir, const char *name,
+			 u32 mode, u64 rdev, u32 uid, u32 gid, const char *target,
+			 struct mfs_stat *st)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_inode_item ii;
+	struct dir_entry de;
+	u64 ino;
+	int ret;
+
+	if (strlen(name) > MFS_NAME_LEN)
+		return -ENAMETOOLONG;
+	ret = mfs_read_inode(fs, dir, &ii);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(le32_to_cpu(ii.mode)))
+		return -ENOTDIR;
+	if (le32_to_cpu(ii.nlink) == 0)
+		return -ENOENT;
+	ret = find_dir_entry(fs, dir, name, &de);
+	if (ret == 0)
+		return -EEXIST;
+	if (ret != -ENOENT)
+		return ret;
+	ino = fs->next_ino++;
+	ret = init_inode(trans, ino, mode, rdev, uid, gid, &ii);
+	if (ret)
+		return ret;
+	if (S_ISLNK(mode)) {
+		ret = mfs_write_inline(trans, ino, target, strlen(target));
+		if (ret)
+			return ret;
+		ret = mfs_read_inode(fs, ino, &ii);
+		if (ret)
+			return ret;
+	}
+	ret = add_dir_entry(trans, dir, name, ino, mfs_mode_to_ft(mode));
+	if (!ret && S_ISDIR(mode))
+		ret = change_nlink(trans, dir, 1, NULL);
+	if (!ret)
+		mfs_inode_to_stat(ino, &ii, st);
+	return ret;
+}
+
+int mfs_create(struct mfs_fs_info *fs, u64 dir, const char *name, u32 mode, u64 rdev,
+	       u32 uid, u32 gid, const char *target, struct mfs_stat *st)
+{
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	if (S_ISLNK(mode) && (!target || strlen(target) > MFS_MAX_INLINE(fs)))
+		return target ? -ENAMETOOLONG : -EINVAL;
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction_reserve(fs, CREATE_ITEMS, MFS_RESERVE_NORMAL, &trans);
+	if (!ret) {
+		ret = create_locked(trans, dir, name, mode, rdev, uid, gid, target, st);
+		mfs_end_transaction(trans);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_link(struct mfs_fs_info *fs, u64 ino, u64 dir, const char *name, struct mfs_stat *st)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	struct dir_entry de;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction_reserve(fs, LINK_ITEMS, MFS_RESERVE_NORMAL, &trans);
+	if (ret)
+		goto unlock;
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && S_ISDIR(le32_to_cpu(ii.mode)))
+		ret = -EPERM;
+	if (!ret && le32_to_cpu(ii.nlink) >= 65000)
+		ret = -EMLINK;
+	if (!ret) {
+		ret = find_dir_entry(fs, dir, name, &de);
+		ret = ret == 0 ? -EEXIST : (ret == -ENOENT ? 0 : ret);
+	}
+	if (!ret)
+		ret = add_dir_entry(trans, dir, name, ino, mfs_mode_to_ft(le32_to_cpu(ii.mode)));
+	if (!ret)
+		ret = change_nlink(trans, ino, 1, &ii);
+	if (!ret) {
+		/* a linked orphan (O_TMPFILE style) is no longer one */
+		struct mfs_key key = { MFS_ORPHAN_OBJECTID, MFS_ORPHAN_ITEM_KEY, ino };
+
+		ret = del_item_if_present(trans, fs->fs_root, &key);
+	}
+	if (!ret)
+		mfs_inode_to_stat(ino, &ii, st);
+	mfs_end_transaction(trans);
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* Drop one link of child; an inode with no links left becomes an orphan. */
+static int drop_link(struct mfs_trans_handle *trans, u64 child, bool *orphaned)
+{
+	struct mfs_inode_item ii;
+	int ret = mfs_read_inode(trans->fs_info, child, &ii);
+
+	if (ret)
+		return ret;
+	if (S_ISDIR(le32_to_cpu(ii.mode)))
+		ii.nlink = cpu_to_le32(0);
+	else
+		ii.nlink = cpu_to_le32(le32_to_cpu(ii.nlink) ? le32_to_cpu(ii.nlink) - 1 : 0);
+	mfs_now(&ii.ctime);
+	ret = mfs_write_inode(trans, child, &ii);
+	if (ret)
+		return ret;
+	*orphaned = le32_to_cpu(ii.nlink) == 0;
+	if (*orphaned)
+		ret = add_orphan(trans, child);
+	return ret;
+}
+
+/*
+ * Take name (pointing at de) out of dir: the child loses a link (an orphan
+ * when it was the last); a directory must be empty, and its parent loses
+ * the link of its "..".
+ */
+static int remove_entry(struct mfs_trans_handle *trans, u64 dir, const char *name,
+			const struct dir_entry *de, bool is_dir, bool *orphaned)
+{
+	int ret;
+
+	if (is_dir) {
+		ret = dir_is_empty(trans->fs_info, de->child);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			return -ENOTEMPTY;
+	}
+	ret = del_dir_entry(trans, dir, name, de->index);
+	if (!ret)
+		ret = drop_link(trans, de->child, orphaned);
+	if (!ret && is_dir)
+		ret = change_nlink(trans, dir, -1, NULL);
+	return ret;
+}
+
+static int unlink_locked(struct mfs_trans_handle *trans, u64 dir, const char *name,
+			 bool rmdir, u64 *victim, bool *orphaned)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_inode_item ii;
+	struct dir_entry de;
+	bool is_dir;
+	int ret;
+
+	*orphaned = false;
+	ret = find_dir_entry(fs, dir, name, &de);
+	if (ret)
+		return ret;
+	ret = mfs_read_inode(fs, de.child, &ii);
+	if (ret)
+		return ret == -ENOENT ? -EUCLEAN : ret;
+	is_dir = S_ISDIR(le32_to_cpu(ii.mode));
+	if (rmdir && !is_dir)
+		return -ENOTDIR;
+	if (!rmdir && is_dir)
+		return -EISDIR;
+	ret = remove_entry(trans, dir, name, &de, is_dir, orphaned);
+	*victim = de.child;
+	return ret;
+}
+
+int mfs_unlink(struct mfs_fs_info *fs, u64 dir, const char *name, bool rmdir,
+	       u64 *victim, bool *orphaned)
+{
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction_reserve(fs, UNLINK_ITEMS, MFS_RESERVE_FREEING, &trans);
+	if (!ret) {
+		ret = unlink_locked(trans, dir, name, rmdir, victim, orphaned);
+		mfs_end_transaction(trans);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* Delete every item whose key has this objectid. */
+static int delete_items_of(struct mfs_trans_handle *trans, struct mfs_root *root, u64 objectid)
+{
+	for (;;) {
+		struct mfs_key key = { objectid, 0, 0 };
+		struct mfs_path path;
+		int ret;
+
+		mfs_init_path(&path);
+		ret = mfs_search_forward(root, &key, &path);
+		if (ret == 0)
+			leaf_item_key(path.nodes[0], path.slots[0], &key);
+		mfs_release_path(&path);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		if (key.objectid != objectid)
+			return 0;
+		ret = mfs_search_slot(trans, root, &key, &path, -1, 1);
+		if (ret == 0)
+			ret = mfs_del_item(trans, root, &path);
+		mfs_release_path(&path);
+		if (ret)
+			return ret > 0 ? -EUCLEAN : ret;
+	}
+}
+
+/*
+ * Drop the file extents of ino from pos on, EVICT_BATCH per transaction,
+ * each reserved as freeing space: a file of any size can be deleted on a
+ * full filesystem. The orphan item keeps a half-dropped file found at the
+ * next mount.
+ */
+static int drop_extents_batched(struct mfs_fs_info *fs, u64 ino, u64 pos)
+{
+	struct mfs_trans_handle *trans;
+	u64 n, next;
+	int ret;
+
+	for (;;) {
+		ret = mfs_count_file_extents(fs, ino, pos, (u64)-1, EVICT_BATCH, &n, &next);
+		if (ret || !n)
+			return ret;
+		ret = mfs_start_transaction_reserve(fs, 2 * n + 1, MFS_RESERVE_FREEING, &trans);
+		if (ret)
+			return ret;
+		ret = mfs_drop_file_extents(trans, ino, pos, next);
+		mfs_end_transaction(trans);
+		if (ret || next == (u64)-1)
+			return ret;
+		pos = next;
+	}
+}
+
+/* Every item of the inode goes; its data extents lose their references. */
+static int evict_locked(struct mfs_fs_info *fs, u64 ino)
+{
+	struct mfs_key key = { MFS_ORPHAN_OBJECTID, MFS_ORPHAN_ITEM_KEY, ino };
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	ret = drop_extents_batched(fs, ino, 0);
+	if (ret)
+		return ret;
+	ret = mfs_start_transaction_reserve(fs, EVICT_ITEMS, MFS_RESERVE_FREEING, &trans);
+	if (ret)
+		return ret;
+	ret = mfs_drop_file_extents(trans, ino, 0, (u64)-1);
+	if (!ret)
+		ret = delete_items_of(trans, fs->fs_root, ino);
+	if (!ret)
+		ret = del_item_if_present(trans, fs->fs_root, &key);
+	mfs_end_transaction(trans);
+	return ret;
+}
+
+int mfs_evict(struct mfs_fs_info *fs, u64 ino)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = evict_locked(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* ---------------- rename ---------------- */
+
+static int rename_locked(struct mfs_trans_handle *trans, u64 olddir, const char *oldname,
+			 u64 newdir, const char *newname, unsigned int flags,
+			 u64 *victim, bool *orphaned)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct dir_entry src, dst;
+	bool src_dir, dst_dir = false, have_dst;
+	int ret;
+
+	*orphaned = false;
+	*victim = 0;
+	if (strlen(newname) > MFS_NAME_LEN)
+		return -ENAMETOOLONG;
+	ret = find_dir_entry(fs, olddir, oldname, &src);
+	if (ret)
+		return ret;
+	ret = find_dir_entry(fs, newdir, newname, &dst);
+	if (ret && ret != -ENOENT)
+		return ret;
+	have_dst = ret == 0;
+	src_dir = src.type == MFS_FT_DIR;
+	if (have_dst)
+		dst_dir = dst.type == MFS_FT_DIR;
+	if ((flags & MFS_RENAME_NOREPLACE) && have_dst)
+		return -EEXIST;
+	if ((flags & MFS_RENAME_EXCHANGE) && !have_dst)
+		return -ENOENT;
+	if (have_dst && dst.child == src.child)
+		return 0;	/* two names of one inode: POSIX says do nothing */
+
+	if (flags & MFS_RENAME_EXCHANGE) {
+		ret = del_dir_entry(trans, olddir, oldname, src.index);
+		if (!ret)
+			ret = del_dir_entry(trans, newdir, newname, dst.index);
+		if (!ret)
+			ret = add_dir_entry(trans, olddir, oldname, dst.child, dst.type);
+		if (!ret)
+			ret = add_dir_entry(trans, newdir, newname, src.child, src.type);
+		if (!ret && olddir != newdir && src_dir != dst_dir) {
+			ret = change_nlink(trans, src_dir ? olddir : newdir, -1, NULL);
+			if (!ret)
+				ret = change_nlink(trans, src_dir ? newdir : olddir, 1, NULL);
+		}
+		if (!ret)
+			ret = change_nlink(trans, src.child, 0, NULL);
+		if (!ret)
+			ret = change_nlink(trans, dst.child, 0, NULL);
+		return ret;
+	}
+	if (have_dst) {
+		if (src_dir && !dst_dir)
+			return -ENOTDIR;
+		if (!src_dir && dst_dir)
+			return -EISDIR;
+		ret = remove_entry(trans, newdir, newname, &dst, dst_dir, orphaned);
+		if (ret)
+			return ret;
+		*victim = dst.child;
+	}
+	ret = del_dir_entry(trans, olddir, oldname, src.index);
+	if (!ret)
+		ret = add_dir_entry(trans, newdir, newname, src.child, src.type);
+	if (!ret && src_dir && olddir != newdir) {
+		ret = change_nlink(trans, olddir, -1, NULL);
+		if (!ret)
+			ret = change_nlink(trans, newdir, 1, NULL);
+	}
+	if (!ret)
+		ret = change_nlink(trans, src.child, 0, NULL);	/* ctime */
+	return ret;
+}
+
+int mfs_rename(struct mfs_fs_info *fs, u64 olddir, const char *oldname, u64 newdir,
+	       const char *newname, unsigned int flags, u64 *victim, bool *orphaned)
+{
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	if ((flags & MFS_RENAME_NOREPLACE) && (flags & MFS_RENAME_EXCHANGE))
+		return -EINVAL;
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction_reserve(fs, RENAME_ITEMS, MFS_RESERVE_NORMAL, &trans);
+	if (!ret) {
+		ret = rename_locked(trans, olddir, oldname, newdir, newname, flags, victim,
+				    orphaned);
+		mfs_end_transaction(trans);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* ---------------- readdir ---------------- */
+
+/*
+ * One walk for readdir and readdirplus: with fill_plus, each entry comes
+ * with its inode's attributes (read from the leaf next to the one before
+ * it, usually: children are numbered in creation order, as DIR_INDEX is).
+ */
+static int readdir_locked(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill,
+			  mfs_filldir_plus_t fill_plus, void *arg)
+{
+	struct mfs_key key = { dir, MFS_DIR_INDEX_KEY, pos < 2 ? 2 : pos };
+	struct mfs_inode_item ii;
+	struct mfs_path path;
+	int ret;
+
+	ret = mfs_read_inode(fs, dir, &ii);
+	if (!ret && !S_ISDIR(le32_to_cpu(ii.mode)))
+		ret = -ENOTDIR;
+	if (ret)
+		return ret;
+	if (fill_plus) {
+		if (pos == 0 && fill_plus(arg, ".", dir, MFS_FT_DIR, 1, NULL))
+			return 0;
+		if (pos <= 1 && fill_plus(arg, "..", dir, MFS_FT_DIR, 2, NULL))
+			return 0;
+	} else {
+		if (pos == 0 && fill(arg, ".", dir, MFS_FT_DIR, 1))
+			return 0;
+		if (pos <= 1 && fill(arg, "..", dir, MFS_FT_DIR, 2))
+			return 0;
+	}
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->fs_root, &key, &path);
+	while (ret == 0) {
+		struct extent_buffer *leaf = path.nodes[0];
+		const struct mfs_dir_item *di;
+		char name[MFS_NAME_LEN + 1];
+		u64 child;
+		u32 nlen;
+		int stop;
+
+		leaf_item_key(leaf, path.slots[0], &key);
+		if (key.objectid != dir || key.type != MFS_DIR_INDEX_KEY)
+			break;
+		di = leaf_item_data(leaf, path.slots[0]);
+		nlen = le16_to_cpu(di->name_len);
+		if (leaf_item_size(leaf, path.slots[0]) < sizeof(*di) + nlen || nlen > MFS_NAME_LEN) {
+			ret = -EUCLEAN;
+			break;
+		}
+		memcpy(name, di + 1, nlen);
+		name[nlen] = 0;
+		child = le64_to_cpu(di->child);
+		if (fill_plus) {
+			struct mfs_stat st;
+
+			/* an unreadable inode is left to lookup, which reports it */
+			if (mfs_read_inode(fs, child, &ii) == 0) {
+				mfs_inode_to_stat(child, &ii, &st);
+				stop = fill_plus(arg, name, child, di->type, key.offset + 1, &st);
+			} else {
+				stop = fill_plus(arg, name, child, di->type, key.offset + 1, NULL);
+			}
+		} else {
+			stop = fill(arg, name, child, di->type, key.offset + 1);
+		}
+		if (stop)
+			break;
+		ret = mfs_next_item(fs->fs_root, &path);
+	}
+	mfs_release_path(&path);
+	return ret > 0 ? 0 : ret;
+}
+
+int mfs_readdir(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_t fill, void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = readdir_locked(fs, dir, pos, fill, NULL, arg);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_readdirplus(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_plus_t fill,
+		    void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = readdir_locked(fs, dir, pos, NULL, fill, arg);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* ---------------- setattr ---------------- */
+
+/*
+ * Shrink a file with many extents past newsize in steps from the end,
+ * EVICT_BATCH extents per transaction, each setting the size to where it
+ * cut: every step is a consistent shorter file, and each fits the global
+ * reserve on a full filesystem. The last step is the caller's.
+ */
+static int shrink_batched(struct mfs_fs_info *fs, u64 ino, u64 newsize)
+{
+	u64 pos = round_up(newsize, 4096), n, next, *cuts = NULL;
+	size_t nr = 0, i;
+	int ret;
+
+	/* where each extent past the new size starts */
+	for (;;) {
+		u64 *p = realloc(cuts, (nr + 1) * sizeof(*cuts));
+
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		cuts = p;
+		cuts[nr++] = pos;
+		ret = mfs_count_file_extents(fs, ino, pos, (u64)-1, 1, &n, &next);
+		if (ret || !n || next == (u64)-1)
+			break;
+		pos = next;
+	}
+	for (i = nr - 1; !ret && i >= EVICT_BATCH; i -= EVICT_BATCH) {
+		u64 cut = cuts[i - EVICT_BATCH + 1];
+		struct mfs_trans_handle *trans;
+		struct mfs_inode_item ii;
+
+		ret = mfs_read_inode(fs, ino, &ii);
+		if (!ret)
+			ret = mfs_start_transaction_reserve(fs, 2 * EVICT_BATCH + SETATTR_ITEMS,
+							    MFS_RESERVE_FREEING, &trans);
+		if (ret)
+			break;
+		/* preallocated extents past the size go without moving it */
+		if (cut < le64_to_cpu(ii.size))
+			ret = mfs_truncate(trans, ino, cut);
+		else
+			ret = mfs_drop_file_extents(trans, ino, cut, (u64)-1);
+		mfs_end_transaction(trans);
+	}
+out:
+	free(cuts);
+	return ret;
+}
+
+/*
+ * A shrinking truncate frees space (and may use the global reserve); it
+ * changes the items of the extents past the new size, and rewrites the
+ * sector the new size falls in.
+ */
+static int setattr_reserve(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
+			   const struct mfs_stat *in, struct mfs_trans_handle **trans)
+{
+	struct mfs_inode_item ii;
+	u64 n, next, from;
+	int ret;
+
+	if (!(mask & MFS_SET_SIZE))
+		return mfs_start_transaction_reserve(fs, SETATTR_ITEMS, MFS_RESERVE_NORMAL, trans);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		return ret;
+	if (in->size >= le64_to_cpu(ii.size))
+		return mfs_start_transaction_reserve(fs, SETATTR_ITEMS, MFS_RESERVE_NORMAL, trans);
+	from = in->size & ~4095ULL;
+	ret = shrink_batched(fs, ino, in->size);
+	if (!ret)
+		ret = mfs_count_file_extents(fs, ino, from, (u64)-1, 1U << 20, &n, &next);
+	if (!ret && in->size != from)
+		ret = mfs_data_space_check(fs, 4096);
+	if (ret)
+		return ret;
+	return mfs_start_transaction_reserve(fs, 2 * n + 6 + SETATTR_ITEMS,
+					     MFS_RESERVE_FREEING, trans);
+}
+
+int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
+		const struct mfs_stat *in, struct mfs_stat *out)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	struct mfs_timespec now;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = setattr_reserve(fs, ino, mask, in, &trans);
+	if (ret)
+		goto unlock;
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		goto end;
+	mfs_now(&now);
+	if (mask & MFS_SET_SIZE) {
+		if (S_ISDIR(le32_to_cpu(ii.mode))) {
+			ret = -EISDIR;
+			goto end;
+		}
+		ret = mfs_truncate(trans, ino, in->size);
+		if (ret)
+			goto end;
+		ret = mfs_read_inode(fs, ino, &ii);
+		if (ret)
+			goto end;
+		ii.mtime = now;
+	}
+	if (mask & MFS_SET_MODE)
+		ii.mode = cpu_to_le32((le32_to_cpu(ii.mode) & S_IFMT) | (in->mode & 07777));
+	if (mask & MFS_SET_UID)
+		ii.uid = cpu_to_le32(in->uid);
+	if (mask & MFS_SET_GID)
+		ii.gid = cpu_to_le32(in->gid);
+	if (mask & MFS_SET_ATIME_NOW)
+		ii.atime = now;
+	else if (mask & MFS_SET_ATIME)
+		ts_to_disk(&ii.atime, &in->atime);
+	if (mask & MFS_SET_MTIME_NOW)
+		ii.mtime = now;
+	else if (mask & MFS_SET_MTIME)
+		ts_to_disk(&ii.mtime, &in->mtime);
+	if (mask & MFS_SET_CTIME)
+		ts_to_disk(&ii.ctime, &in->ctime);
+	else
+		ii.ctime = now;
+	ret = mfs_write_inode(trans, ino, &ii);
+	if (!ret)
+		mfs_inode_to_stat(ino, &ii, out);
+end:
+	mfs_end_transaction(trans);
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_readlink(struct mfs_fs_info *fs, u64 ino, char *buf, size_t size)
+{
+	struct mfs_inode_item ii;
+	ssize_t n;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (!ret && !S_ISLNK(le32_to_cpu(ii.mode)))
+		ret = -EINVAL;
+	if (!ret) {
+		n = mfs_read_inline(fs, ino, buf, size - 1);
+		if (n < 0)
+			ret = n;
+		else
+			buf[n] = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/* ---------------- xattrs ---------------- */
+
+static bool xattr_name_ok(const char *name)
+{
+	static const char * const prefixes[] = { "user.", "trusted.", "security.", "system.posix_acl_access",
+						  "system.posix_acl_default" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(prefixes); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *value,
+		 size_t size, int flags)
+{
+	size_t nlen = strlen(name);
+	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	struct mfs_path path;
+	bool exists = false;
+	int ret, off = -ENOENT;
+	u8 *buf;
+
+	if (!xattr_name_ok(name))
+		return -EOPNOTSUPP;
+	if (nlen > MFS_NAME_LEN || nlen == 0)
+		return -ERANGE;
+	if (sizeof(struct mfs_xattr_item) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
+		return -E2BIG;
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction_reserve(fs, XATTR_ITEMS, MFS_RESERVE_NORMAL, &trans);
+	if (ret)
+		goto unlock;
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		goto end;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret == 0) {
+		u32 isize = leaf_item_size(path.nodes[0], path.slots[0]);
+
+		off = xattr_item_find(leaf_item_data(path.nodes[0], path.slots[0]), isize,
+				      name, nlen);
+		exists = off >= 0;
+		if (exists) {
+			const struct mfs_xattr_item *xi = (const void *)
+				((u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + off);
+			u32 esize = xattr_entry_size(xi);
+
+			if (isize - esize + sizeof(*xi) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
+				ret = -E2BIG;
+		}
+		if (off < 0 && off != -ENOENT)
+			ret = off;
+	} else if (ret > 0) {
+		ret = 0;
+	}
+	mfs_release_path(&path);
+	if (ret)
+		goto end;
+	if ((flags & XATTR_CREATE_FLAG) && exists) {
+		ret = -EEXIST;
+		goto end;
+	}
+	if ((flags & XATTR_REPLACE_FLAG) && !exists) {
+		ret = -ENODATA;
+		goto end;
+	}
+	if (exists) {
+		struct mfs_xattr_item xi;
+
+		mfs_init_path(&path);
+		ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+		if (ret == 0)
+			memcpy(&xi, (u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + off,
+			       sizeof(xi));
+		mfs_release_path(&path);
+		if (ret)
+			goto end;
+		ret = item_cut(trans, fs->fs_root, &key, off, xattr_entry_size(&xi));
+		if (ret)
+			goto end;
+	}
+	buf = malloc(sizeof(struct mfs_xattr_item) + nlen + size);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto end;
+	}
+	((struct mfs_xattr_item *)buf)->name_len = cpu_to_le16(nlen);
+	((struct mfs_xattr_item *)buf)->value_len = cpu_to_le16(size);
+	memcpy(buf + sizeof(struct mfs_xattr_item), name, nlen);
+	memcpy(buf + sizeof(struct mfs_xattr_item) + nlen, value, size);
+	ret = item_append(trans, fs->fs_root, &key, buf, sizeof(struct mfs_xattr_item) + nlen + size);
+	free(buf);
+	if (!ret) {
+		ret = mfs_read_inode(fs, ino, &ii);
+		if (!ret) {
+			mfs_now(&ii.ctime);
+			ret = mfs_write_inode(trans, ino, &ii);
+		}
+	}
+end:
+	mfs_end_transaction(trans);
+unlock:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+ssize_t mfs_getxattr(struct mfs_fs_info *fs, u64 ino, const char *name, void *value,
+		     size_t size)
+{
+	size_t nlen = strlen(name);
+	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
+	struct mfs_path path;
+	ssize_t ret;
+
+	pthread_mutex_lock(&fs->lock);
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -ENODATA;
+	if (ret == 0) {
+		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
+		int off = xattr_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
+					  name, nlen);
+
+		if (off < 0) {
+			ret = off == -ENOENT ? -ENODATA : off;
+		} else {
+			const struct mfs_xattr_item *xi = (const void *)(data + off);
+			u16 vlen = le16_to_cpu(xi->value_len);
+
+			ret = vlen;
+			if (size && size < vlen)
+				ret = -ERANGE;
+			else if (size)
+				memcpy(value, (const u8 *)(xi + 1) + nlen, vlen);
+		}
+	}
+	mfs_release_path(&path);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+ssize_t mfs_listxattr(struct mfs_fs_info *fs, u64 ino, char *list, size_t size)
+{
+	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, 0 };
+	struct mfs_path path;
+	size_t total = 0;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	mfs_init_path(&path);
+	ret = mfs_search_forward(fs->fs_root, &key, &path);
+	while (ret == 0) {
+		const u8 *data;
+		u32 isize, off = 0;
+
+		leaf_item_key(path.nodes[0], path.slots[0], &key);
+		if (key.objectid != ino || key.type != MFS_XATTR_ITEM_KEY)
+			break;
+		data = leaf_item_data(path.nodes[0], path.slots[0]);
+		isize = leaf_item_size(path.nodes[0], path.slots[0]);
+		while (off + sizeof(struct mfs_xattr_item) <= isize) {
+			const struct mfs_xattr_item *xi = (const void *)(data + off);
+			u16 nlen = le16_to_cpu(xi->name_len);
+
+			if (off + xattr_entry_size(xi) > isize) {
+				ret = -EUCLEAN;
+				goto out;
+			}
+			if (size) {
+				if (total + nlen + 1 > size) {
+					ret = -ERANGE;
+					goto out;
+				}
+				memcpy(list + total, xi + 1, nlen);
+				list[total + nlen] = 0;
+			}
+			total += nlen + 1;
+			off += xattr_entry_size(xi);
+		}
+		ret = mfs_next_item(fs->fs_root, &path);
+	}
+	if (ret > 0)
+		ret = 0;
+out:
+	mfs_release_path(&path);
+	pthread_mutex_unlock(&fs->lock);
+	return ret < 0 ? ret : (ssize_t)total;
+}
+
+int mfs_removexattr(struct mfs_fs_info *fs, u64 ino, const char *name)
+{
+	size_t nlen = strlen(name);
+	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
+	struct mfs_trans_handle *trans;
+	struct mfs_path path;
+	u32 esize = 0;
+	int ret, off = -ENODATA;
+
+	pthread_mutex_lock(&fs->lock);
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
+	if (ret > 0)
+		ret = -ENODATA;
+	if (ret == 0) {
+		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
+
+		off = xattr_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
+				      name, nlen);
+		if (off >= 0)
+			esize = xattr_entry_size((const void *)(data + off));
+		else
+			ret = off == -ENOENT ? -ENODATA : off;
+	}
+	mfs_release_path(&path);
+	if (!ret)
+		ret = mfs_start_transaction_reserve(fs, XATTR_ITEMS, MFS_RESERVE_FREEING,
+						    &trans);
+	if (!ret) {
+		ret = item_cut(trans, fs->fs_root, &key, off, esize);
+		mfs_end_transaction(trans);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/*
+ * relatime: the access time moves when it is older than the last change
+ * or a day old, so reads rarely cost a metadata write.
+ */
+int mfs_touch_atime(struct mfs_fs_info *fs, u64 ino)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_inode_item ii;
+	struct mfs_timespec now;
+	u64 at;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	if (ret)
+		goto out;
+	mfs_now(&now);
+	at = le64_to_cpu(ii.atime.sec);
+	if (at > le64_to_cpu(ii.mtime.sec) && at > le64_to_cpu(ii.ctime.sec) &&
+	    le64_to_cpu(now.sec) < at + 24 * 3600)
+		goto out;
+	ret = mfs_start_transaction_reserve(fs, 1, MFS_RESERVE_NORMAL, &trans);
+	if (ret)
+		goto out;
+	ii.atime = now;
+	ret = mfs_write_inode(trans, ino, &ii);
+	mfs_end_transaction(trans);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+int mfs_sync_fs(struct mfs_fs_info *fs)
+{
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	/* after a failed commit nothing since the last one will reach the disk */
+	ret = fs->fatal_error ? -EIO : mfs_commit_if_dirty(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}

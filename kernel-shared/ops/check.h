@@ -1,0 +1,57 @@
+/*
+ * Read-only consistency checks of an opened filesystem. Each problem is
+ * handed to the caller's report callback as one line naming the object;
+ * the engine itself never prints.
+ */
+#ifndef MFS_CHECK_H
+#define MFS_CHECK_H
+
+#include "kernel-shared/tree/ctree.h"
+
+struct mfs_check_block {
+	u64 bytenr;
+	u64 owner;
+	int level;
+	int seen;
+};
+
+struct mfs_check_ctl {
+	void (*report)(void *arg, const char *msg);
+	/* not an error: e.g. a superblock copy the last commit did not reach */
+	void (*warn)(void *arg, const char *msg);
+	u64 warnings;
+	void *arg;
+	u64 errors;
+	/* statistics for the summary */
+	u64 tree_blocks;
+	u64 tree_bytes;
+	u64 data_bytes;		/* data extents referenced by file extent items */
+	u64 csum_bytes;		/* data bytes covered by checksum items */
+	/* tree blocks reached by the walk (phase 3), used by phase 4 */
+	struct mfs_check_block *blocks;
+	u64 nr_blocks, max_blocks;
+};
+
+/* Phase 1: every superblock copy on every device. */
+int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/* Phase 2: chunk items against device extents and device items. */
+int mfs_check_chunks(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/* Phase 3: every copy of every tree node: checksum, owner, level, key order. */
+int mfs_check_trees(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/* Phase 4: extent items against reached blocks; block group used bytes. */
+int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/*
+ * Phase 5 (check-fs.c): inodes, link counts, orphans, directory entries,
+ * file extents against data extent items and their reference counts, and
+ * checksum items against data extents.
+ */
+int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+/* Optional phase: every copy of every checksummed data sector. */
+int mfs_check_data_csums(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
+void mfs_check_free(struct mfs_check_ctl *ctl);
+
+/* Count one problem and hand it to ctl->report (for the phases' files). */
+void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

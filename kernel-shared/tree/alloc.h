@@ -1,0 +1,69 @@
+/* Block groups, free space, extent allocation and delayed back-references. */
+#ifndef MFS_ALLOC_H
+#define MFS_ALLOC_H
+
+#include "kernel-shared/tree/ctree.h"
+
+int mfs_add_block_group(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
+			u64 used, bool new_chunk, struct mfs_block_group **out);
+struct mfs_block_group *mfs_lookup_block_group(struct mfs_fs_info *fs, u64 bytenr);
+void mfs_free_block_groups(struct mfs_fs_info *fs);
+/* Build free space and raid5/6 row use from the extent tree (at open). */
+int mfs_load_block_groups(struct mfs_fs_info *fs);
+
+int mfs_free_space_add(struct mfs_block_group *bg, u64 start, u64 len);
+int mfs_free_space_remove(struct mfs_block_group *bg, u64 start, u64 len);
+u64 mfs_free_space_total(const struct mfs_block_group *bg);
+
+/* Profile new chunks of this type get (data, metadata or system). */
+u64 mfs_target_profile(struct mfs_fs_info *fs, u64 type);
+
+/* Reserve space for a new tree block of root and record its back-reference. */
+int mfs_alloc_tree_block(struct mfs_trans_handle *trans, u64 root_objectid,
+			 int level, u64 *bytenr);
+/*
+ * Reserve up to len bytes (at least min_len) of data space; *got is how
+ * much was reserved. The back-reference is added by mfs_add_data_ref.
+ */
+int mfs_reserve_data_extent(struct mfs_trans_handle *trans, u64 len, u64 min_len,
+			    u64 *bytenr, u64 *got);
+int mfs_add_data_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len,
+		     u64 root, u64 ino, u64 offset);
+/* One more file extent item points at an existing data extent. */
+int mfs_inc_extent_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len);
+bool mfs_delayed_refs_pending(struct mfs_fs_info *fs);
+/* Give back a reservation that never got a reference. */
+void mfs_unreserve_extent(struct mfs_fs_info *fs, u64 bytenr, u64 len);
+/* Drop a reference: at zero the extent is pinned until commit (freed at once if new). */
+int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len);
+
+/* Commit helpers (transaction.c drives them). */
+int mfs_run_delayed_refs(struct mfs_trans_handle *trans);
+int mfs_write_dirty_block_groups(struct mfs_trans_handle *trans, bool *did_work);
+int mfs_finish_new_chunks(struct mfs_trans_handle *trans, bool *did_work);
+/* After the superblocks are on disk: freed space becomes reusable. */
+void mfs_unpin_extents(struct mfs_fs_info *fs, struct mfs_transaction *t);
+/* raid5/6: rows written this transaction take no more allocations. */
+void mfs_seal_open_rows(struct mfs_fs_info *fs);
+/*
+ * raid5/6: the row holding logical was written out before the commit (it
+ * filled up); space freed in it must not be handed out again until the row
+ * is empty, or a second write of the row would wipe its live neighbours.
+ */
+void mfs_seal_row(struct mfs_fs_info *fs, u64 logical);
+
+/* Restripe support. */
+struct mfs_range {
+	u64 start;
+	u64 len;
+	u64 flags;	/* MFS_EXTENT_FLAG_* */
+	u64 owner;	/* tree blocks: tree; data: root */
+	u64 level;	/* tree blocks */
+	u64 gen;	/* the extent item's generation: a tree block's header must match */
+};
+int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg);
+void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg);
+int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+		       struct mfs_range **out, int *nout);
+
+#endif

@@ -1,0 +1,441 @@
+/*
+ * In-memory state of an open filesystem: devices, chunk maps, block groups,
+ * tree roots, the buffer cache and the running transaction.
+ */
+#ifndef MFS_CTREE_H
+#define MFS_CTREE_H
+
+#include <pthread.h>
+#include "kernel-shared/format/kerncompat.h"
+#include "kernel-shared/format/format.h"
+#include "kernel-shared/block/io.h"
+
+struct mfs_fs_info;
+struct mfs_restripe_status;
+
+/* ---- devices ---- */
+struct mfs_dev_extent_rec {
+	u64 physical;
+	u64 length;
+	u64 chunk_offset;
+};
+
+struct mfs_device {
+	u64 devid;
+	u8 uuid[MFS_UUID_SIZE];
+	u64 total_bytes;	/* size the fs uses on it */
+	u64 bytes_used;		/* allocated to dev extents */
+	u64 flags;		/* MFS_DEV_STATE_* */
+	u64 generation;		/* generation of the superblock read from it */
+	char *path;		/* NULL when missing */
+	struct mfs_io_dev *io;	/* NULL when missing */
+	bool missing;
+	/*
+	 * Failed this mount (a write or flush error, or it vanished): neither
+	 * read nor written again until the next mount. Read without fs->lock.
+	 */
+	bool failed;
+	/*
+	 * Its superblock was behind the filesystem's: it may lack what was
+	 * written after this generation, so it is read only as a last resort
+	 * until it is caught up (0: current).
+	 */
+	u64 stale_gen;
+	bool in_tree;		/* has a device item in the chunk tree */
+	bool dirty;		/* device item must be rewritten at commit */
+	/*
+	 * Its device item goes in at this commit: its own superblock must be
+	 * durable before any other superblock names it (transaction.c).
+	 */
+	bool joining;
+	u64 stats[5];		/* error counters (MFS_DEV_STAT_*), persisted at commit */
+	bool stats_dirty;
+	int reads_in_flight;	/* data reads issued without fs->lock (least-busy copy choice) */
+	/* dev extents, sorted by physical */
+	struct mfs_dev_extent_rec *extents;
+	int nr_extents, max_extents;
+};
+
+/* ---- chunk maps ---- */
+struct mfs_map_stripe {
+	u64 devid;
+	u64 physical;
+	u8 dev_uuid[MFS_UUID_SIZE];
+	struct mfs_device *dev;	/* NULL when the device is missing */
+};
+
+struct mfs_chunk_map {
+	u64 logical;
+	u64 length;
+	u64 type;		/* MFS_BLOCK_GROUP_* */
+	u64 stripe_len;
+	int num_stripes;
+	int sub_stripes;
+	struct mfs_map_stripe stripes[];
+};
+
+/* One piece of a logical range as it lies on the devices. */
+#define MFS_MAX_COPIES 4
+struct mfs_io_map {
+	u64 length;		/* bytes covered, up to the next stripe boundary */
+	int ncopies;		/* mirrors holding these bytes */
+	int stripe[MFS_MAX_COPIES];	/* stripe index of each copy */
+	u64 physical[MFS_MAX_COPIES];
+	/* raid5/6 only */
+	u64 row;		/* full-stripe row inside the chunk */
+	int data_index;		/* data stripe of the row (0..ndata-1) */
+	int p_stripe;		/* stripe index holding P, -1 if none */
+	int q_stripe;		/* stripe index holding Q, -1 if none */
+};
+
+/* ---- block groups and free space ---- */
+struct mfs_free_range {
+	u64 start;
+	u64 len;
+};
+
+struct mfs_block_group {
+	u64 start;
+	u64 length;
+	u64 flags;
+	u64 used;		/* bytes of extents, as committed + this transaction */
+	u64 pinned;		/* freed this transaction, reusable after commit */
+	u64 reserved;		/* allocated, not yet accounted in used */
+	u32 inflight;		/* reserved data extents being written without fs->lock */
+	bool dirty;		/* item needs rewriting */
+	bool ro;		/* takes no new allocations (restripe source) */
+	bool new_chunk;		/* chunk/bg items still to be inserted */
+	struct mfs_chunk_map *map;
+	/* free space, sorted ranges */
+	struct mfs_free_range *free;
+	int nr_free, max_free;
+	/* raid5/6 rows: live bytes per row and whether the row reached disk */
+	u64 row_len;
+	u64 nr_rows;
+	u32 *row_used;
+	u8 *row_sealed;
+};
+
+/* ---- tree blocks ---- */
+struct extent_buffer {
+	u64 start;
+	u32 len;
+	int refs;
+	bool dirty;
+	struct extent_buffer *hash_next;
+	struct extent_buffer *lru_prev, *lru_next;
+	struct extent_buffer *dirty_next;
+	u8 data[];
+};
+
+struct mfs_path {
+	struct extent_buffer *nodes[MFS_MAX_LEVEL];
+	int slots[MFS_MAX_LEVEL];
+	bool search_for_insert;	/* internal */
+};
+
+struct mfs_root {
+	u64 objectid;
+	struct extent_buffer *node;
+	struct mfs_root_item item;
+	bool dirty;		/* root item must be rewritten at commit */
+	struct mfs_fs_info *fs_info;
+};
+
+/* ---- delayed extent references ---- */
+/*
+ * What the transaction did to one extent's reference count; applied to
+ * the extent tree at commit. is_new: the extent was allocated in this
+ * transaction and has no item yet. num_bytes == 0 marks a dead entry.
+ */
+struct mfs_delayed_ref {
+	u64 bytenr;
+	u64 num_bytes;
+	s64 delta;
+	bool is_new;
+	u64 flags;		/* MFS_EXTENT_FLAG_* */
+	u64 owner_root;
+	u64 owner_objectid;
+	u64 owner_offset;
+};
+
+struct mfs_pinned {
+	u64 start;
+	u64 len;
+};
+
+struct mfs_transaction {
+	u64 transid;
+	struct mfs_delayed_ref *refs;
+	int nr_refs, max_refs;
+	int *ref_hash;			/* open addressing: index+1 into refs, 0 = empty */
+	u32 ref_hash_size;
+	int refs_pending;		/* entries with work left for the commit */
+	struct mfs_pinned *pinned;
+	int nr_pinned, max_pinned;
+	struct extent_buffer *dirty_list;
+	int nr_dirty;
+};
+
+struct mfs_trans_handle {
+	struct mfs_fs_info *fs_info;
+	u64 transid;
+};
+
+/* ---- the filesystem ---- */
+#define MFS_OPEN_WRITABLE	(1U << 0)
+#define MFS_OPEN_DEGRADED	(1U << 1)
+#define MFS_OPEN_NO_EXCL	(1U << 2)	/* do not take the device locks */
+#define MFS_OPEN_PARTIAL	(1U << 3)	/* check/dump: tolerate broken trees */
+/* change-uuid: members may carry ctl->alt_fsid too; an interrupted change opens */
+#define MFS_OPEN_CHANGE_FSID	(1U << 4)
+
+struct mfs_fs_info {
+	struct mfs_super_block super;	/* the copy we commit from */
+	u8 fsid[MFS_FSID_SIZE];
+	u8 metadata_fsid[MFS_FSID_SIZE];	/* in tree blocks and DEV_ITEMs (format §3.8) */
+	u32 nodesize;
+	u32 sectorsize;
+	int csum_type;
+	int csum_size;
+	unsigned int open_flags;
+	u64 generation;			/* last committed */
+
+	struct mfs_device **devices;	/* sorted by devid */
+	int nr_devices;
+
+	struct mfs_chunk_map **chunks;	/* sorted by logical */
+	int nr_chunks, max_chunks;
+
+	struct mfs_block_group **bgs;	/* sorted by start, one per chunk */
+	int nr_bgs, max_bgs;
+
+	struct mfs_root *tree_root;
+	struct mfs_root *chunk_root;
+	struct mfs_root *extent_root;
+	struct mfs_root *dev_root;
+	struct mfs_root *fs_root;
+	struct mfs_root *csum_root;
+
+	/* buffer cache */
+	struct extent_buffer **eb_hash;
+	u32 eb_hash_size;
+	u64 eb_cached;
+	u64 eb_cache_limit;
+	struct extent_buffer *lru_head, *lru_tail;
+
+	struct mfs_transaction *running;
+	pthread_mutex_t lock;		/* one big lock for tree and alloc state */
+	/*
+	 * File data I/O that runs without fs->lock (reads, and writes into
+	 * reserved extents) holds map_lock shared, taken while fs->lock is
+	 * still held; whoever changes the chunk map array or retires a map
+	 * holds fs->lock and takes map_lock exclusive. A holder of map_lock
+	 * never waits for fs->lock, so the order is always lock -> map_lock.
+	 */
+	pthread_rwlock_t map_lock;
+	pthread_cond_t inflight_done;	/* a block group's inflight dropped to 0 */
+
+	/* allocation policy */
+	u64 data_profile;		/* profile new data chunks get */
+	u64 metadata_profile;
+	u64 system_profile;
+	u64 incompat_flags;
+
+	/* set when a commit fails: nothing more is written */
+	int fatal_error;
+	struct extent_buffer *aborted;	/* blocks of the failed transaction, kept readable */
+
+	/* raid5/6 open rows waiting for their parity write */
+	struct mfs_open_row *open_rows;
+
+	/* the filesystem layer (inode.c) */
+	u64 next_ino;
+	int compress;			/* 0 none, else zlib level 1..9 */
+	u64 read_devid;			/* read_policy=devid:N: copies there first; 0 none */
+	/*
+	 * The caller keeps mtime/ctime of written files itself (the FUSE
+	 * writeback cache sends them with SETATTR); a write leaves them alone,
+	 * or it could stamp a time later than the one the kernel set.
+	 */
+	int caller_times;
+	u64 dev_stats_dirty;		/* device error counters changed */
+
+	/* balance/convert/delete/resize in progress (restripe.c) */
+	struct mfs_restripe_status *restripe;
+
+	/*
+	 * Where the engine's messages go (it never prints): a device that
+	 * failed, a copy repaired. NULL: dropped.
+	 */
+	void (*log)(void *arg, const char *msg);
+	void *log_arg;
+	/*
+	 * Every device must take every write (mkfs): a failing one fails the
+	 * operation instead of leaving the filesystem without it.
+	 */
+	bool strict_io;
+
+	/* MFS_OPEN_PARTIAL: what could not be loaded, for check to report */
+	char **problems;
+	int nr_problems;
+};
+
+/* Hand a message to fs->log. */
+void mfs_log(struct mfs_fs_info *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Record a problem found while opening with MFS_OPEN_PARTIAL. */
+void mfs_note_problem(struct mfs_fs_info *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- node accessors (ctree.c) ---- */
+static inline struct mfs_header *eb_header(struct extent_buffer *eb)
+{
+	return (struct mfs_header *)eb->data;
+}
+
+static inline u32 eb_nritems(struct extent_buffer *eb)
+{
+	return le32_to_cpu(eb_header(eb)->nritems);
+}
+
+static inline int eb_level(struct extent_buffer *eb)
+{
+	return eb_header(eb)->level;
+}
+
+static inline u64 eb_generation(struct extent_buffer *eb)
+{
+	return le64_to_cpu(eb_header(eb)->generation);
+}
+
+static inline u64 eb_owner(struct extent_buffer *eb)
+{
+	return le64_to_cpu(eb_header(eb)->owner);
+}
+
+static inline struct mfs_item *leaf_item(struct extent_buffer *eb, int slot)
+{
+	return (struct mfs_item *)(eb->data + sizeof(struct mfs_header)) + slot;
+}
+
+static inline struct mfs_key_ptr *node_ptr(struct extent_buffer *eb, int slot)
+{
+	return (struct mfs_key_ptr *)(eb->data + sizeof(struct mfs_header)) + slot;
+}
+
+static inline u32 leaf_data_size(const struct mfs_fs_info *fs)
+{
+	return fs->nodesize - sizeof(struct mfs_header);
+}
+
+static inline u32 node_max_ptrs(const struct mfs_fs_info *fs)
+{
+	return leaf_data_size(fs) / sizeof(struct mfs_key_ptr);
+}
+
+static inline void *leaf_item_data(struct extent_buffer *eb, int slot)
+{
+	return eb->data + sizeof(struct mfs_header) +
+	       le32_to_cpu(leaf_item(eb, slot)->offset);
+}
+
+static inline u32 leaf_item_size(struct extent_buffer *eb, int slot)
+{
+	return le32_to_cpu(leaf_item(eb, slot)->size);
+}
+
+static inline void leaf_item_key(struct extent_buffer *eb, int slot, struct mfs_key *k)
+{
+	mfs_disk_key_to_cpu(k, &leaf_item(eb, slot)->key);
+}
+
+static inline void node_key(struct extent_buffer *eb, int slot, struct mfs_key *k)
+{
+	mfs_disk_key_to_cpu(k, &node_ptr(eb, slot)->key);
+}
+
+static inline u64 node_blockptr(struct extent_buffer *eb, int slot)
+{
+	return le64_to_cpu(node_ptr(eb, slot)->blockptr);
+}
+
+static inline void eb_item_key(struct extent_buffer *eb, int slot, struct mfs_key *k)
+{
+	if (eb_level(eb) == 0)
+		leaf_item_key(eb, slot, k);
+	else
+		node_key(eb, slot, k);
+}
+
+/* ---- B-tree (ctree.c) ---- */
+void mfs_init_path(struct mfs_path *path);
+void mfs_release_path(struct mfs_path *path);
+/*
+ * Find key in root. Returns 0 if found (path at it), 1 if not (path at the
+ * slot where it would be inserted), -errno on error. With a trans handle and
+ * cow set, every node on the path is made writable; ins_len > 0 makes room
+ * for an item of that many data bytes, ins_len < 0 prepares for deletion.
+ */
+int mfs_search_slot(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    const struct mfs_key *key, struct mfs_path *path,
+		    int ins_len, int cow);
+int mfs_insert_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    const struct mfs_key *key, const void *data, u32 size);
+/* Insert an empty item of size bytes; path points at it on return. */
+int mfs_insert_empty_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+			  struct mfs_path *path, const struct mfs_key *key, u32 size);
+int mfs_del_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		 struct mfs_path *path);
+int mfs_truncate_item(struct mfs_trans_handle *trans, struct mfs_path *path, u32 new_size);
+int mfs_extend_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		    struct mfs_path *path, u32 extra);
+/* Step to the next/previous leaf item; 1 at the end of the tree. */
+int mfs_next_item(struct mfs_root *root, struct mfs_path *path);
+int mfs_prev_item(struct mfs_root *root, struct mfs_path *path);
+/* First item with key >= *key; 1 when there is none. */
+int mfs_search_forward(struct mfs_root *root, const struct mfs_key *key,
+		       struct mfs_path *path);
+/* Mark the leaf at path dirty after changing an item in place. */
+void mfs_mark_buffer_dirty(struct mfs_trans_handle *trans, struct extent_buffer *eb);
+/* A fresh empty root node for a new tree. */
+int mfs_create_tree(struct mfs_trans_handle *trans, u64 objectid, struct mfs_root **out);
+/* Set the key of the item at path (must keep the order). */
+void mfs_set_item_key_safe(struct mfs_trans_handle *trans, struct mfs_path *path,
+			   const struct mfs_key *key);
+
+/* ---- buffers (disk-io.c) ---- */
+/*
+ * What the pointer to a tree block says the block must be (DESIGN §2,
+ * "trust nothing a device says about its age"): a copy that disagrees is a
+ * bad copy like one with a bad checksum. level < 0, owner 0, transid 0 and
+ * first_key NULL each mean "not known".
+ */
+struct mfs_tree_check {
+	int level;
+	u64 owner;
+	u64 transid;			/* generation the parent recorded for it */
+	const struct mfs_key *first_key;	/* the parent's key for it */
+};
+/* What a pointer in node parent at slot says of its child. */
+void mfs_child_check(struct extent_buffer *parent, int slot, u64 owner,
+		     struct mfs_key *key_buf, struct mfs_tree_check *chk);
+int mfs_read_tree_block(struct mfs_fs_info *fs, u64 bytenr, const struct mfs_tree_check *chk,
+			struct extent_buffer **out);
+struct extent_buffer *mfs_alloc_eb(struct mfs_fs_info *fs, u64 bytenr);
+void mfs_free_eb(struct mfs_fs_info *fs, struct extent_buffer *eb);
+struct extent_buffer *mfs_eb_get(struct extent_buffer *eb);
+void mfs_eb_put(struct mfs_fs_info *fs, struct extent_buffer *eb);
+void mfs_eb_forget(struct mfs_fs_info *fs, u64 bytenr);
+/*
+ * Verify a tree block image: checksum, bytenr, fsid, the expectations of
+ * chk (NULL: none), item layout. -EUCLEAN when it is bad; *stat (if not
+ * NULL) says which device counter the failure belongs to:
+ * MFS_DEV_STAT_GENERATION_ERRS for a valid block of the wrong generation
+ * (an old copy), else MFS_DEV_STAT_CORRUPTION_ERRS.
+ */
+int mfs_verify_tree_block(struct mfs_fs_info *fs, const u8 *buf, u64 bytenr,
+			  const struct mfs_tree_check *chk, int *stat);
+void mfs_csum_tree_block(struct mfs_fs_info *fs, u8 *buf);
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * Transactions and the commit. The order is the design (DESIGN §2):
+ * settle the trees, write new nodes to fresh space, flush, write the
+ * superblocks, flush. The old generation stays valid until the new
+ * superblocks are durable.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/tree/alloc.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/tree/disk-io.h"
+
+int mfs_start_transaction(struct mfs_fs_info *fs, struct mfs_trans_handle **out)
+{
+	struct mfs_trans_handle *h;
+
+	if (fs->fatal_error)
+		return -EROFS;
+	if (!(fs->open_flags & MFS_OPEN_WRITABLE))
+		return -EROFS;
+	if (!fs->running) {
+		fs->running = calloc(1, sizeof(*fs->running));
+		if (!fs->running)
+			return -ENOMEM;
+		fs->running->transid = fs->generation + 1;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->fs_info = fs;
+	h->transid = fs->running->transid;
+	*out = h;
+	return 0;
+}
+
+void mfs_end_transaction(struct mfs_trans_handle *trans)
+{
+	free(trans);
+}
+
+static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t)
+{
+	struct extent_buffer *eb = t->dirty_list;
+
+	while (eb) {
+		struct extent_buffer *next = eb->dirty_next;
+
+		eb->dirty_next = NULL;
+		eb->dirty = false;
+		mfs_eb_put(fs, eb);
+		eb = next;
+	}
+	t->dirty_list = NULL;
+	t->nr_dirty = 0;
+}
+
+static void free_transaction(struct mfs_transaction *t)
+{
+	free(t->refs);
+	free(t->ref_hash);
+	free(t->pinned);
+	free(t);
+}
+
+void mfs_abort_transaction(struct mfs_fs_info *fs)
+{
+	struct mfs_transaction *t = fs->running;
+
+	if (!t)
+		return;
+	/*
+	 * The filesystem turns read-only with what it had in memory: the
+	 * blocks this transaction changed stay cached, each with a reference
+	 * kept (fs->aborted), so they are never evicted and read back from
+	 * where they never reached. Lookups and reads go on working; the
+	 * disk keeps the last committed generation, which the next mount sees.
+	 */
+	while (t->dirty_list) {
+		struct extent_buffer *eb = t->dirty_list;
+
+		t->dirty_list = eb->dirty_next;
+		eb->dirty = false;
+		eb->dirty_next = fs->aborted;
+		fs->aborted = eb;
+	}
+	t->nr_dirty = 0;
+	mfs_drop_open_rows(fs);
+	free_transaction(t);
+	fs->running = NULL;
+	if (!fs->fatal_error)
+		fs->fatal_error = -EIO;
+}
+
+static int update_dev_items(struct mfs_trans_handle *trans, bool *did_work)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	int i, ret;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		struct mfs_key key = { MFS_DEV_ITEMS_OBJECTID, MFS_DEV_ITEM_KEY, dev->devid };
+		struct mfs_dev_item di = {
+			.devid = cpu_to_le64(dev->devid),
+			.total_bytes = cpu_to_le64(dev->total_bytes),
+			.bytes_used = cpu_to_le64(dev->bytes_used),
+			.generation = cpu_to_le64(trans->transid),
+			.flags = cpu_to_le64(dev->flags),
+			.sector_size = cpu_to_le32(fs->sectorsize),
+		};
+		struct mfs_path path;
+
+		if (!dev->dirty)
+			continue;
+		dev->dirty = false;
+		*did_work = true;
+		memcpy(di.uuid, dev->uuid, MFS_UUID_SIZE);
+		memcpy(di.fsid, fs->metadata_fsid, MFS_FSID_SIZE);
+		mfs_init_path(&path);
+		ret = mfs_search_slot(trans, fs->chunk_root, &key, &path, 0, 1);
+		if (ret == 0) {
+			memcpy(leaf_item_data(path.nodes[0], path.slots[0]), &di, sizeof(di));
+			mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		}
+		mfs_release_path(&path);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			ret = mfs_insert_item(trans, fs->chunk_root, &key, &di, sizeof(di));
+			if (ret)
+				return ret;
+			dev->joining = true;
+		}
+	}
+	return 0;
+}
+
+/* Device error counters live in the device tree (btrfs: PERSISTENT_ITEM). */
+static int update_dev_stats(struct mfs_trans_handle *trans, bool *did_work)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	int i, j, ret;
+
+	if (!fs->dev_stats_dirty || !fs->dev_root)
+		return 0;
+	fs->dev_stats_dirty = 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		struct mfs_key key = { MFS_DEV_STATS_OBJECTID, MFS_PERSISTENT_ITEM_KEY, dev->devid };
+		struct mfs_dev_stats_item item;
+		struct mfs_path path;
+
+		if (!dev->stats_dirty)
+			continue;
+		dev->stats_dirty = false;
+		*did_work = true;
+		for (j = 0; j < MFS_DEV_STAT_VALUES_MAX; j++)
+			item.values[j] = cpu_to_le64(dev->stats[j]);
+		mfs_init_path(&path);
+		ret = mfs_search_slot(trans, fs->dev_root, &key, &path, 0, 1);
+		if (ret == 0) {
+			memcpy(leaf_item_data(path.nodes[0], path.slots[0]), &item, sizeof(item));
+			mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		}
+		mfs_release_path(&path);
+		if (ret > 0)
+			ret = mfs_insert_item(trans, fs->dev_root, &key, &item, sizeof(item));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int update_root_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+			    bool *did_work)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { root->objectid, MFS_ROOT_ITEM_KEY, 0 };
+	struct mfs_path path;
+	int ret;
+
+	if (!root->dirty && le64_to_cpu(root->item.bytenr) == root->node->start &&
+	    root->item.level == eb_level(root->node))
+		return 0;
+	root->dirty = false;
+	*did_work = true;
+	root->item.bytenr = cpu_to_le64(root->node->start);
+	/* what a reader checks the root block against (DESIGN §2) */
+	root->item.generation = cpu_to_le64(eb_generation(root->node));
+	root->item.level = eb_level(root->node);
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
+	if (ret == 0) {
+		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), &root->item,
+		       sizeof(root->item));
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+	}
+	mfs_release_path(&path);
+	if (ret > 0)
+		ret = mfs_insert_item(trans, fs->tree_root, &key, &root->item,
+				      sizeof(root->item));
+	return ret;
+}
+
+/* Bring the extent tree, device items and root items to a fixed point. */
+static int settle_trees(struct mfs_trans_handle *trans)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_root *roots[] = { fs->extent_root, fs->dev_root, fs->fs_root, fs->csum_root };
+	int pass, ret, i;
+
+	for (pass = 0; pass < 64; pass++) {
+		bool did = false;
+
+		ret = mfs_finish_new_chunks(trans, &did);
+		if (ret)
+			return ret;
+		if (mfs_delayed_refs_pending(fs))
+			did = true;
+		ret = mfs_run_delayed_refs(trans);
+		if (ret)
+			return ret;
+		ret = update_dev_items(trans, &did);
+		if (!ret)
+			ret = update_dev_stats(trans, &did);
+		if (ret)
+			return ret;
+		ret = mfs_write_dirty_block_groups(trans, &did);
+		if (ret)
+			return ret;
+		for (i = 0; i < (int)ARRAY_SIZE(roots); i++) {
+			if (!roots[i])
+				continue;
+			ret = update_root_item(trans, roots[i], &did);
+			if (ret)
+				return ret;
+		}
+		if (!did && !mfs_delayed_refs_pending(fs))
+			return 0;
+	}
+	return -ELOOP;
+}
+
+static void update_super(struct mfs_fs_info *fs, u64 transid)
+{
+	struct mfs_super_block *sb = &fs->super;
+	u64 used = 0, total = 0;
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++)
+		used += fs->bgs[i]->used;
+	for (i = 0; i < fs->nr_devices; i++)
+		total += fs->devices[i]->total_bytes;
+	sb->generation = cpu_to_le64(transid);
+	sb->root = cpu_to_le64(fs->tree_root->node->start);
+	sb->root_level = eb_level(fs->tree_root->node);
+	sb->root_generation = cpu_to_le64(eb_generation(fs->tree_root->node));
+	sb->chunk_root = cpu_to_le64(fs->chunk_root->node->start);
+	sb->chunk_root_level = eb_level(fs->chunk_root->node);
+	sb->chunk_root_generation = cpu_to_le64(eb_generation(fs->chunk_root->node));
+	sb->bytes_used = cpu_to_le64(used);
+	sb->total_bytes = cpu_to_le64(total);
+	sb->num_devices = cpu_to_le64(fs->nr_devices);
+	sb->incompat_flags = cpu_to_le64(fs->incompat_flags);
+}
+
+int mfs_commit_transaction(struct mfs_trans_handle *trans)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_transaction *t = fs->running;
+	u64 transid = trans->transid;
+	int ret;
+
+	if (!t) {
+		free(trans);
+		return 0;
+	}
+	ret = settle_trees(trans);
+	if (ret)
+		goto fail;
+	ret = mfs_write_sys_array(fs);
+	if (ret)
+		goto fail;
+	update_super(fs, transid);
+
+	/* 1. every new node and buffered raid5/6 row to its fresh location */
+	ret = mfs_write_dirty_buffers(fs);
+	if (!ret)
+		ret = mfs_flush_open_rows(fs);
+	/* 2. barrier: nothing may point at the new nodes before they are durable */
+	if (!ret)
+		ret = mfs_flush_all_devices(fs);
+	/*
+	 * A device that failed a write or flush is out of this commit (it
+	 * gets no superblock, so it stays at its last complete generation);
+	 * the commit stands on the others if they still hold every chunk.
+	 */
+	if (!ret && mfs_unreadable_chunks(fs))
+		ret = -EIO;
+	if (ret)
+		goto fail;
+	/*
+	 * 3. the superblocks switch to the new generation; a device joining
+	 * the filesystem in this commit gets its own first, durably: were the
+	 * others' durable before it, they would name a member that has none
+	 * (missing after a crash, the filesystem refusing to mount)
+	 */
+	fs->generation = transid;
+	ret = mfs_write_joining_supers(fs);
+	if (ret > 0)
+		ret = mfs_flush_all_devices(fs);
+	if (!ret)
+		ret = mfs_write_all_supers(fs);
+	/* 4. and are themselves durable before we report success */
+	if (!ret)
+		ret = mfs_flush_all_devices(fs);
+	if (!ret && mfs_unreadable_chunks(fs))
+		ret = -EIO;
+	if (ret)
+		goto fail;
+
+	mfs_seal_open_rows(fs);
+	mfs_unpin_extents(fs, t);
+	release_dirty_list(fs, t);
+	free_transaction(t);
+	fs->running = NULL;
+	free(trans);
+	return 0;
+fail:
+	fs->fatal_error = ret;
+	mfs_abort_transaction(fs);
+	free(trans);
+	return ret;
+}
+
+int mfs_commit_if_dirty(struct mfs_fs_info *fs)
+{
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	if (!fs->running && !fs->dev_stats_dirty)
+		return 0;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	return mfs_commit_transaction(trans);
+}

@@ -1,0 +1,39 @@
+/* Transactions: one running at a time; commit in the order of DESIGN §2. */
+#ifndef MFS_TRANSACTION_H
+#define MFS_TRANSACTION_H
+
+#include "kernel-shared/tree/ctree.h"
+
+/* Join the running transaction or start one. */
+int mfs_start_transaction(struct mfs_fs_info *fs, struct mfs_trans_handle **out);
+/*
+ * Space reservation (Documentation/space-reservation.md): start the
+ * transaction of an operation that changes up to `items` tree items only
+ * if the metadata space left holds the worst case of the operation and of
+ * the commit after it, committing the running transaction first if that
+ * frees enough; -ENOSPC before anything changed otherwise. Operations that
+ * free space (MFS_RESERVE_FREEING) may use the global reserve.
+ */
+enum mfs_reserve_kind {
+	MFS_RESERVE_NORMAL,
+	MFS_RESERVE_FREEING,
+};
+int mfs_start_transaction_reserve(struct mfs_fs_info *fs, unsigned int items,
+				  enum mfs_reserve_kind kind, struct mfs_trans_handle **out);
+/* -ENOSPC unless bytes of data space are left (committing first if that helps). */
+int mfs_data_space_check(struct mfs_fs_info *fs, u64 bytes);
+u64 mfs_global_reserve_blocks(struct mfs_fs_info *fs);
+u64 mfs_metadata_free_blocks(struct mfs_fs_info *fs);
+/* Leave the transaction open; it commits later. */
+void mfs_end_transaction(struct mfs_trans_handle *trans);
+/*
+ * Commit: settle the extent tree and root items, write every dirty node to
+ * fresh space, flush every device, write the superblocks with the new
+ * generation, flush again. A failure leaves the old generation on disk.
+ */
+int mfs_commit_transaction(struct mfs_trans_handle *trans);
+/* Commit if anything is pending. */
+int mfs_commit_if_dirty(struct mfs_fs_info *fs);
+void mfs_abort_transaction(struct mfs_fs_info *fs);
+
+#endif
