@@ -14,6 +14,7 @@
 #include "common/device-scan.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/ops/open.h"
 #include "common/target.h"
 #include "common/device-check.h"
 #include "common/units.h"

@@ -20,6 +20,7 @@
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/ops/open.h"
 
 /* ---------------- show ---------------- */
 

@@ -13,6 +13,7 @@
 #include "common/device-scan.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/block/io.h"
+#include "kernel-shared/ops/open.h"
 
 static const char *registry_path(void)
 {

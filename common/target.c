@@ -16,6 +16,7 @@
 #include "kernel-shared/ops/admin.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/ops/open.h"
 
 static int try_online(const char *path, struct mfs_target *t);
 

@@ -25,6 +25,7 @@
 #include "kernel-shared/ops/admin.h"
 #include "kernel-shared/ops/restripe.h"
 #include "kernel-shared/block/testhook.h"
+#include "kernel-shared/ops/open.h"
 
 /*
  * How long the kernel may trust what we told it. Names: as long as it

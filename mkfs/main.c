@@ -24,6 +24,7 @@
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/block/io.h"
+#include "kernel-shared/ops/open.h"
 #include "mkfs/rootdir.h"
 
 static const char * const cmd_mkfs_usage[] = {

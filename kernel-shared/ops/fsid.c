@@ -5,6 +5,7 @@
 #include <string.h>
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/ops/open.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/tree/transaction.h"
 

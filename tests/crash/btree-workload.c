@@ -33,6 +33,7 @@
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/ops/check.h"
+#include "kernel-shared/ops/open.h"
 
 #define NSLOTS		65536	/* the most keys, at the largest scale */
 #define MARKER_MAGIC	0x6b726f776572746bULL

@@ -36,6 +36,7 @@
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/fs/inode-internal.h"
+#include "kernel-shared/ops/open.h"
 
 static const struct { const char *name; u8 type; } key_types[] = {
 	{ "INODE_ITEM", MFS_INODE_ITEM_KEY }, { "XATTR_ITEM", MFS_XATTR_ITEM_KEY },

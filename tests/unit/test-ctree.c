@@ -16,6 +16,7 @@
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/format/profiles.h"
+#include "kernel-shared/ops/open.h"
 #include "unit.h"
 
 /* ---------------- random numbers ---------------- */

@@ -15,6 +15,7 @@
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/format/profiles.h"
+#include "kernel-shared/ops/open.h"
 #include "unit.h"
 
 #define NDEVS 2
