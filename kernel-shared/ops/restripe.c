@@ -60,10 +60,27 @@ static void test_delay(void)
 	}
 }
 
+static bool policy_ahead(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	const struct mfs_restripe_status *st = fs->restripe;
+
+	return st && st->state != MFS_RESTRIPE_NONE && bg->start >= st->cursor;
+}
+
+/* What the allocator must know of the operation in progress (alloc.h). */
+static const struct mfs_alloc_policy restripe_policy = {
+	.ahead = policy_ahead,
+	.will_move = mfs_restripe_will_move,
+	.new_chunk_stripe = mfs_restripe_new_chunk_stripe,
+};
+
 static struct mfs_restripe_status *status(struct mfs_fs_info *fs)
 {
-	if (!fs->restripe)
+	if (!fs->restripe) {
 		fs->restripe = calloc(1, sizeof(*fs->restripe));
+		if (fs->restripe)
+			fs->alloc_policy = &restripe_policy;
+	}
 	return fs->restripe;
 }
 

@@ -7,7 +7,6 @@
 #include <string.h>
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/tree/alloc.h"
-#include "kernel-shared/ops/restripe.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/tree/transaction.h"
@@ -397,16 +396,30 @@ static int take_space(struct mfs_block_group *bg, u64 start, u64 len)
 }
 
 /*
- * A restripe in progress (running or paused) will move a chunk it has not
- * reached yet: until then that chunk may take new extents of a profile it
- * is as safe as, or of any profile if the restripe's filters select it
- * (mfs_restripe_will_move), since they get the target layout when it moves.
+ * An operation in progress (running or paused) that moves chunks will move
+ * one it has not reached yet: until then that chunk may take new extents of
+ * a profile it is as safe as, or of any profile if the operation will give
+ * it a new layout (fs->alloc_policy, published by the restriper).
  */
-static bool restripe_ahead(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+static bool policy_ahead(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
 {
-	const struct mfs_restripe_status *st = fs->restripe;
+	const struct mfs_alloc_policy *pol = fs->alloc_policy;
 
-	return st && st->state != MFS_RESTRIPE_NONE && bg->start >= st->cursor;
+	return pol && pol->ahead(fs, bg);
+}
+
+static bool policy_will_move(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	const struct mfs_alloc_policy *pol = fs->alloc_policy;
+
+	return pol && pol->will_move(fs, bg);
+}
+
+static u64 policy_new_chunk_stripe(struct mfs_fs_info *fs, u64 flags)
+{
+	const struct mfs_alloc_policy *pol = fs->alloc_policy;
+
+	return pol ? pol->new_chunk_stripe(fs, flags) : 0;
 }
 
 /*
@@ -453,7 +466,7 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 			if (type & MFS_BLOCK_GROUP_DATA)
 				keep_metadata_headroom(fs);
 			ret = mfs_alloc_chunk(fs, type | profile,
-					      mfs_restripe_new_chunk_stripe(fs, type), &bg);
+					      policy_new_chunk_stripe(fs, type), &bg);
 			if (ret == 0 && bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);
 			if (ret && ret != -ENOSPC)
@@ -469,9 +482,9 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 				continue;
 			if (pass == 0 && p != profile)
 				continue;
-			if (pass == 1 && (p == profile || !restripe_ahead(fs, bg) ||
+			if (pass == 1 && (p == profile || !policy_ahead(fs, bg) ||
 					  !(mfs_profile_covers(p, profile) ||
-					    mfs_restripe_will_move(fs, bg))))
+					    policy_will_move(fs, bg))))
 				continue;
 			if (bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);

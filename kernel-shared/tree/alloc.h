@@ -4,6 +4,20 @@
 
 #include "kernel-shared/tree/ctree.h"
 
+/*
+ * What an operation that moves chunks (the restriper, ops/restripe.c) tells
+ * the allocator, which never calls up into it. The operation installs its
+ * policy in fs->alloc_policy; each function is called with fs->lock held.
+ */
+struct mfs_alloc_policy {
+	/* bg lies ahead of the operation: it is still to be reached */
+	bool (*ahead)(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
+	/* bg is ahead and will get a new layout (any profile may go into it) */
+	bool (*will_move)(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
+	/* the stripe size a new chunk of flags gets (0: the usual one) */
+	u64 (*new_chunk_stripe)(struct mfs_fs_info *fs, u64 flags);
+};
+
 int mfs_add_block_group(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 			u64 used, bool new_chunk, struct mfs_block_group **out);
 struct mfs_block_group *mfs_lookup_block_group(struct mfs_fs_info *fs, u64 bytenr);

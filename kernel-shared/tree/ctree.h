@@ -12,6 +12,7 @@
 
 struct mfs_fs_info;
 struct mfs_restripe_status;
+struct mfs_alloc_policy;
 
 /* ---- devices ---- */
 struct mfs_dev_extent_rec {
@@ -263,6 +264,8 @@ struct mfs_fs_info {
 
 	/* balance/convert/delete/resize in progress (restripe.c) */
 	struct mfs_restripe_status *restripe;
+	/* what it tells the allocator (alloc.h), NULL: nothing */
+	const struct mfs_alloc_policy *alloc_policy;
 
 	/*
 	 * Where the engine's messages go (it never prints): a device that
