@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/volumes/fs.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/raid56.h"

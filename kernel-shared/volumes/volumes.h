@@ -2,7 +2,7 @@
 #ifndef MFS_VOLUMES_H
 #define MFS_VOLUMES_H
 
-#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/volumes/fs.h"
 
 /* Smallest device mkfs and device add accept. */
 #define MFS_MIN_DEVICE_SIZE	(128 * SZ_1M)
