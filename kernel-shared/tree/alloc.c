@@ -328,6 +328,28 @@ void mfs_seal_open_rows(struct mfs_fs_info *fs)
 	}
 }
 
+int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_block_group **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	struct mfs_chunk_map *map;
+	struct mfs_block_group *bg;
+	int ret = mfs_place_chunk(fs, flags, max_stripe, &map);
+
+	if (ret)
+		return ret;
+	ret = mfs_add_block_group(fs, map, 0, true, &bg);
+	if (ret) {
+		mfs_unplace_chunk(fs, map);
+		return ret;
+	}
+	if (a->incompat)
+		fs->incompat_flags |= a->incompat;
+	if (out)
+		*out = bg;
+	return 0;
+}
+
 void mfs_seal_row(struct mfs_fs_info *fs, u64 logical)
 {
 	struct mfs_block_group *bg = mfs_lookup_block_group(fs, logical);

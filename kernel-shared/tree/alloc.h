@@ -65,16 +65,15 @@ void mfs_seal_open_rows(struct mfs_fs_info *fs);
  * is empty, or a second write of the row would wipe its live neighbours.
  */
 void mfs_seal_row(struct mfs_fs_info *fs, u64 logical);
+/*
+ * Create a chunk of type|profile in memory (mfs_place_chunk) with an empty
+ * block group flagged new_chunk (its items are inserted at commit).
+ * max_stripe 0 = policy.
+ */
+int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_block_group **out);
 
 /* Restripe support. */
-struct mfs_range {
-	u64 start;
-	u64 len;
-	u64 flags;	/* MFS_EXTENT_FLAG_* */
-	u64 owner;	/* tree blocks: tree; data: root */
-	u64 level;	/* tree blocks */
-	u64 gen;	/* the extent item's generation: a tree block's header must match */
-};
 int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,

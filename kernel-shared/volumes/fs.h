@@ -124,6 +124,16 @@ struct mfs_block_group {
 	u8 *row_sealed;
 };
 
+/* A used extent of a block group (mfs_bg_used_ranges, alloc.h). */
+struct mfs_range {
+	u64 start;
+	u64 len;
+	u64 flags;	/* MFS_EXTENT_FLAG_* */
+	u64 owner;	/* tree blocks: tree; data: root */
+	u64 level;	/* tree blocks */
+	u64 gen;	/* the extent item's generation: a tree block's header must match */
+};
+
 /* ---- the filesystem ---- */
 #define MFS_OPEN_WRITABLE	(1U << 0)
 #define MFS_OPEN_DEGRADED	(1U << 1)
@@ -190,6 +200,11 @@ struct mfs_fs_info {
 
 	/* raid5/6 open rows waiting for their parity write */
 	struct mfs_open_row *open_rows;
+	/*
+	 * A raid5/6 row reached the disk (its logical start): set by the
+	 * allocator (mfs_seal_row), which must not reuse its free parts.
+	 */
+	void (*row_sealed)(struct mfs_fs_info *fs, u64 logical);
 
 	/* the filesystem layer (inode.c) */
 	u64 next_ino;

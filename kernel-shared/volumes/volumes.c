@@ -9,7 +9,6 @@
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/raid56.h"
-#include "kernel-shared/tree/alloc.h"
 
 /* ---------------- mapping ---------------- */
 
@@ -804,13 +803,25 @@ static u64 next_chunk_logical(struct mfs_fs_info *fs)
 	return start;
 }
 
-int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
-		    struct mfs_block_group **out)
+/* Give back the dev extents of map's stripes, stripe_size bytes each. */
+static void unplace_stripes(struct mfs_chunk_map *map, u64 stripe_size)
+{
+	int i;
+
+	for (i = 0; i < map->num_stripes; i++) {
+		struct mfs_map_stripe *s = &map->stripes[i];
+
+		mfs_device_remove_extent(s->dev, s->physical);
+		s->dev->bytes_used -= stripe_size;
+	}
+}
+
+int mfs_place_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_chunk_map **out)
 {
 	const struct mfs_raid_attr *a = mfs_profile(flags);
 	struct dev_hole *holes;
 	struct mfs_chunk_map *map;
-	struct mfs_block_group *bg;
 	u64 stripe_size, max_logical;
 	int ndevs = 0, i, j, num_stripes, ndata, ret;
 
@@ -897,28 +908,22 @@ int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 		s->dev->bytes_used += stripe_size;
 	}
 	ret = mfs_add_chunk_map(fs, map);
-	if (ret)
-		goto undo;
-	ret = mfs_add_block_group(fs, map, 0, true, &bg);
 	if (ret) {
-		mfs_remove_chunk_map(fs, map);
-		goto undo;
+		unplace_stripes(map, stripe_size);
+		free(map);
+		goto out;
 	}
-	if (a->incompat)
-		fs->incompat_flags |= a->incompat;
-	if (out)
-		*out = bg;
-	ret = 0;
-	goto out;
-undo:
-	for (i = 0; i < num_stripes; i++) {
-		mfs_device_remove_extent(map->stripes[i].dev, map->stripes[i].physical);
-		map->stripes[i].dev->bytes_used -= stripe_size;
-	}
-	free(map);
+	*out = map;
 out:
 	free(holes);
 	return ret;
+}
+
+void mfs_unplace_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *map)
+{
+	mfs_remove_chunk_map(fs, map);
+	unplace_stripes(map, mfs_map_stripe_size(map));
+	free(map);
 }
 
 /* ---------------- logical I/O ---------------- */
@@ -1080,12 +1085,19 @@ static void unlist_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 	free_row(r);
 }
 
+/* A row reached the disk: the allocator must not reuse its free parts. */
+static void row_sealed(struct mfs_fs_info *fs, u64 logical)
+{
+	if (fs->row_sealed)
+		fs->row_sealed(fs, logical);
+}
+
 static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
 {
 	int ret = write_rows(fs, r, true);	/* not writing: a list of one */
 
 	/* the row is on disk now: the allocator must not reuse its free parts */
-	mfs_seal_row(fs, row_logical(r));
+	row_sealed(fs, row_logical(r));
 	unlist_row(fs, r);
 	return ret;
 }
@@ -1106,7 +1118,7 @@ int mfs_flush_open_rows(struct mfs_fs_info *fs)
 		if (r->writing)
 			continue;
 		/* on disk now: the allocator must not reuse the row's free parts */
-		mfs_seal_row(fs, row_logical(r));
+		row_sealed(fs, row_logical(r));
 		unlist_row(fs, r);
 	}
 	return ret;
@@ -1186,7 +1198,7 @@ static int raid56_write(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 		mark_written(r, in_row, n);
 		if (r->filled * ROW_UNIT >= row_len && full) {
 			/* full: the allocator has nothing left here to give out */
-			mfs_seal_row(fs, row_logical(r));
+			row_sealed(fs, row_logical(r));
 			r->writing = true;
 			while (*full)
 				full = &(*full)->next_full;

@@ -54,12 +54,14 @@ u64 mfs_device_reserved_bytes(u64 total_bytes);
 /* Where new chunks may go: devices present, healthy, current and not being removed. */
 bool mfs_device_allocatable(const struct mfs_device *dev);
 /*
- * Create a chunk of type|profile in memory: picks devices and holes,
- * records dev extents, adds the map and an empty block group flagged
- * new_chunk (its items are inserted at commit). max_stripe 0 = policy.
+ * Place a new chunk of type|profile in memory: picks devices and holes,
+ * records dev extents and adds the map (mfs_alloc_chunk, alloc.h, gives it
+ * its block group). max_stripe 0 = policy.
  */
-int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
-		    struct mfs_block_group **out);
+int mfs_place_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_chunk_map **out);
+/* Take back a chunk just placed: its map, its dev extents; frees map. */
+void mfs_unplace_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *map);
 
 /*
  * Logical I/O through the chunk maps. mirror 0: each piece from the first
@@ -169,7 +171,6 @@ int mfs_layout_for_length(u64 flags, u64 length, const u64 *hole_len, int nholes
  * extents are recorded in memory; the maps are not in the chunk table.
  * *out is a malloc'd array of *nout maps; -ENOSPC if it does not fit.
  */
-struct mfs_range;
 int mfs_alloc_chunk_at(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 flags,
 		       const u64 *excl, int nexcl, const struct mfs_range *used, int nused,
 		       struct mfs_chunk_map ***out, int *nout);
