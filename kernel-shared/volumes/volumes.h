@@ -1,4 +1,7 @@
-/* Devices, chunk maps, logical->physical mapping and chunk allocation. */
+/*
+ * The volume layer: devices (devices.c), chunk maps (chunk-map.c), chunk
+ * allocation (chunk-alloc.c) and logical I/O (logical-io.c).
+ */
 #ifndef MFS_VOLUMES_H
 #define MFS_VOLUMES_H
 

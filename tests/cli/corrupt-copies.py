@@ -8,7 +8,7 @@ usage: corrupt-copies.py [--zero] [--what data|metadata|all] [--max BYTES]
 Reads the chunk and extent trees of the unmounted filesystem on DEVICE with
 `mfs inspect-internal dump-tree`, maps every live extent (tree blocks and data
 extents) to where it lies on the devices, the way the engine lays out each
-profile (DESIGN §2, §3; kernel-shared/volumes/volumes.c mfs_map_block), and
+profile (DESIGN §2, §3; kernel-shared/volumes/chunk-map.c mfs_map_block), and
 overwrites the bytes that the given devices hold of it with random bytes (or
 zeros) -- raid1/raid10 copies, raid5/6 data columns; parity and free space
 are left alone, so that only "one device's copy" is bad. Member images are

@@ -238,7 +238,7 @@ selfheal() {
 
 @test "dup: the second copy of data damaged: read back, healed, counted, check clean" {
 	# reads take a dup chunk's first copy in its first 256 MiB and the
-	# second above (kernel-shared/volumes/volumes.c pick_copy): the file lies above,
+	# second above (kernel-shared/volumes/logical-io.c pick_copy): the file lies above,
 	# past a filler removed again; a 4G device has a 409 MiB data chunk
 	make_images 1 4G
 	mkfs.mfs -q -f -d dup -m dup "$T/img1"

@@ -1,0 +1,333 @@
+/*
+ * The devices of a filesystem: their health and error counters, which
+ * copies to read first, their dev extents and the holes between them.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kernel-shared/volumes/fs.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/block/raid56.h"
+
+/* ---------------- device health ---------------- */
+
+bool mfs_dev_usable(const struct mfs_device *dev)
+{
+	return dev && dev->io && !dev->missing &&
+	       !__atomic_load_n(&dev->failed, __ATOMIC_ACQUIRE);
+}
+
+void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat)
+{
+	__atomic_add_fetch(&dev->stats[stat], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->stats_dirty, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&fs->dev_stats_dirty, 1, __ATOMIC_RELEASE);
+}
+
+static const char *stat_what(int stat)
+{
+	static const char * const names[MFS_DEV_STAT_VALUES_MAX] = {
+		"write", "read", "flush", "corruption", "generation"
+	};
+
+	return stat >= 0 && stat < MFS_DEV_STAT_VALUES_MAX ? names[stat] : "I/O";
+}
+
+static pthread_mutex_t dev_fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool mfs_dev_fail(struct mfs_fs_info *fs, struct mfs_device *dev, int stat, int err)
+{
+	bool failed;
+
+	mfs_dev_count_error(fs, dev, stat);
+	pthread_mutex_lock(&dev_fail_lock);
+	failed = __atomic_load_n(&dev->failed, __ATOMIC_ACQUIRE);
+	if (!failed && fs->strict_io) {
+		pthread_mutex_unlock(&dev_fail_lock);
+		return false;
+	}
+	if (!failed) {
+		/* only while the others still hold every chunk */
+		__atomic_store_n(&dev->failed, true, __ATOMIC_RELEASE);
+		if (mfs_unreadable_chunks(fs)) {
+			__atomic_store_n(&dev->failed, false, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&dev_fail_lock);
+			mfs_log(fs, "devid %llu (%s): %s error: %s; it holds the only good copy of some data, so the write fails",
+				(unsigned long long)dev->devid, dev->path ? dev->path : "?",
+				stat_what(stat), strerror(err < 0 ? -err : err));
+			return false;
+		}
+		mfs_log(fs, "devid %llu (%s) failed: %s error: %s; it gets no more I/O until the filesystem is mounted again",
+			(unsigned long long)dev->devid, dev->path ? dev->path : "?", stat_what(stat),
+			strerror(err < 0 ? -err : err));
+	}
+	pthread_mutex_unlock(&dev_fail_lock);
+	return true;
+}
+
+bool mfs_chunk_readable(const struct mfs_chunk_map *map)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int i, j, bad = 0;
+
+	for (i = 0; i < map->num_stripes; i++)
+		bad += !mfs_dev_usable(map->stripes[i].dev);
+	if (a->nparity)
+		return bad <= a->nparity;
+	if (a->sub_stripes > 1) {
+		for (i = 0; i < map->num_stripes; i += a->sub_stripes) {
+			for (j = 0; j < a->sub_stripes; j++)
+				if (mfs_dev_usable(map->stripes[i + j].dev))
+					break;
+			if (j == a->sub_stripes)
+				return false;
+		}
+		return true;
+	}
+	if (a->ncopies > 1)
+		return bad < map->num_stripes;
+	return bad == 0;
+}
+
+int mfs_unreadable_chunks(struct mfs_fs_info *fs)
+{
+	int i, n = 0;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		n += !mfs_chunk_readable(fs->chunks[i]);
+	return n;
+}
+
+/* ---------------- devices ---------------- */
+
+struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (fs->devices[i]->devid == devid)
+			return fs->devices[i];
+	return NULL;
+}
+
+int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev)
+{
+	void *p = realloc(fs->devices, (fs->nr_devices + 1) * sizeof(*fs->devices));
+	int i;
+
+	if (!p)
+		return -ENOMEM;
+	fs->devices = p;
+	for (i = fs->nr_devices; i > 0 && fs->devices[i - 1]->devid > dev->devid; i--)
+		fs->devices[i] = fs->devices[i - 1];
+	fs->devices[i] = dev;
+	fs->nr_devices++;
+	return 0;
+}
+
+int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset)
+{
+	int i;
+
+	for (i = 0; i < dev->nr_extents; i++) {
+		struct mfs_dev_extent_rec *e = &dev->extents[i];
+
+		if (physical < e->physical + e->length && e->physical < physical + length)
+			return -EEXIST;
+		if (e->physical > physical)
+			break;
+	}
+	if (dev->nr_extents == dev->max_extents) {
+		int nmax = dev->max_extents ? dev->max_extents * 2 : 16;
+		void *p = realloc(dev->extents, nmax * sizeof(*dev->extents));
+
+		if (!p)
+			return -ENOMEM;
+		dev->extents = p;
+		dev->max_extents = nmax;
+	}
+	memmove(&dev->extents[i + 1], &dev->extents[i],
+		(dev->nr_extents - i) * sizeof(*dev->extents));
+	dev->extents[i].physical = physical;
+	dev->extents[i].length = length;
+	dev->extents[i].chunk_offset = chunk_offset;
+	dev->nr_extents++;
+	return 0;
+}
+
+int mfs_device_remove_extent(struct mfs_device *dev, u64 physical)
+{
+	int i;
+
+	for (i = 0; i < dev->nr_extents; i++) {
+		if (dev->extents[i].physical == physical) {
+			memmove(&dev->extents[i], &dev->extents[i + 1],
+				(dev->nr_extents - i - 1) * sizeof(*dev->extents));
+			dev->nr_extents--;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Device ranges never allocated: the first MiB and a MiB at each mirror. */
+static void reserved_range(int i, u64 *start, u64 *len)
+{
+	if (i == 0) {
+		*start = 0;
+		*len = MFS_DEVICE_RESERVED;
+	} else {
+		*start = mfs_sb_offset(i);
+		*len = SZ_1M;
+	}
+}
+
+u64 mfs_device_reserved_bytes(u64 total_bytes)
+{
+	u64 sum = 0;
+	int i;
+
+	for (i = 0; i < MFS_SUPER_MIRROR_MAX; i++) {
+		u64 rs, rl;
+
+		reserved_range(i, &rs, &rl);
+		if (rs < total_bytes)
+			sum += min_t(u64, rl, total_bytes - rs);
+	}
+	return sum;
+}
+
+bool mfs_range_is_reserved(u64 start, u64 len)
+{
+	int i;
+
+	for (i = 0; i < MFS_SUPER_MIRROR_MAX; i++) {
+		u64 rs, rl;
+
+		reserved_range(i, &rs, &rl);
+		if (start < rs + rl && rs < start + len)
+			return true;
+	}
+	return false;
+}
+
+/* Walk the free holes of dev in order; cb returns nonzero to stop. */
+static void for_each_hole(struct mfs_device *dev,
+			  int (*cb)(u64 start, u64 len, void *arg), void *arg)
+{
+	u64 cur = 0, end = dev->total_bytes;
+	int e = 0, r;
+
+	while (cur < end) {
+		u64 next = end;
+
+		/* skip allocated extents and reserved ranges starting at cur */
+		for (;;) {
+			bool moved = false;
+
+			for (; e < dev->nr_extents &&
+			       dev->extents[e].physical + dev->extents[e].length <= cur; e++)
+				;
+			if (e < dev->nr_extents && dev->extents[e].physical <= cur) {
+				cur = dev->extents[e].physical + dev->extents[e].length;
+				moved = true;
+			}
+			for (r = 0; r < MFS_SUPER_MIRROR_MAX; r++) {
+				u64 rs, rl;
+
+				reserved_range(r, &rs, &rl);
+				if (rs <= cur && cur < rs + rl) {
+					cur = rs + rl;
+					moved = true;
+				}
+			}
+			if (!moved)
+				break;
+		}
+		if (cur >= end)
+			break;
+		next = end;
+		if (e < dev->nr_extents && dev->extents[e].physical < next)
+			next = dev->extents[e].physical;
+		for (r = 0; r < MFS_SUPER_MIRROR_MAX; r++) {
+			u64 rs, rl;
+
+			reserved_range(r, &rs, &rl);
+			if (rs > cur && rs < next)
+				next = rs;
+		}
+		if (cb(cur, next - cur, arg))
+			return;
+		cur = next;
+	}
+}
+
+struct max_hole_arg {
+	u64 start;
+	u64 len;
+};
+
+static int max_hole_cb(u64 start, u64 len, void *arg)
+{
+	struct max_hole_arg *m = arg;
+	/* holes are used from an aligned start */
+	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+
+	if (astart >= start + len)
+		return 0;
+	len -= astart - start;
+	len = round_down(len, MFS_CHUNK_ALIGN);
+	if (len > m->len) {
+		m->len = len;
+		m->start = astart;
+	}
+	return 0;
+}
+
+u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start)
+{
+	struct max_hole_arg m = { 0, 0 };
+
+	for_each_hole(dev, max_hole_cb, &m);
+	if (start)
+		*start = m.start;
+	return m.len;
+}
+
+struct best_fit_arg {
+	u64 need;
+	u64 start;
+	u64 len;
+};
+
+static int best_fit_cb(u64 start, u64 len, void *arg)
+{
+	struct best_fit_arg *b = arg;
+	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+
+	if (astart >= start + len || start + len - astart < b->need)
+		return 0;
+	len = start + len - astart;
+	if (!b->len || len < b->len) {
+		b->len = len;
+		b->start = astart;
+	}
+	return 0;
+}
+
+int mfs_device_best_fit(struct mfs_device *dev, u64 need, u64 *start)
+{
+	struct best_fit_arg b = { need, 0, 0 };
+
+	for_each_hole(dev, best_fit_cb, &b);
+	if (!b.len)
+		return -ENOSPC;
+	*start = b.start;
+	return 0;
+}
+
+bool mfs_device_allocatable(const struct mfs_device *dev)
+{
+	/* nothing new on a device that failed, nor on one not caught up */
+	return mfs_dev_usable(dev) && !dev->stale_gen && !(dev->flags & MFS_DEV_STATE_NO_ALLOC);
+}

@@ -1,0 +1,1048 @@
+/*
+ * Logical reads and writes through the chunk maps: mirrors, raid5/6
+ * rows written whole with their parity, rebuilds, self-healing reads and
+ * device flushes (DESIGN §3).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "kernel-shared/volumes/fs.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/block/raid56.h"
+
+enum { READ_RANK_PREFERRED, READ_RANK_HEALTHY, READ_RANK_STALE, READ_RANK_UNUSABLE };
+
+/* Reads go first to the read_policy device, then any healthy one, a stale one last. */
+static int read_rank(const struct mfs_fs_info *fs, const struct mfs_device *dev)
+{
+	if (!mfs_dev_usable(dev))
+		return READ_RANK_UNUSABLE;
+	if (dev->stale_gen)
+		return READ_RANK_STALE;
+	if (fs->read_devid && dev->devid == fs->read_devid)
+		return READ_RANK_PREFERRED;
+	return READ_RANK_HEALTHY;
+}
+
+int mfs_mirror_order(struct mfs_fs_info *fs, const struct mfs_chunk_map *map, u64 logical,
+		     int *order)
+{
+	int copies = mfs_num_copies(map), rank[copies], i, j, n = 0;
+	struct mfs_io_map io;
+
+	if (mfs_map_block(map, logical, &io)) {
+		for (i = 0; i < copies; i++)
+			order[i] = i + 1;
+		return copies;
+	}
+	for (i = 0; i < copies; i++) {
+		/* raid5/6: mirror 1 is the data column, the rest rebuild it */
+		if (mfs_profile(map->type)->nparity)
+			rank[i] = i ? READ_RANK_HEALTHY : read_rank(fs, map->stripes[io.stripe[0]].dev);
+		else
+			rank[i] = read_rank(fs, map->stripes[io.stripe[i]].dev);
+	}
+	/* a stable sort by rank: within one rank, the copies in their order */
+	for (j = READ_RANK_PREFERRED; j <= READ_RANK_UNUSABLE; j++)
+		for (i = 0; i < copies; i++)
+			if (rank[i] == j)
+				order[n++] = i + 1;
+	return copies;
+}
+
+/* ---------------- logical I/O ---------------- */
+
+/*
+ * raid5/6 rows are written whole, once (DESIGN §3): writes land in an
+ * in-memory row until the row is full or the transaction commits, then
+ * data and parity go out together.
+ */
+struct mfs_open_row {
+	struct mfs_chunk_map *map;
+	u64 row;
+	/*
+	 * ROW_UNIT blocks written so far, each counted once (space given back
+	 * and handed out again is written twice); a block only partly written
+	 * is not counted, so such a row waits for the commit.
+	 */
+	u64 filled;
+	u8 *written;		/* bitmap of those blocks */
+	u8 *buf;		/* ndata * stripe_len */
+	/*
+	 * Full, and being written without fs->lock by the writer that filled
+	 * it (mfs_write_full_rows); it stays listed, so reads under the lock
+	 * find its data here until that writer releases it.
+	 */
+	bool writing;
+	struct mfs_open_row *next;
+	struct mfs_open_row *next_full;	/* in that writer's list (NULL unless writing) */
+};
+
+static struct mfs_open_row *find_open_row(struct mfs_fs_info *fs,
+					  struct mfs_chunk_map *map, u64 row)
+{
+	struct mfs_open_row *r;
+
+	for (r = fs->open_rows; r; r = r->next)
+		if (r->map == map && r->row == row)
+			return r;
+	return NULL;
+}
+
+/* A strict write (the restriper's new stripes): any failure fails it. */
+static int write_stripe(struct mfs_map_stripe *s, const void *buf, u64 len, u64 physical)
+{
+	if (!mfs_dev_usable(s->dev))
+		return -EIO;
+	return mfs_io_write(s->dev->io, buf, len, physical);
+}
+
+/*
+ * One copy of a redundant write: 0 written, 1 not (its device is gone, or
+ * fails now and is marked failed): the other copies carry the data; -EIO
+ * when it fails and the others cannot do without it.
+ */
+static int write_copy(struct mfs_fs_info *fs, struct mfs_map_stripe *s, const void *buf,
+		      u64 len, u64 physical)
+{
+	int ret;
+
+	if (!mfs_dev_usable(s->dev))
+		return 1;
+	ret = mfs_io_write(s->dev->io, buf, len, physical);
+	if (!ret)
+		return 0;
+	return mfs_dev_fail(fs, s->dev, MFS_DEV_STAT_WRITE_ERRS, ret) ? 1 : -EIO;
+}
+
+static int read_stripe(struct mfs_map_stripe *s, void *buf, u64 len, u64 physical)
+{
+	if (!mfs_dev_usable(s->dev))
+		return -EIO;
+	return mfs_io_read(s->dev->io, buf, len, physical);
+}
+
+/* Stripe index of data column d / parity in a row (rotation as mfs_map_block). */
+static int row_stripe_index(const struct mfs_chunk_map *map, u64 row, int col)
+{
+	return (col + row % map->num_stripes) % map->num_stripes;
+}
+
+/* blocks[] = the row's data columns, then its parity computed into parity. */
+static int row_blocks(const struct mfs_chunk_map *map, const u8 *data, u8 *parity, void **blocks)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int ndata = map->num_stripes - a->nparity, i;
+	u64 slen = map->stripe_len;
+
+	for (i = 0; i < ndata; i++)
+		blocks[i] = (void *)(data + i * slen);
+	for (i = 0; i < a->nparity; i++)
+		blocks[ndata + i] = parity + i * slen;
+	return mfs_raid56_gen(ndata, a->nparity, slen, blocks);
+}
+
+/* One row through the page cache (the restriper's copies into a new chunk). */
+static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, i, ret = 0;
+	u64 slen = map->stripe_len;
+	void *blocks[n];
+	u8 *parity;
+
+	parity = malloc(a->nparity * slen);
+	if (!parity)
+		return -ENOMEM;
+	ret = row_blocks(map, data, parity, blocks);
+	for (i = 0; !ret && i < n; i++) {
+		int idx = row_stripe_index(map, row, i);
+		struct mfs_map_stripe *s = &map->stripes[idx];
+
+		ret = write_stripe(s, blocks[i], slen, s->physical + row * slen);
+	}
+	free(parity);
+	return ret;
+}
+
+static int write_rows(struct mfs_fs_info *fs, struct mfs_open_row *rows, bool full_list);
+
+static u64 row_logical(const struct mfs_open_row *r)
+{
+	const struct mfs_raid_attr *a = mfs_profile(r->map->type);
+
+	return r->map->logical + r->row * (r->map->num_stripes - a->nparity) * r->map->stripe_len;
+}
+
+#define ROW_UNIT 4096
+
+static void free_row(struct mfs_open_row *r)
+{
+	free(r->written);
+	free(r->buf);
+	free(r);
+}
+
+/* Count the whole ROW_UNIT blocks of [in_row, in_row + n) written the first time. */
+static void mark_written(struct mfs_open_row *r, u64 in_row, u64 n)
+{
+	u64 b = (in_row + ROW_UNIT - 1) / ROW_UNIT, end = (in_row + n) / ROW_UNIT;
+
+	for (; b < end; b++) {
+		if (r->written[b / 8] & (1U << (b % 8)))
+			continue;
+		r->written[b / 8] |= 1U << (b % 8);
+		r->filled++;
+	}
+}
+
+static void unlist_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
+{
+	struct mfs_open_row **pp;
+
+	for (pp = &fs->open_rows; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	free_row(r);
+}
+
+/* A row reached the disk: the allocator must not reuse its free parts. */
+static void row_sealed(struct mfs_fs_info *fs, u64 logical)
+{
+	if (fs->row_sealed)
+		fs->row_sealed(fs, logical);
+}
+
+static int flush_row(struct mfs_fs_info *fs, struct mfs_open_row *r)
+{
+	int ret = write_rows(fs, r, true);	/* not writing: a list of one */
+
+	/* the row is on disk now: the allocator must not reuse its free parts */
+	row_sealed(fs, row_logical(r));
+	unlist_row(fs, r);
+	return ret;
+}
+
+/*
+ * At commit: every row goes to disk, in one batch. A full row its writer
+ * is still writing without the lock is written here as well (the same
+ * bytes to the same place, both around the page cache), so the commit
+ * never waits for that writer; the writer still owns it and unlists it.
+ */
+int mfs_flush_open_rows(struct mfs_fs_info *fs)
+{
+	struct mfs_open_row *r, *next;
+	int ret = write_rows(fs, fs->open_rows, false);
+
+	for (r = fs->open_rows; r; r = next) {
+		next = r->next;
+		if (r->writing)
+			continue;
+		/* on disk now: the allocator must not reuse the row's free parts */
+		row_sealed(fs, row_logical(r));
+		unlist_row(fs, r);
+	}
+	return ret;
+}
+
+/* Forget buffered rows (an aborted transaction); rows being written stay with their writers. */
+void mfs_drop_open_rows(struct mfs_fs_info *fs)
+{
+	struct mfs_open_row **pp = &fs->open_rows;
+
+	while (*pp) {
+		struct mfs_open_row *r = *pp;
+
+		if (r->writing) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		free_row(r);
+	}
+}
+
+bool mfs_range_has_open_rows(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+			     u64 logical, u64 len)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	u64 row_len = (map->num_stripes - a->nparity) * map->stripe_len;
+	u64 first = (logical - map->logical) / row_len;
+	u64 last = (logical + len - 1 - map->logical) / row_len;
+	struct mfs_open_row *r;
+
+	for (r = fs->open_rows; r; r = r->next)
+		if (r->map == map && r->row >= first && r->row <= last)
+			return true;
+	return false;
+}
+
+/*
+ * Copy into the open rows; a row that fills up is written at once, or with
+ * full != NULL marked writing and appended to *full for the caller to
+ * write without the lock.
+ */
+static int raid56_write(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
+			u64 logical, const u8 *buf, u64 len, struct mfs_open_row **full)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	u64 ndata = map->num_stripes - a->nparity;
+	u64 row_len = ndata * map->stripe_len;
+
+	while (len) {
+		u64 off = logical - map->logical;
+		u64 row = off / row_len, in_row = off % row_len;
+		u64 n = min_t(u64, len, row_len - in_row);
+		struct mfs_open_row *r = find_open_row(fs, map, row);
+
+		if (r && r->writing)
+			return -EIO;	/* a full row taking more: the allocator broke */
+		if (!r) {
+			r = calloc(1, sizeof(*r));
+			if (!r)
+				return -ENOMEM;
+			r->written = calloc(row_len / ROW_UNIT / 8 + 1, 1);
+			/* aligned: written around the page cache when full */
+			if (!r->written ||
+			    posix_memalign((void **)&r->buf, MFS_IO_DIRECT_ALIGN, row_len)) {
+				free(r->written);
+				free(r);
+				return -ENOMEM;
+			}
+			memset(r->buf, 0, row_len);
+			r->map = map;
+			r->row = row;
+			r->next = fs->open_rows;
+			fs->open_rows = r;
+		}
+		memcpy(r->buf + in_row, buf, n);
+		mark_written(r, in_row, n);
+		if (r->filled * ROW_UNIT >= row_len && full) {
+			/* full: the allocator has nothing left here to give out */
+			row_sealed(fs, row_logical(r));
+			r->writing = true;
+			while (*full)
+				full = &(*full)->next_full;
+			*full = r;
+		} else if (r->filled * ROW_UNIT >= row_len) {
+			int ret = flush_row(fs, r);
+
+			if (ret)
+				return ret;
+		}
+		logical += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len,
+			 struct mfs_open_row **full)
+{
+	const u8 *p = buf;
+
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int i, ret, written;
+
+		if (!map)
+			return -EUCLEAN;
+		if (mfs_profile(map->type)->nparity) {
+			n = min_t(u64, len, map->logical + map->length - logical);
+			ret = raid56_write(fs, map, logical, p, n, full);
+			if (ret)
+				return ret;
+		} else {
+			ret = mfs_map_block(map, logical, &io);
+			if (ret)
+				return ret;
+			n = min_t(u64, len, io.length);
+			written = 0;
+			for (i = 0; i < io.ncopies; i++) {
+				ret = write_copy(fs, &map->stripes[io.stripe[i]], p, n,
+						 io.physical[i]);
+				if (ret < 0)
+					return ret;
+				written += !ret;
+			}
+			if (!written)
+				return -EIO;
+		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	return write_logical(fs, logical, buf, len, NULL);
+}
+
+int mfs_write_logical_defer(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len,
+			    struct mfs_open_row **full)
+{
+	return write_logical(fs, logical, buf, len, full);
+}
+
+void mfs_release_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
+{
+	while (full) {
+		struct mfs_open_row *next = full->next_full;
+
+		unlist_row(fs, full);
+		full = next;
+	}
+}
+
+/*
+ * Data I/O without fs->lock: the caller holds map_lock shared and owns the
+ * logical range (a reserved extent it writes, or an extent it read the
+ * location of under the lock). Chunks with parity keep their open rows
+ * under fs->lock and are refused with -EAGAIN.
+ *
+ * The pieces of a range (one per stripe unit and copy) are gathered into
+ * one vectored transfer per run of adjacent space on a device, and the
+ * transfers to different devices run in parallel.
+ */
+#define BATCH_IOV 64
+
+struct dev_batch {
+	struct mfs_device *dev;
+	u64 physical;		/* where the run starts on dev */
+	u64 len;
+	int n;
+	struct iovec iov[BATCH_IOV];
+	bool write;
+	int ret;
+};
+
+struct batch_set {
+	struct dev_batch *b;
+	int n, max;
+};
+
+static int batch_add(struct batch_set *set, struct mfs_device *dev, u64 physical, void *buf,
+		     u64 len, bool write)
+{
+	struct dev_batch *b;
+	int i;
+
+	for (i = 0; i < set->n; i++) {
+		b = &set->b[i];
+		if (b->dev == dev && b->physical + b->len == physical && b->n < BATCH_IOV)
+			goto append;
+	}
+	if (set->n == set->max) {
+		int nmax = set->max ? set->max * 2 : 8;
+		void *p = realloc(set->b, nmax * sizeof(*set->b));
+
+		if (!p)
+			return -ENOMEM;
+		set->b = p;
+		set->max = nmax;
+	}
+	b = &set->b[set->n++];
+	b->dev = dev;
+	b->physical = physical;
+	b->len = 0;
+	b->n = 0;
+	b->write = write;
+	b->ret = 0;
+append:
+	b->iov[b->n].iov_base = buf;
+	b->iov[b->n].iov_len = len;
+	b->n++;
+	b->len += len;
+	return 0;
+}
+
+static void *batch_run(void *arg)
+{
+	struct dev_batch *b = arg;
+
+	if (!b->write)
+		__atomic_add_fetch(&b->dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+	b->ret = mfs_io_rw_vec_direct(b->dev->io, b->iov, b->n, b->physical, b->write);
+	if (!b->write)
+		__atomic_sub_fetch(&b->dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Run every batch, those after the first on their own threads; the first error. */
+static int batches_run(struct batch_set *set)
+{
+	pthread_t tid[set->n];
+	bool started[set->n];
+	int i, ret = 0;
+
+	for (i = 1; i < set->n; i++)
+		started[i] = pthread_create(&tid[i], NULL, batch_run, &set->b[i]) == 0;
+	if (set->n)
+		batch_run(&set->b[0]);
+	for (i = 1; i < set->n; i++) {
+		if (started[i])
+			pthread_join(tid[i], NULL);
+		else
+			batch_run(&set->b[i]);
+	}
+	for (i = 0; i < set->n; i++)
+		if (set->b[i].ret && !ret)
+			ret = set->b[i].ret;
+	return ret;
+}
+
+/*
+ * Writes of redundant data: a device whose transfer fails is counted and
+ * marked failed, and the write stands on the other copies (the caller
+ * checks that every piece kept one).
+ */
+static int batches_run_tolerant(struct mfs_fs_info *fs, struct batch_set *set)
+{
+	int i, ret = 0;
+
+	batches_run(set);
+	for (i = 0; i < set->n; i++)
+		if (set->b[i].ret &&
+		    !mfs_dev_fail(fs, set->b[i].dev, MFS_DEV_STAT_WRITE_ERRS, set->b[i].ret))
+			ret = -EIO;
+	return ret;
+}
+
+/*
+ * Which copy of a piece a read takes (read_policy). With devid:N, the copy
+ * on that device when it has one. Otherwise the least busy: each 256 MiB of
+ * a chunk has a home copy, kept unless its device has clearly more reads
+ * in flight than another (more than one stream's readahead), so a
+ * sequential reader stays on one device - whose readahead then works -
+ * while several readers spread over the copies.
+ */
+#define READ_REGION_SHIFT	28
+#define READ_BUSY_MARGIN	8
+
+static int pick_copy(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+		     const struct mfs_io_map *io, u64 logical)
+{
+	int i, home, best = -1, best_load = 0, home_load = 0;
+
+	home = (int)(((logical - map->logical) >> READ_REGION_SHIFT) % io->ncopies);
+	for (i = 0; i < io->ncopies; i++) {
+		struct mfs_device *dev = map->stripes[io->stripe[i]].dev;
+		int load;
+
+		if (read_rank(fs, dev) > READ_RANK_PREFERRED + 1) {
+			if (i == home)
+				home = -1;
+			continue;
+		}
+		if (read_rank(fs, dev) == READ_RANK_PREFERRED)
+			return i;
+		load = __atomic_load_n(&dev->reads_in_flight, __ATOMIC_RELAXED);
+		if (i == home)
+			home_load = load;
+		if (best < 0 || load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	if (home >= 0 && home_load < best_load + READ_BUSY_MARGIN)
+		return home;
+	if (best >= 0)
+		return best;
+	/* no healthy copy: a stale one, whose reads are verified like any other */
+	for (i = 0; i < io->ncopies; i++)
+		if (read_rank(fs, map->stripes[io->stripe[i]].dev) == READ_RANK_STALE)
+			return i;
+	return -1;
+}
+
+/* Add the pieces of [logical, logical+len) to set: every copy (write) or the least busy. */
+static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8 *p, u64 len,
+		  bool write)
+{
+	int ret = 0;
+
+	while (!ret && len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int c;
+
+		if (!map)
+			return -EUCLEAN;
+		if (write && mfs_profile(map->type)->nparity)
+			return -EAGAIN;
+		ret = mfs_map_block(map, logical, &io);
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		c = write ? 0 : pick_copy(fs, map, &io, logical);
+		if (c < 0)
+			return -EIO;
+		for (; !ret && c < io.ncopies; c++) {
+			struct mfs_map_stripe *s = &map->stripes[io.stripe[c]];
+
+			if (!mfs_dev_usable(s->dev)) {
+				if (!write)
+					return -EIO;
+				continue;	/* the other copies carry it */
+			}
+			ret = batch_add(set, s->dev, io.physical[c], p, n, write);
+			if (!write)
+				break;
+		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return ret;
+}
+
+/* Is there a usable copy of every piece of [logical, logical+len)? */
+static bool range_readable(struct mfs_fs_info *fs, u64 logical, u64 len)
+{
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int c;
+
+		if (!map || mfs_map_block(map, logical, &io))
+			return false;
+		for (c = 0; c < io.ncopies; c++)
+			if (mfs_dev_usable(map->stripes[io.stripe[c]].dev))
+				break;
+		if (c == io.ncopies)
+			return false;
+		n = min_t(u64, len, io.length);
+		logical += n;
+		len -= n;
+	}
+	return true;
+}
+
+int mfs_write_logical_unlocked(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len)
+{
+	struct batch_set set = { 0 };
+	int ret = gather(fs, &set, logical, (u8 *)buf, len, true);
+
+	if (!ret)
+		ret = batches_run_tolerant(fs, &set);
+	if (!ret && !range_readable(fs, logical, len))
+		ret = -EIO;
+	free(set.b);
+	return ret;
+}
+
+/*
+ * The rows of a list (linked by next_full, or by next: all open rows) with
+ * their parity, around the page cache (a buffered write could
+ * collide with a direct one of the same row). Consecutive rows of a chunk
+ * lie back to back on every device, so each device gets one vectored write
+ * per run of rows, and the devices are written in parallel.
+ */
+static int write_rows(struct mfs_fs_info *fs, struct mfs_open_row *rows, bool full_list)
+{
+	struct batch_set set = { 0 };
+	struct mfs_open_row *r;
+	u8 **parity;
+	int nrows = 0, i, ret = 0;
+
+	for (r = rows; r; r = full_list ? r->next_full : r->next)
+		nrows++;
+	if (!nrows)
+		return 0;
+	parity = calloc(nrows, sizeof(*parity));
+	if (!parity)
+		return -ENOMEM;
+	for (r = rows, i = 0; !ret && r; r = full_list ? r->next_full : r->next, i++) {
+		struct mfs_chunk_map *map = r->map;
+		int n = map->num_stripes, c;
+		u64 slen = map->stripe_len;
+		void *blocks[n];
+
+		if (posix_memalign((void **)&parity[i], MFS_IO_DIRECT_ALIGN,
+				   mfs_profile(map->type)->nparity * slen)) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = row_blocks(map, r->buf, parity[i], blocks);
+		for (c = 0; !ret && c < n; c++) {
+			struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, r->row, c)];
+
+			/* a column whose device is gone is rebuilt from parity when read */
+			if (mfs_dev_usable(s->dev))
+				ret = batch_add(&set, s->dev, s->physical + r->row * slen,
+						blocks[c], slen, true);
+		}
+	}
+	if (!ret)
+		ret = batches_run_tolerant(fs, &set);
+	/* every row keeps enough columns to be read back */
+	for (r = rows; !ret && r; r = full_list ? r->next_full : r->next)
+		if (!mfs_chunk_readable(r->map))
+			ret = -EIO;
+	for (i = 0; i < nrows; i++)
+		free(parity[i]);
+	free(parity);
+	free(set.b);
+	return ret;
+}
+
+int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
+{
+	return write_rows(fs, full, true);
+}
+
+int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r)
+{
+	struct batch_set set = { 0 };
+	int i, ret = 0;
+
+	for (i = 0; !ret && i < n; i++)
+		ret = gather(fs, &set, r[i].logical, r[i].buf, r[i].len, false);
+	if (!ret)
+		ret = batches_run(&set);
+	free(set.b);
+	return ret;
+}
+
+/*
+ * Rebuild len bytes of one data column of a raid5/6 row from the others.
+ * lost_parity additionally treats P as unreadable (so Q is used).
+ */
+static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_map *io,
+			       u64 col_off, u8 *buf, u64 len, int also_bad)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, i, ret = 0;
+	int failed[2], nfailed = 0;
+	void *blocks[n];
+	u8 *tmp;
+
+	if (also_bad >= 0 && a->nparity < 2)
+		return -EIO;
+	tmp = malloc((size_t)n * len);
+	if (!tmp)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		int idx = row_stripe_index(map, io->row, i);
+		struct mfs_map_stripe *s = &map->stripes[idx];
+
+		blocks[i] = tmp + (size_t)i * len;
+		if (i == io->data_index || i == also_bad)
+			continue;
+		ret = read_stripe(s, blocks[i], len, s->physical + io->row * map->stripe_len + col_off);
+		if (ret)
+			goto out;
+	}
+	failed[nfailed++] = io->data_index;
+	if (also_bad >= 0)
+		failed[nfailed++] = also_bad;
+	ret = mfs_raid56_rebuild(ndata, a->nparity, len, blocks, nfailed, failed);
+	if (!ret)
+		memcpy(buf, blocks[io->data_index], len);
+out:
+	free(tmp);
+	return ret;
+}
+
+/* Read one piece that does not cross a stripe boundary. */
+/* Copy `mirror` of one piece that does not cross a stripe boundary, from the disks. */
+static int read_mirror(struct mfs_chunk_map *map, const struct mfs_io_map *io, u64 logical,
+		       u8 *buf, u64 len, int mirror)
+{
+	if (mfs_profile(map->type)->nparity) {
+		u64 col_off = (logical - map->logical) % map->stripe_len;
+		int k = mirror - 3;
+
+		if (mirror <= 1)
+			return read_stripe(&map->stripes[io->stripe[0]], buf, len, io->physical[0]);
+		if (mirror == 2)
+			return raid56_rebuild_read(map, io, col_off, buf, len, -1);
+		/* mirror 3.. : the k-th other column is assumed bad as well */
+		if (k >= io->data_index)
+			k++;
+		if (k >= map->num_stripes)
+			return -EINVAL;
+		return raid56_rebuild_read(map, io, col_off, buf, len, k);
+	}
+	if (mirror < 1)
+		mirror = 1;
+	if (mirror > io->ncopies)
+		return -EINVAL;
+	return read_stripe(&map->stripes[io->stripe[mirror - 1]], buf, len,
+			   io->physical[mirror - 1]);
+}
+
+/* Read one piece: a raid5/6 row still in memory is served from there. */
+static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
+		      u64 logical, u8 *buf, u64 len, int mirror)
+{
+	struct mfs_io_map io;
+	int ret = mfs_map_block(map, logical, &io);
+
+	if (ret)
+		return ret;
+	if (mfs_profile(map->type)->nparity) {
+		u64 row_len = (map->num_stripes - mfs_profile(map->type)->nparity) * map->stripe_len;
+		struct mfs_open_row *r = find_open_row(fs, map, io.row);
+
+		if (r) {
+			memcpy(buf, r->buf + (logical - map->logical) % row_len, len);
+			return 0;
+		}
+	}
+	return read_mirror(map, &io, logical, buf, len, mirror);
+}
+
+int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror)
+{
+	u8 *p = buf;
+
+	while (len) {
+		struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+		struct mfs_io_map io;
+		u64 n;
+		int ret, m, copies;
+
+		if (!map)
+			return -EUCLEAN;
+		ret = mfs_map_block(map, logical, &io);
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		if (mirror > 0) {
+			ret = read_piece(fs, map, logical, p, n, mirror);
+		} else {
+			int *order;
+
+			copies = mfs_num_copies(map);
+			order = malloc(copies * sizeof(*order));
+			if (!order)
+				return -ENOMEM;
+			mfs_mirror_order(fs, map, logical, order);
+			ret = -EIO;
+			for (m = 0; m < copies && ret; m++) {
+				ret = read_piece(fs, map, logical, p, n, order[m]);
+				if (mirror == MFS_MIRROR_PREFERRED)
+					break;
+			}
+			free(order);
+		}
+		if (ret)
+			return ret;
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+struct flush_job {
+	struct mfs_io_dev *io;
+	int ret;
+};
+
+static void *flush_job_run(void *arg)
+{
+	struct flush_job *j = arg;
+
+	j->ret = mfs_io_flush(j->io);
+	return NULL;
+}
+
+/*
+ * These devices' caches to stable storage, in parallel: a flush waits for
+ * the device to write back what it holds, and one device's writeback need
+ * not wait for another's. The first error is returned.
+ */
+int mfs_flush_io_devices(struct mfs_io_dev **io, int n)
+{
+	struct flush_job job[n ? n : 1];
+	pthread_t tid[n ? n : 1];
+	bool started[n ? n : 1];
+	int i, ret = 0;
+
+	for (i = 0; i < n; i++)
+		job[i] = (struct flush_job){ io[i], 0 };
+	for (i = 1; i < n; i++)
+		started[i] = pthread_create(&tid[i], NULL, flush_job_run, &job[i]) == 0;
+	for (i = 0; i < n; i++) {
+		if (i == 0 || !started[i])
+			flush_job_run(&job[i]);
+		else
+			pthread_join(tid[i], NULL);
+		if (job[i].ret && !ret)
+			ret = job[i].ret;
+	}
+	return ret;
+}
+
+/*
+ * Every usable device's cache to stable storage, in parallel. A device
+ * whose flush fails is counted and marked failed: what it was to keep
+ * stands on the other devices (the commit checks that every chunk can
+ * still be read). Fails only when no device could flush.
+ */
+int mfs_flush_all_devices(struct mfs_fs_info *fs)
+{
+	int n = fs->nr_devices ? fs->nr_devices : 1;
+	struct flush_job job[n];
+	struct mfs_device *dev[n];
+	pthread_t tid[n];
+	bool started[n];
+	int i, nr = 0, flushed = 0, first_err = 0;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (mfs_dev_usable(fs->devices[i]))
+			dev[nr++] = fs->devices[i];
+	for (i = 0; i < nr; i++) {
+		job[i] = (struct flush_job){ dev[i]->io, 0 };
+		started[i] = i > 0 && pthread_create(&tid[i], NULL, flush_job_run, &job[i]) == 0;
+		if (i > 0 && !started[i])
+			flush_job_run(&job[i]);
+	}
+	if (nr)
+		flush_job_run(&job[0]);
+	for (i = 0; i < nr; i++) {
+		if (started[i])
+			pthread_join(tid[i], NULL);
+		if (!job[i].ret) {
+			flushed++;
+			continue;
+		}
+		if (!mfs_dev_fail(fs, dev[i], MFS_DEV_STAT_FLUSH_ERRS, job[i].ret) && !first_err)
+			first_err = job[i].ret;
+	}
+	if (first_err || (!flushed && nr))
+		return -EIO;
+	return 0;
+}
+
+/* Which stripe of map holds copy `mirror` of logical (raid5/6: the data column). */
+static int mirror_stripe(struct mfs_chunk_map *map, u64 logical, int mirror, u64 *physical)
+{
+	struct mfs_io_map io;
+	int idx;
+
+	if (mfs_map_block(map, logical, &io))
+		return -1;
+	if (mfs_profile(map->type)->nparity || mirror < 1 || mirror > io.ncopies)
+		idx = 0;
+	else
+		idx = mirror - 1;
+	if (physical)
+		*physical = io.physical[idx];
+	return io.stripe[idx];
+}
+
+struct mfs_device *mfs_mirror_device(struct mfs_chunk_map *map, u64 logical, int mirror)
+{
+	int idx = mirror_stripe(map, logical, mirror, NULL);
+
+	return idx < 0 ? NULL : map->stripes[idx].dev;
+}
+
+int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *buf,
+			     u32 len, int mirror)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+	u64 physical;
+	int idx;
+
+	if (!map)
+		return -EUCLEAN;
+	idx = mirror_stripe(map, logical, mirror, &physical);
+	if (idx < 0)
+		return -EINVAL;
+	return write_copy(fs, &map->stripes[idx], buf, len, physical) ? -EIO : 0;
+}
+
+bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+	struct mfs_device *dev;
+	int idx;
+
+	if (!map)
+		return false;
+	idx = mirror_stripe(map, logical, mirror, NULL);
+	if (idx < 0)
+		return false;
+	dev = map->stripes[idx].dev;
+	if (!dev)
+		return false;
+	mfs_dev_count_error(fs, dev, stat);
+	return mfs_dev_usable(dev) && (fs->open_flags & MFS_OPEN_WRITABLE);
+}
+
+/* Read through a given map (no open rows: the range takes no writes). */
+int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror)
+{
+	u8 *p = buf;
+
+	while (len) {
+		struct mfs_io_map io;
+		u64 n;
+		int ret = mfs_map_block(map, logical, &io);
+
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		ret = read_mirror(map, &io, logical, p, n, mirror);
+		if (ret)
+			return ret;
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Write through a given map; raid5/6 maps take whole rows only. */
+int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	const u8 *p = buf;
+
+	if (a->nparity) {
+		u64 row_len = (u64)(map->num_stripes - a->nparity) * map->stripe_len;
+		u64 off = logical - map->logical;
+
+		if (off % row_len || len % row_len)
+			return -EINVAL;
+		for (; len; len -= row_len, p += row_len, off += row_len) {
+			int ret = write_full_row(map, off / row_len, p);
+
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	while (len) {
+		struct mfs_io_map io;
+		u64 n;
+		int i, ret = mfs_map_block(map, logical, &io);
+
+		if (ret)
+			return ret;
+		n = min_t(u64, len, io.length);
+		for (i = 0; i < io.ncopies; i++) {
+			ret = write_stripe(&map->stripes[io.stripe[i]], p, n, io.physical[i]);
+			if (ret)
+				return ret;
+		}
+		logical += n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
