@@ -1,0 +1,265 @@
+/*
+ * Device add and grow, and the start of a replace: the device-level
+ * operations that go with the restriper.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <time.h>
+#include <uuid/uuid.h>
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/tree/alloc.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/block/raid56.h"
+#include "kernel-shared/block/testhook.h"
+#include "kernel-shared/ops/restripe-internal.h"
+
+#define SECTOR 4096ULL
+/* ---------------- device add and grow ---------------- */
+
+/*
+ * A new member on the opened io (taken over): the next devid, the whole
+ * device, and nothing of a former filesystem left in the reserved area.
+ * In fs->devices; its item and superblock follow at the next commit. On
+ * failure io is closed.
+ */
+static int join_device(struct mfs_fs_info *fs, struct mfs_io_dev *io, const char *path,
+		       u64 flags, struct mfs_device **out)
+{
+	static const u8 zero[SZ_64K];
+	struct mfs_device *dev;
+	u64 devid = 1, off;
+	int i, ret = -ENOMEM;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (fs->devices[i]->devid >= devid)
+			devid = fs->devices[i]->devid + 1;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev || !(dev->path = strdup(path)))
+		goto fail;
+	dev->io = io;
+	dev->devid = devid;
+	dev->flags = flags;
+	uuid_generate(dev->uuid);
+	dev->total_bytes = round_down(io->size, SZ_4K);
+	dev->dirty = true;
+	dev->generation = fs->generation;
+	for (off = 0; off < SZ_1M; off += sizeof(zero)) {
+		ret = mfs_io_write(io, zero, sizeof(zero), off);
+		if (ret)
+			goto fail;
+	}
+	for (i = 1; i < MFS_SUPER_MIRROR_MAX; i++) {
+		off = mfs_sb_offset(i);
+		if (off + MFS_SUPER_INFO_SIZE > io->size)
+			break;
+		ret = mfs_io_write(io, zero, MFS_SUPER_INFO_SIZE, off);
+		if (ret)
+			goto fail;
+	}
+	ret = mfs_io_flush(io);
+	if (!ret)
+		ret = mfs_add_device(fs, dev);
+	if (ret)
+		goto fail;
+	*out = dev;
+	return 0;
+fail:
+	mfs_io_close(io);
+	if (dev)
+		free(dev->path);
+	free(dev);
+	return ret;
+}
+
+/* Undo join_device before anything was committed. */
+static void unjoin_device(struct mfs_fs_info *fs, struct mfs_device *dev)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i] == dev) {
+			memmove(&fs->devices[i], &fs->devices[i + 1],
+				(fs->nr_devices - i - 1) * sizeof(*fs->devices));
+			fs->nr_devices--;
+			break;
+		}
+	}
+	mfs_io_close(dev->io);
+	free(dev->path);
+	free(dev->extents);
+	free(dev);
+}
+
+int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid_out)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_device *dev;
+	struct mfs_io_dev *io;
+	int ret;
+
+	ret = mfs_io_open(path, true, true, &io);
+	if (ret)
+		return ret;
+	if (io->size < MFS_MIN_DEVICE_SIZE) {
+		mfs_io_close(io);
+		return -ENOSPC;
+	}
+	ret = join_device(fs, io, path, 0, &dev);
+	if (ret)
+		return ret;
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret)
+		ret = mfs_commit_transaction(trans);
+	if (ret)
+		return ret;	/* the commit failed: the fs is read-only now */
+	*devid_out = dev->devid;
+	return 0;
+}
+
+/*
+ * Would every stripe on src fit on an empty device of size bytes, placed
+ * as the run will place them (chunk by chunk, smallest hole first)?
+ */
+static bool replace_fits(struct mfs_fs_info *fs, u64 src, u64 size)
+{
+	struct mfs_device tgt = { .total_bytes = round_down(size, SZ_4K) };
+	bool fits = true;
+	int c, i;
+
+	for (c = 0; c < fs->nr_chunks && fits; c++) {
+		struct mfs_chunk_map *map = fs->chunks[c];
+		u64 ss = mfs_map_stripe_size(map), phys;
+
+		for (i = 0; i < map->num_stripes && fits; i++)
+			if (map->stripes[i].devid == src)
+				fits = !mfs_device_best_fit(&tgt, ss, &phys) &&
+				       !mfs_device_add_extent(&tgt, phys, ss, map->logical);
+	}
+	free(tgt.extents);
+	return fits;
+}
+
+/* The smallest device size (whole MiBs) that replace_fits, up to hi. */
+static u64 replace_required(struct mfs_fs_info *fs, u64 src, u64 hi)
+{
+	u64 lo = MFS_MIN_DEVICE_SIZE / SZ_1M, top = max_t(u64, hi / SZ_1M, lo);
+
+	if (!replace_fits(fs, src, top * SZ_1M))
+		return top * SZ_1M;
+	while (lo < top) {
+		u64 mid = lo + (top - lo) / 2;
+
+		if (replace_fits(fs, src, mid * SZ_1M))
+			top = mid;
+		else
+			lo = mid + 1;
+	}
+	return top * SZ_1M;
+}
+
+int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 flags,
+		      bool discard, char *msg, size_t msglen)
+{
+	struct mfs_restripe_status *st = rs_status(fs);
+	struct mfs_device *src, *tgt;
+	struct mfs_io_dev *io;
+	u64 *list, size;
+	int ret, n, i;
+
+	msg[0] = 0;
+	if (!st)
+		return -ENOMEM;
+	if (st->state != MFS_RESTRIPE_NONE)
+		return rs_busy(st, msg, msglen);
+	src = mfs_find_device(fs, srcid);
+	if (!src) {
+		snprintf(msg, msglen, "'%llu' is not a valid devid for this filesystem",
+			 (unsigned long long)srcid);
+		return -ENODEV;
+	}
+	if (src->missing || !src->io) {
+		snprintf(msg, msglen,
+			 "source device %llu is missing: rebuilding it needs a read-write degraded mount, which mfs does not have yet",
+			 (unsigned long long)srcid);
+		return -ENXIO;
+	}
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i]->path && !strcmp(fs->devices[i]->path, path)) {
+			snprintf(msg, msglen, "target device %s is a member of this filesystem", path);
+			return -EEXIST;
+		}
+	}
+	ret = mfs_io_open(path, true, true, &io);
+	if (ret) {
+		snprintf(msg, msglen, "cannot open target device %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	size = round_down(io->size, SZ_4K);
+	if (size < MFS_MIN_DEVICE_SIZE || !replace_fits(fs, srcid, size)) {
+		u64 need = max_t(u64, MFS_MIN_DEVICE_SIZE,
+				 replace_required(fs, srcid, max_t(u64, src->total_bytes, size)));
+
+		snprintf(msg, msglen,
+			 "target device smaller than source device (required %llu bytes)\nThe target may be smaller than the source (%llu bytes) as long as what is allocated on the source (%llu bytes) fits; this target (%llu bytes) cannot hold it.",
+			 (unsigned long long)need, (unsigned long long)src->total_bytes,
+			 (unsigned long long)src->bytes_used, (unsigned long long)size);
+		mfs_io_close(io);
+		return -ENOSPC;
+	}
+	if (discard)
+		mfs_io_discard(io, 0, io->size);
+	ret = join_device(fs, io, path, MFS_DEV_STATE_REPLACE_TARGET, &tgt);
+	if (ret)
+		return ret;
+	rs_reset_status(st);
+	st->args.op = MFS_RESTRIPE_OP_REPLACE;
+	st->args.flags = MFS_BALANCE_DATA | MFS_BALANCE_METADATA | MFS_BALANCE_SYSTEM |
+			 (flags & MFS_BALANCE_REPLACE_READ_OTHERS);
+	st->args.nr_devids = 2;
+	st->args.devids[0] = srcid;
+	st->args.devids[1] = tgt->devid;
+	st->start_time = time(NULL);
+	ret = rs_select_chunks(fs, &st->args, 0, &list, &n, &st->bytes_total);
+	if (ret) {
+		unjoin_device(fs, tgt);
+		return ret;
+	}
+	free(list);
+	st->expected = n;
+	st->state = MFS_RESTRIPE_RUNNING;
+	/* from this commit on, the source takes no new chunks */
+	src->flags |= MFS_DEV_STATE_REPLACE_SOURCE;
+	src->dirty = true;
+	ret = rs_persist(fs, false);
+	if (ret) {
+		/* the commit failed: the filesystem is read-only now */
+		st->state = MFS_RESTRIPE_NONE;
+		src->flags &= ~MFS_DEV_STATE_REPLACE_SOURCE;
+	}
+	return ret;
+}
+
+int mfs_device_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size)
+{
+	struct mfs_device *dev = mfs_find_device(fs, devid);
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	if (!dev || dev->missing)
+		return -ENODEV;
+	if (new_size > dev->io->size)
+		return -EFBIG;
+	dev->total_bytes = round_down(new_size, SZ_4K);
+	dev->dirty = true;
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret)
+		ret = mfs_commit_transaction(trans);
+	return ret;
+}

@@ -1,0 +1,1058 @@
+/*
+ * Moving one chunk: its data copied to the new layout (or its extents
+ * evacuated into other chunks), read through every good copy, written in
+ * parallel per device, then its items swapped in one transaction.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <time.h>
+#include <uuid/uuid.h>
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/tree/alloc.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/block/raid56.h"
+#include "kernel-shared/block/testhook.h"
+#include "kernel-shared/ops/restripe-internal.h"
+
+/*
+ * MFS_TEST_RESTRIPE_DELAY_MS: a pause after each chunk is copied, before
+ * it is swapped in, so that tests can pause, query or kill an operation
+ * mid-way (and mid-chunk) however fast the copy is.
+ * The same point is MFS_TEST_PAUSE_AT's "restripe-copied" (testhook.h).
+ */
+static void test_delay(void)
+{
+	static long ms = -1;
+
+	if (ms < 0) {
+		const char *v = getenv("MFS_TEST_RESTRIPE_DELAY_MS");
+
+		ms = v ? atol(v) : 0;
+		if (ms < 0 || ms > 60000)
+			ms = 0;
+	}
+	mfs_test_pause_at("restripe-copied");
+	if (ms) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+#define SECTOR 4096ULL
+/* ---------------- moving one chunk ---------------- */
+
+int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key)
+{
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, -1, 1);
+	if (ret > 0)
+		ret = -EUCLEAN;
+	if (ret == 0)
+		ret = mfs_del_item(trans, root, &path);
+	mfs_release_path(&path);
+	return ret;
+}
+
+static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_map *old,
+			       struct mfs_chunk_map **new, int nnew)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_FIRST_CHUNK_TREE_OBJECTID, MFS_CHUNK_ITEM_KEY, old->logical };
+	u64 oss = mfs_map_stripe_size(old);
+	int i, m, ret;
+
+	ret = rs_delete_key(trans, fs->chunk_root, &key);
+	if (ret)
+		return ret;
+	for (m = 0; m < nnew; m++) {
+		u32 size = mfs_chunk_item_size(new[m]->num_stripes);
+		u8 *buf = malloc(size);
+
+		if (!buf)
+			return -ENOMEM;
+		key.offset = new[m]->logical;
+		mfs_chunk_map_to_item(fs, new[m], buf);
+		ret = mfs_insert_item(trans, fs->chunk_root, &key, buf, size);
+		free(buf);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < old->num_stripes; i++) {
+		struct mfs_key dk = { old->stripes[i].devid, MFS_DEV_EXTENT_KEY, old->stripes[i].physical };
+		struct mfs_device *dev = mfs_find_device(fs, old->stripes[i].devid);
+
+		ret = rs_delete_key(trans, fs->dev_root, &dk);
+		if (ret)
+			return ret;
+		if (dev) {
+			dev->bytes_used -= min_t(u64, oss, dev->bytes_used);
+			dev->dirty = true;
+		}
+	}
+	for (m = 0; m < nnew; m++) {
+		u64 nss = mfs_map_stripe_size(new[m]);
+
+		for (i = 0; i < new[m]->num_stripes; i++) {
+			struct mfs_map_stripe *s = &new[m]->stripes[i];
+			struct mfs_key dk = { s->devid, MFS_DEV_EXTENT_KEY, s->physical };
+			struct mfs_dev_extent de = {
+				.chunk_offset = cpu_to_le64(new[m]->logical),
+				.length = cpu_to_le64(nss),
+			};
+
+			ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
+			if (ret)
+				return ret;
+			s->dev->bytes_used += nss;
+			s->dev->dirty = true;
+		}
+	}
+	return 0;
+}
+
+/* After the swap is committed the old places may be reused. */
+static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *old,
+				struct mfs_chunk_map **new, int nnew)
+{
+	int i, m;
+
+	for (i = 0; i < old->num_stripes; i++) {
+		struct mfs_device *dev = mfs_find_device(fs, old->stripes[i].devid);
+		bool kept = false;
+
+		for (m = 0; m < nnew; m++)
+			kept |= mfs_stripe_kept(old, i, new[m]);
+		if (dev && !kept)
+			mfs_device_remove_extent(dev, old->stripes[i].physical);
+	}
+}
+
+/* An empty chunk is simply removed: no copy, and its space is free again. */
+static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	struct mfs_chunk_map *map = bg->map;
+	struct mfs_trans_handle *trans;
+	struct mfs_key key = { bg->start, MFS_BLOCK_GROUP_ITEM_KEY, bg->length };
+	int ret;
+
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	ret = replace_chunk_items(trans, map, NULL, 0);
+	if (!ret)
+		ret = rs_delete_key(trans, fs->extent_root, &key);
+	if (ret) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	mfs_remove_chunk_map(fs, map);
+	mfs_remove_block_group(fs, bg);
+	ret = mfs_commit_transaction(trans);
+	if (!ret)
+		release_old_extents(fs, map, NULL, 0);
+	free(map);
+	return ret;
+}
+
+/* Whether another data chunk of bg's profile exists. */
+static bool other_of_profile(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++)
+		if (fs->bgs[i] != bg && fs->bgs[i]->flags == bg->flags)
+			return true;
+	return false;
+}
+
+/* Whether bg is the only chunk of its type (data, metadata or system). */
+bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++)
+		if (fs->bgs[i] != bg && (fs->bgs[i]->flags & MFS_BLOCK_GROUP_TYPE_MASK) ==
+					(bg->flags & MFS_BLOCK_GROUP_TYPE_MASK))
+			return false;
+	return true;
+}
+
+/*
+ * Data chunks that became empty (their files deleted, or the writes made
+ * during a convert come and gone) go back to the unallocated pool, where
+ * any profile can use them, as btrfs's cleaner removes unused block
+ * groups. Kept: metadata and system chunks (the space reservation counts
+ * on them), the last data chunk of each profile (the profiles present
+ * decide the allocation profile at the next mount), and everything while a
+ * restripe runs (it removes the empty chunks it meets itself).
+ */
+int mfs_remove_unused_chunks(struct mfs_fs_info *fs)
+{
+	int i = 0, ret = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->fatal_error || fs->open_rows ||
+	    (fs->restripe && fs->restripe->state == MFS_RESTRIPE_RUNNING))
+		goto out;
+	while (!ret && i < fs->nr_bgs) {
+		struct mfs_block_group *bg = fs->bgs[i];
+
+		if (!(bg->flags & MFS_BLOCK_GROUP_DATA) || (bg->flags & MFS_BLOCK_GROUP_METADATA) ||
+		    bg->used || bg->pinned || bg->reserved || bg->inflight || bg->ro ||
+		    bg->new_chunk || !other_of_profile(fs, bg)) {
+			i++;
+			continue;
+		}
+		/* the commit it makes may allocate: make sure nothing goes there */
+		bg->ro = true;
+		ret = mfs_commit_if_dirty(fs);
+		if (!ret && (bg->used || bg->reserved || bg->pinned)) {
+			bg->ro = false;
+			i++;
+			continue;
+		}
+		if (!ret)
+			ret = remove_empty_chunk(fs, bg);	/* bgs[i] is the next one now */
+		else
+			bg->ro = false;
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+/*
+ * A copy of the old layout that failed: counted against its device (the
+ * relocation leaves it behind; a kept stripe waits for scrub). raid5/6
+ * rebuilds (mirror > 1) say nothing about one device.
+ */
+static void count_bad_copy(struct mfs_fs_info *fs, struct mfs_chunk_map *old, u64 logical,
+			   int mirror, int stat)
+{
+	struct mfs_device *dev;
+
+	if (mfs_profile(old->type)->nparity && mirror > 1)
+		return;
+	dev = mfs_mirror_device(old, logical, mirror);
+	if (dev)
+		mfs_dev_count_error(fs, dev, stat);
+}
+
+/* Read range r from the old layout, picking a copy whose checksums hold. */
+static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const struct mfs_range *r,
+		     const u8 *csums, u8 *buf)
+{
+	int copies = mfs_num_copies(old), m, ret = -EIO, stat;
+	u64 s, n;
+
+	if (r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) {
+		struct mfs_tree_check chk = { .level = r->level, .owner = r->owner,
+					      .transid = r->gen };
+
+		for (m = 1; m <= copies; m++) {
+			if (mfs_read_map(old, r->start, buf, r->len, m)) {
+				count_bad_copy(fs, old, r->start, m, MFS_DEV_STAT_READ_ERRS);
+				continue;
+			}
+			if (!mfs_verify_tree_block(fs, buf, r->start, &chk, &stat))
+				return 0;
+			count_bad_copy(fs, old, r->start, m, stat);
+		}
+		return -EUCLEAN;
+	}
+	if (mfs_read_map(old, r->start, buf, r->len, 1))
+		memset(buf, 0, r->len), ret = -EIO;
+	else
+		ret = 0;
+	if (!csums)
+		return ret == -EIO ? mfs_read_map(old, r->start, buf, r->len, 2) : 0;
+	n = r->len / SECTOR;
+	for (s = 0; s < n; s++) {
+		u8 got[MFS_CSUM_SIZE];
+		u8 *sb = buf + s * SECTOR;
+		const u8 *want = csums + s * fs->csum_size;
+		bool ok = false;
+
+		mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+		if (ret == 0 && !memcmp(got, want, fs->csum_size))
+			continue;
+		count_bad_copy(fs, old, r->start + s * SECTOR, 1,
+			       ret ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS);
+		for (m = 2; m <= copies && !ok; m++) {
+			if (mfs_read_map(old, r->start + s * SECTOR, sb, SECTOR, m)) {
+				count_bad_copy(fs, old, r->start + s * SECTOR, m, MFS_DEV_STAT_READ_ERRS);
+				continue;
+			}
+			mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+			ok = !memcmp(got, want, fs->csum_size);
+			if (!ok)
+				count_bad_copy(fs, old, r->start + s * SECTOR, m,
+					       MFS_DEV_STAT_CORRUPTION_ERRS);
+		}
+		if (!ok)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int extent_csums(struct mfs_fs_info *fs, const struct mfs_range *r, u8 **out)
+{
+	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, r->start };
+	struct mfs_path path;
+	int ret;
+
+	*out = NULL;
+	if (!(r->flags & MFS_EXTENT_FLAG_DATA) || !fs->csum_root)
+		return 0;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);
+	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) ==
+			r->len / SECTOR * fs->csum_size) {
+		*out = malloc(r->len / SECTOR * fs->csum_size);
+		if (*out)
+			memcpy(*out, leaf_item_data(path.nodes[0], path.slots[0]),
+			       r->len / SECTOR * fs->csum_size);
+	}
+	mfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * The copy streams. The used ranges of the next RESTRIPE_READAHEAD bytes
+ * are asked of the devices ahead of the reads. The new layout is built in
+ * memory a window of rows at a time: a row gives each stripe stripe_len
+ * bytes at the same place, so a window is one large write per stripe,
+ * bypassing the page cache. A thread writes one window while the next is
+ * filled, so reading and writing overlap.
+ */
+#define RESTRIPE_READAHEAD	SZ_32M
+#define RESTRIPE_WINDOW		(16 * SZ_1M)	/* all stripes of a window */
+
+/*
+ * Start reading what mirror 1 of map reads for logical [start, end): the
+ * pieces each device holds, contiguous ones asked for at once (raid5/6
+ * parity, and the other copies of mirrors, are left out).
+ */
+static void readahead_span(struct mfs_chunk_map *map, u64 start, u64 end)
+{
+	u64 from[map->num_stripes], to[map->num_stripes], n;
+	int i;
+
+	memset(to, 0, sizeof(to));
+	for (; start < end; start += n) {
+		struct mfs_io_map io;
+
+		if (mfs_map_block(map, start, &io))
+			break;
+		n = min_t(u64, io.length, end - start);
+		i = io.stripe[0];
+		if (to[i] != io.physical[0]) {
+			if (to[i] && map->stripes[i].dev && map->stripes[i].dev->io)
+				mfs_io_readahead(map->stripes[i].dev->io, from[i], to[i] - from[i]);
+			from[i] = io.physical[0];
+		}
+		to[i] = io.physical[0] + n;
+	}
+	for (i = 0; i < map->num_stripes; i++)
+		if (to[i] && map->stripes[i].dev && map->stripes[i].dev->io)
+			mfs_io_readahead(map->stripes[i].dev->io, from[i], to[i] - from[i]);
+}
+
+/* Read ahead the ranges from *next on that start below limit, near neighbours merged. */
+static void readahead_ranges(struct mfs_chunk_map *map, const struct mfs_range *r, int n,
+			     int *next, u64 limit)
+{
+	int i = *next;
+
+	while (i < n && r[i].start < limit) {
+		u64 start = r[i].start, end = r[i].start + r[i].len;
+
+		for (i++; i < n && r[i].start < limit && r[i].start <= end + SZ_1M; i++)
+			end = max_t(u64, end, r[i].start + r[i].len);
+		readahead_span(map, start, end);
+	}
+	*next = i;
+}
+
+struct window {
+	u8 *buf;		/* per stripe, rows_max * stripe_len bytes */
+	u64 row0, rows;		/* holds rows [row0, row0 + rows) */
+};
+
+struct chunk_writer {
+	struct mfs_chunk_map *map;
+	u64 rows_max;		/* rows per window */
+	struct window win[2];
+	int cur;		/* the window being filled */
+	struct window *writing;	/* the other one, while the thread writes it */
+	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
+	pthread_t thread;
+	int ret;		/* of the last window written */
+	u64 unflushed;		/* bytes per stripe written since the last flush */
+};
+
+/* Where stripe i's part of row lies in the window. */
+static u8 *slot(struct chunk_writer *w, struct window *win, int i, u64 row)
+{
+	return win->buf + (i * w->rows_max + (row - win->row0)) * w->map->stripe_len;
+}
+
+/* P (and Q) of every row of the window, from its data columns. */
+static int window_parity(struct chunk_writer *w, struct window *win)
+{
+	struct mfs_chunk_map *map = w->map;
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int ndata = map->num_stripes - a->nparity, d, ret = 0;
+	u64 slen = map->stripe_len, row;
+	void *blocks[map->num_stripes];
+
+	for (row = win->row0; !ret && row < win->row0 + win->rows; row++) {
+		struct mfs_io_map io;
+
+		for (d = 0; d < ndata && !ret; d++) {
+			ret = mfs_map_block(map, map->logical + (row * ndata + d) * slen, &io);
+			blocks[d] = slot(w, win, io.stripe[0], row);
+		}
+		if (ret)
+			break;
+		blocks[ndata] = slot(w, win, io.p_stripe, row);
+		if (a->nparity > 1)
+			blocks[ndata + 1] = slot(w, win, io.q_stripe, row);
+		ret = mfs_raid56_gen(ndata, a->nparity, slen, blocks);
+	}
+	return ret;
+}
+
+/* One stripe's part of the window being written: one large write. */
+struct stripe_write {
+	struct chunk_writer *w;
+	int i, ret;
+	pthread_t thread;
+};
+
+static void *write_stripe_part(void *arg)
+{
+	struct stripe_write *sw = arg;
+	struct chunk_writer *w = sw->w;
+	struct window *win = w->writing;
+	struct mfs_map_stripe *s = &w->map->stripes[sw->i];
+	u64 slen = w->map->stripe_len;
+
+	sw->ret = s->dev && s->dev->io ?
+		  mfs_io_write_direct(s->dev->io, slot(w, win, sw->i, win->row0), win->rows * slen,
+				      s->physical + win->row0 * slen) : -EIO;
+	return NULL;
+}
+
+/*
+ * The devices the writer writes (stripes not kept), flushed in parallel.
+ * Every RESTRIPE_FLUSH_EVERY bytes per stripe, so that no flush has a
+ * whole chunk to write back: while a device flushes, every other request
+ * to it waits (a loop device syncs its backing file), a user's file write
+ * included. The flush when the copy ends (copy_pieces) and the commit's
+ * then find little left.
+ */
+#define RESTRIPE_FLUSH_EVERY	(32 * SZ_1M)
+
+static int flush_written(struct mfs_chunk_map **maps, int nmaps, const u8 *keep)
+{
+	int m, i, j, n = 0, total = 0;
+
+	for (m = 0; m < nmaps; m++)
+		total += maps[m]->num_stripes;
+
+	struct mfs_io_dev *io[total ? total : 1];
+
+	for (m = 0; m < nmaps; m++)
+		for (i = 0; i < maps[m]->num_stripes; i++) {
+			struct mfs_device *dev = maps[m]->stripes[i].dev;
+
+			if (!dev || !dev->io || (keep && keep[i]))
+				continue;
+			for (j = 0; j < n && io[j] != dev->io; j++)
+				;
+			if (j == n)
+				io[n++] = dev->io;
+		}
+	return mfs_flush_io_devices(io, n);
+}
+
+/* Parity, then every stripe's part at once: the devices write in parallel. */
+static void *write_window(void *arg)
+{
+	struct chunk_writer *w = arg;
+	struct mfs_chunk_map *map = w->map;
+	struct stripe_write sw[map->num_stripes];
+	bool started[map->num_stripes];
+	int i, n = map->num_stripes, ret = 0;
+
+	if (mfs_profile(map->type)->nparity)
+		ret = window_parity(w, w->writing);
+	if (ret)
+		n = 0;
+	for (i = n - 1; i >= 0; i--) {	/* stripe 0 here, the others in threads */
+		sw[i] = (struct stripe_write){ .w = w, .i = i };
+		started[i] = false;
+		if (w->keep && w->keep[i])
+			continue;
+		started[i] = i > 0 && !pthread_create(&sw[i].thread, NULL, write_stripe_part, &sw[i]);
+		if (!started[i])
+			write_stripe_part(&sw[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(sw[i].thread, NULL);
+		if (sw[i].ret && !ret)
+			ret = sw[i].ret;
+	}
+	w->unflushed += w->writing->rows * map->stripe_len;
+	if (!ret && w->unflushed >= RESTRIPE_FLUSH_EVERY) {
+		ret = flush_written(&w->map, 1, w->keep);
+		w->unflushed = 0;
+	}
+	w->ret = ret;
+	return NULL;
+}
+
+/* Wait for the window being written; its result. */
+static int writer_wait(struct chunk_writer *w)
+{
+	if (w->writing) {
+		pthread_join(w->thread, NULL);
+		w->writing = NULL;
+	}
+	return w->ret;
+}
+
+/* Hand the filled window to a thread (or write it here) and start the other. */
+static int writer_flush(struct chunk_writer *w)
+{
+	int ret = writer_wait(w);
+
+	if (ret || !w->win[w->cur].rows)
+		return ret;
+	w->writing = &w->win[w->cur];
+	if (pthread_create(&w->thread, NULL, write_window, w)) {
+		write_window(w);
+		w->writing = NULL;
+	}
+	w->cur ^= 1;
+	w->win[w->cur].rows = 0;
+	return w->writing ? 0 : w->ret;
+}
+
+/*
+ * Place logical [logical, +len) of the new layout. Rows come in order;
+ * a row is never split between windows, and rows left out (no data) are
+ * not written at all. Bytes of a row that no range covers are zeros.
+ */
+static int writer_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
+{
+	struct mfs_chunk_map *map = w->map;
+	u64 slen = map->stripe_len;
+
+	while (len) {
+		struct window *win = &w->win[w->cur];
+		struct mfs_io_map io;
+		u64 in_stripe, row, cnt;
+		int i, ret = mfs_map_block(map, logical, &io);
+
+		if (ret)
+			return ret;
+		in_stripe = io.physical[0] - map->stripes[io.stripe[0]].physical;
+		row = in_stripe / slen;
+		cnt = min_t(u64, min_t(u64, len, io.length), slen - in_stripe % slen);
+		if (win->rows && row < win->row0 + win->rows - 1)
+			return -EINVAL;		/* out of order */
+		if (win->rows && (row > win->row0 + win->rows ||
+				  (row == win->row0 + win->rows && win->rows == w->rows_max))) {
+			ret = writer_flush(w);
+			if (ret)
+				return ret;
+			win = &w->win[w->cur];
+		}
+		if (!win->rows)
+			win->row0 = row;
+		if (row == win->row0 + win->rows) {
+			for (i = 0; i < map->num_stripes; i++)
+				memset(slot(w, win, i, row), 0, slen);
+			win->rows++;
+		}
+		for (i = 0; i < io.ncopies; i++)
+			memcpy(slot(w, win, io.stripe[i], row) + in_stripe % slen, buf, cnt);
+		logical += cnt;
+		buf += cnt;
+		len -= cnt;
+	}
+	return 0;
+}
+
+/*
+ * Where a relocation reads and which stripes it writes. read is old with
+ * its stripes in the order to try (a replace reads the source first, or
+ * last with -r); old is read as it is when that fails. keep: stripes of
+ * the new layout that already hold the data (NULL: write them all).
+ */
+struct copy_plan {
+	struct mfs_chunk_map *old, *read;
+	const u8 *keep;
+};
+
+/*
+ * One used range into the new layout, RESTRIPE_PIECE bytes at a time, so
+ * the copy needs one buffer of that size whatever the extents on disk say.
+ * mfs writes no data extent larger (data.c max_extent_size); a range read
+ * from another image may be.
+ */
+#define RESTRIPE_PIECE		(4 * SZ_1M)
+
+static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		      struct chunk_writer *w, const struct mfs_range *r, const u8 *csums, u8 *buf)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 off, cnt;
+	int ret = 0;
+
+	for (off = 0; off < r->len && !ret; off += cnt) {
+		struct mfs_range piece = *r;
+		const u8 *sums = csums ? csums + off / SECTOR * fs->csum_size : NULL;
+
+		/* a tree block is read whole: its checksum covers all of it */
+		cnt = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK ? r->len :
+		      min_t(u64, r->len - off, RESTRIPE_PIECE);
+		piece.start += off;
+		piece.len = cnt;
+		ret = read_good(fs, plan->read, &piece, sums, buf);
+		if (ret && plan->read != plan->old)
+			ret = read_good(fs, plan->old, &piece, sums, buf);
+		if (ret == -EIO || ret == -EUCLEAN)
+			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
+		if (!ret)
+			ret = writer_put(w, piece.start, buf, cnt);
+		if (!ret)
+			__atomic_add_fetch(&st->bytes_done, cnt, __ATOMIC_RELAXED);
+	}
+	return ret;
+}
+
+/*
+ * Copy every used range of the chunk into the new layout (raid5/6 rows
+ * whole, each written once), reading each range with read_good.
+ */
+static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		      struct mfs_chunk_map *new, struct mfs_range *r, u8 **csums, int n)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 slen = new->stripe_len, ra_limit = 0;
+	struct chunk_writer w = { .map = new, .keep = plan->keep };
+	int i, ra_next = 0, ret = 0, err;
+	u8 *buf;
+
+	w.rows_max = max_t(u64, 1, RESTRIPE_WINDOW / (new->num_stripes * slen));
+	for (i = 0; i < 2; i++) {
+		w.win[i].buf = aligned_alloc(MFS_IO_DIRECT_ALIGN, new->num_stripes * w.rows_max * slen);
+		if (!w.win[i].buf)
+			ret = -ENOMEM;
+	}
+	buf = malloc(RESTRIPE_PIECE);
+	if (!buf)
+		ret = -ENOMEM;
+	for (i = 0; i < n && !ret; i++) {
+		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
+			ra_limit = r[i].start + RESTRIPE_READAHEAD;
+			readahead_ranges(plan->read, r, n, &ra_next, ra_limit);
+		}
+		/*
+		 * The checksums are looked up as the copy reaches each extent,
+		 * the lock held only for that: file operations of a live
+		 * filesystem wait for one lookup, not for a whole chunk's. The
+		 * chunk takes no new extents, so an item found at the extent's
+		 * start is that extent's (one freed meanwhile has none left).
+		 */
+		pthread_mutex_lock(&fs->lock);
+		ret = extent_csums(fs, &r[i], &csums[i]);
+		pthread_mutex_unlock(&fs->lock);
+		if (!ret)
+			ret = copy_range(fs, plan, &w, &r[i], csums[i], buf);
+	}
+	if (!ret)
+		ret = writer_flush(&w);
+	err = writer_wait(&w);
+	if (w.ret)
+		__atomic_add_fetch(&st->write_errs, 1, __ATOMIC_RELAXED);
+	free(w.win[0].buf);
+	free(w.win[1].buf);
+	free(buf);
+	return ret ?: err;
+}
+
+/*
+ * The chunk went into several pieces: in memory, its map and block group
+ * give way to one per piece, with the used bytes of the extents each
+ * holds (no extent straddles a cut); on disk its block group item goes
+ * and the pieces' are written with this transaction (they are dirty).
+ */
+static int swap_in_pieces(struct mfs_trans_handle *trans, struct mfs_block_group *bg,
+			  struct mfs_chunk_map *old, struct mfs_chunk_map **new, int nnew)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { bg->start, MFS_BLOCK_GROUP_ITEM_KEY, bg->length };
+	struct mfs_range *r = NULL;
+	u64 used[nnew];
+	int nr = 0, i, m, ret;
+
+	ret = mfs_bg_used_ranges(fs, bg, &r, &nr);
+	if (ret)
+		return ret;
+	memset(used, 0, sizeof(used));
+	for (i = 0, m = 0; i < nr; i++) {
+		while (m < nnew && r[i].start >= new[m]->logical + new[m]->length)
+			m++;
+		if (m == nnew || r[i].start + r[i].len > new[m]->logical + new[m]->length) {
+			free(r);
+			return -EUCLEAN;	/* cut through an extent: never placed so */
+		}
+		used[m] += r[i].len;
+	}
+	free(r);
+	mfs_remove_chunk_map(fs, old);
+	mfs_remove_block_group(fs, bg);
+	for (m = 0; m < nnew; m++) {
+		struct mfs_block_group *piece;
+
+		ret = mfs_add_chunk_map(fs, new[m]);
+		if (!ret)
+			ret = mfs_add_block_group(fs, new[m], used[m], false, &piece);
+		if (ret)
+			return ret;
+		piece->dirty = true;
+		ret = mfs_rebuild_bg_space(fs, piece);
+		if (ret)
+			return ret;
+	}
+	ret = rs_delete_key(trans, fs->extent_root, &key);
+	if (!ret)
+		ret = replace_chunk_items(trans, old, new, nnew);
+	return ret;
+}
+
+/* Copy each piece's share of the used ranges (sorted) into it. */
+static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		       struct mfs_chunk_map **new, int nnew, struct mfs_range *r, u8 **csums, int n)
+{
+	int m, first = 0, ret = 0;
+
+	for (m = 0; m < nnew && !ret; m++) {
+		int last = first;
+
+		while (last < n && r[last].start < new[m]->logical + new[m]->length)
+			last++;
+		ret = copy_chunk(fs, plan, new[m], r + first, csums + first, last - first);
+		first = last;
+	}
+	/*
+	 * What the devices still hold goes to stable storage now, before the
+	 * lock is taken for the swap: the commit under the lock, which
+	 * flushes every device again, then finds nothing left to write back.
+	 */
+	return ret ?: flush_written(new, nnew, plan->keep);
+}
+
+/*
+ * Replace: old's layout with each stripe on device `from` moved to the
+ * smallest hole on device `to` that holds it; the other stripes stay.
+ * Recorded in memory like mfs_alloc_chunk_at's layouts.
+ */
+static int replace_layout(struct mfs_fs_info *fs, const struct mfs_chunk_map *old, u64 from,
+			  u64 to, struct mfs_chunk_map ***out, int *nout)
+{
+	struct mfs_device *tgt = mfs_find_device(fs, to);
+	u64 ss = mfs_map_stripe_size(old), phys;
+	struct mfs_chunk_map **maps, *new;
+	int i, ret = 0;
+
+	if (!tgt || !tgt->io)
+		return -ENODEV;
+	maps = calloc(1, sizeof(*maps));
+	new = mfs_alloc_chunk_map(old->num_stripes);
+	if (!maps || !new) {
+		free(maps);
+		free(new);
+		return -ENOMEM;
+	}
+	memcpy(new, old, sizeof(*old) + old->num_stripes * sizeof(old->stripes[0]));
+	maps[0] = new;
+	for (i = 0; i < new->num_stripes && !ret; i++) {
+		struct mfs_map_stripe *s = &new->stripes[i];
+
+		if (s->devid != from)
+			continue;
+		ret = mfs_device_best_fit(tgt, ss, &phys);
+		if (!ret)
+			ret = mfs_device_add_extent(tgt, phys, ss, old->logical);
+		if (ret)
+			break;
+		s->devid = to;
+		s->physical = phys;
+		s->dev = tgt;
+		memcpy(s->dev_uuid, tgt->uuid, MFS_UUID_SIZE);
+	}
+	if (ret) {
+		mfs_free_chunk_layout(maps, 1, old);
+		return ret;
+	}
+	*out = maps;
+	*nout = 1;
+	return 0;
+}
+
+/*
+ * The order a replace reads old in: within each set of mirrors, the
+ * stripes on `from` first - or last with -r, and then, for parity
+ * profiles, not at all (the data is rebuilt; old itself is read if
+ * that fails).
+ */
+static struct mfs_chunk_map *replace_read_map(const struct mfs_chunk_map *old, u64 from,
+					      bool others_first)
+{
+	const struct mfs_raid_attr *a = mfs_profile(old->type);
+	struct mfs_chunk_map *r = mfs_alloc_chunk_map(old->num_stripes);
+	int group = a->sub_stripes > 1 ? a->sub_stripes : a->ncopies > 1 ? old->num_stripes : 1;
+	int g, i, j;
+
+	if (!r)
+		return NULL;
+	memcpy(r, old, sizeof(*old) + old->num_stripes * sizeof(old->stripes[0]));
+	if (a->nparity) {
+		for (i = 0; others_first && i < r->num_stripes; i++)
+			if (r->stripes[i].devid == from)
+				r->stripes[i].dev = NULL;
+		return r;
+	}
+	for (g = 0; group > 1 && g + group <= r->num_stripes; g += group) {
+		int n = 0;
+
+		/* a stable partition of the group: the preferred stripes first */
+		for (j = 0; j < 2; j++)
+			for (i = g; i < g + group; i++)
+				if ((old->stripes[i].devid == from) == (j == (others_first ? 1 : 0)))
+					r->stripes[g + n++] = old->stripes[i];
+	}
+	return r;
+}
+
+/*
+ * No room for the chunk's new layout: its data moves into other chunks
+ * (those of the target profile first, new ones as needed), then the empty
+ * chunk goes. Called and returns with fs->lock held.
+ */
+static int evacuate_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 start = bg->start, length = bg->length;
+	int ret = mfs_evacuate_block_group(fs, bg, &st->bytes_done);
+
+	if (!ret) {
+		/* the tests' hook runs where a relocation's copy ends, lock or not */
+		pthread_mutex_unlock(&fs->lock);
+		test_delay();
+		pthread_mutex_lock(&fs->lock);
+	}
+	bg = mfs_lookup_block_group(fs, start);
+	if (!bg || bg->start != start)
+		return ret ? ret : -ENOENT;
+	if (!ret)
+		ret = remove_empty_chunk(fs, bg);
+	if (ret) {
+		bg->ro = false;
+		return ret;
+	}
+	st->completed++;
+	/* passed; persisted with the next progress save */
+	if (st->cursor < start + length)
+		st->cursor = start + length;
+	return 0;
+}
+
+int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_chunk_map *old, **new = NULL;
+	struct mfs_block_group *bg;
+	struct mfs_trans_handle *trans;
+	struct mfs_range *ranges = NULL;
+	struct copy_plan plan = { NULL, NULL, NULL };
+	u8 **csums = NULL, *keep = NULL;
+	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
+	int nexcl = 0, nnew = 0, n = 0, i, ret;
+	bool replace = st->args.op == MFS_RESTRIPE_OP_REPLACE;
+	/* a copy that does not finish counts for nothing: the chunk is copied again */
+	u64 flags, done_before = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&fs->lock);
+	old = mfs_find_chunk(fs, logical);
+	bg = mfs_lookup_block_group(fs, logical);
+	if (!old || !bg || old->logical != logical) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;	/* gone meanwhile */
+	}
+	if (st->args.op == MFS_RESTRIPE_OP_DELETE)
+		for (i = 0; i < st->args.nr_devids; i++)
+			excl[nexcl++] = st->args.devids[i];
+	flags = (old->type & MFS_BLOCK_GROUP_TYPE_MASK) | rs_target_profile(&st->args, old);
+	/*
+	 * Get what is pending onto disk, then take no new allocations here.
+	 * In this order: the commit may need tree blocks, and with the chunk
+	 * already read-only the only metadata chunk could not give them - a
+	 * second one would be allocated, which may leave no room for the new
+	 * layout. The lock is held throughout, so nothing allocates between.
+	 */
+	ret = mfs_commit_if_dirty(fs);
+	if (ret) {
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	bg->ro = true;
+	/*
+	 * Writers may still be filling extents they reserved here before: wait
+	 * until their items are in (the wait drops the lock), then commit
+	 * those too, so the extent tree lists everything to copy.
+	 */
+	if (bg->inflight) {
+		while (bg->inflight)
+			pthread_cond_wait(&fs->inflight_done, &fs->lock);
+		ret = mfs_commit_if_dirty(fs);
+		if (ret) {
+			bg->ro = false;
+			pthread_mutex_unlock(&fs->lock);
+			return ret;
+		}
+	}
+	if (bg->used == 0 && bg->reserved == 0 && !rs_last_of_type(fs, bg)) {
+		/*
+		 * Relocated by removing it: it counts, as in btrfs. The last
+		 * chunk of its type is relocated as any other (an empty copy):
+		 * the profiles present decide the allocation profile at the
+		 * next mount, so removing it would forget a convert.
+		 */
+		ret = remove_empty_chunk(fs, bg);
+		if (!ret)
+			st->completed++;
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	/* the extents first: a layout in pieces is cut between them */
+	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
+	if (!ret && replace)
+		ret = replace_layout(fs, old, st->args.devids[0], st->args.devids[1], &new, &nnew);
+	else if (!ret)
+		ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, ranges, n, &new, &nnew);
+	if (ret == -ENOSPC && rs_can_evacuate(&st->args, old)) {
+		free(ranges);
+		ranges = NULL;
+		n = 0;
+		ret = evacuate_chunk(fs, bg);
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	if (ret)
+		goto fail_locked;
+	plan.old = plan.read = old;
+	if (replace) {
+		plan.read = replace_read_map(old, st->args.devids[0],
+					     st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
+		if (!plan.read)
+			ret = -ENOMEM;
+	}
+	/* without parity a stripe left in place holds its data already: not written */
+	if (!ret && nnew == 1 && !mfs_profile(old->type)->nparity &&
+	    !mfs_profile(new[0]->type)->nparity) {
+		keep = calloc(new[0]->num_stripes, 1);
+		if (!keep)
+			ret = -ENOMEM;
+		for (i = 0; !ret && i < new[0]->num_stripes; i++)
+			keep[i] = mfs_stripe_holds_old(old, new[0], i);
+		plan.keep = keep;
+	}
+	csums = calloc(n + 1, sizeof(*csums));	/* filled by the copy */
+	if (!csums)
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&fs->lock);
+
+	/* the copy runs without the lock: the chunk only loses extents meanwhile */
+	if (!ret)
+		ret = copy_pieces(fs, &plan, new, nnew, ranges, csums, n);
+	if (!ret)
+		test_delay();
+
+	pthread_mutex_lock(&fs->lock);
+	if (ret)
+		goto fail_new;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		goto fail_new;
+	/*
+	 * Swap in memory first: the tree changes below may allocate, and the
+	 * chunk (now in its new layout) can take them, so relocating the only
+	 * metadata chunk needs no second one. The commit makes it all durable
+	 * at once - one chunk or all its pieces; a failed commit leaves the
+	 * filesystem read-only.
+	 */
+	st->cursor = logical + old->length;
+	st->completed++;
+	if (nnew == 1) {
+		mfs_replace_chunk_map(fs, old, new[0]);
+		bg->map = new[0];
+		ret = mfs_rebuild_bg_space(fs, bg);
+		bg->ro = false;
+		if (!ret)
+			ret = replace_chunk_items(trans, old, new, 1);
+		/* the block group item records the profile */
+		if ((old->type & MFS_BLOCK_GROUP_PROFILE_MASK) !=
+		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+			bg->dirty = true;
+	} else {
+		ret = swap_in_pieces(trans, bg, old, new, nnew);
+	}
+	bg = NULL;	/* freed by a swap in pieces */
+	if (!ret)
+		ret = rs_write_item(trans, st, false);
+	if (ret) {
+		mfs_end_transaction(trans);
+		goto out_locked;
+	}
+	ret = mfs_commit_transaction(trans);
+	if (!ret) {
+		release_old_extents(fs, old, new, nnew);
+		free(old);
+	}
+	goto out_locked;
+fail_new:
+	mfs_free_chunk_layout(new, nnew, old);
+	new = NULL;
+fail_locked:
+	bg->ro = false;
+	__atomic_store_n(&st->bytes_done, done_before, __ATOMIC_RELAXED);
+out_locked:
+	pthread_mutex_unlock(&fs->lock);
+	free(new);
+	for (i = 0; csums && i < n; i++)
+		free(csums[i]);
+	free(csums);
+	free(ranges);
+	if (plan.read != plan.old)
+		free(plan.read);
+	free(keep);
+	return ret;
+}

@@ -1,0 +1,48 @@
+/*
+ * What the restriper's files (restripe.c: state and run loop,
+ * restripe-plan.c: selection and planning, relocate.c: moving a chunk,
+ * device-add.c: add, grow, replace start) share and no one else uses.
+ */
+#ifndef MFS_RESTRIPE_INTERNAL_H
+#define MFS_RESTRIPE_INTERNAL_H
+
+#include "kernel-shared/ops/restripe.h"
+
+/* restripe.c */
+/* Another exclusive operation holds the filesystem: say which state it is in. */
+int rs_busy(const struct mfs_restripe_status *st, char *msg, size_t msglen);
+/* Save state and commit (fs->lock held). */
+int rs_persist(struct mfs_fs_info *fs, bool paused);
+/* A new operation's status; how the last replace ended is kept. */
+void rs_reset_status(struct mfs_restripe_status *st);
+struct mfs_restripe_status *rs_status(struct mfs_fs_info *fs);
+int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st, bool paused);
+
+/* restripe-plan.c */
+/* Logical starts of the selected chunks at or after cursor. */
+int rs_select_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
+		u64 **out, int *nout, u64 *bytes);
+/*
+ * A data chunk whose new layout finds no room has its extents moved into
+ * other chunks instead (evacuate.c), when the operation moves data only
+ * where the allocator would put new data: not for a replace (its stripes
+ * go to one device).
+ */
+bool rs_can_evacuate(const struct mfs_restripe_args *a, const struct mfs_chunk_map *map);
+u64 rs_target_profile(const struct mfs_restripe_args *a, const struct mfs_chunk_map *map);
+/* New chunks follow a conversion at once. */
+void rs_apply_targets(struct mfs_fs_info *fs, const struct mfs_restripe_args *args);
+/* Why an operation that does not fit is refused, for the command to print. */
+void rs_no_space_message(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+		const struct mfs_restripe_estimate *est, char *msg, size_t msglen);
+/* The estimate for what is left of an operation at logical cursor on. */
+int rs_estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
+		struct mfs_restripe_estimate *est);
+
+/* relocate.c */
+int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical);
+int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key);
+/* Whether bg is the only chunk of its type (data, metadata or system). */
+bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
+
+#endif
