@@ -1,4 +1,7 @@
-/* Shared between inode.c (namespace) and data.c (file contents); not public. */
+/*
+ * Shared between inode.c (namespace) and extents.c, read.c, write.c (file
+ * contents); not public.
+ */
 #ifndef MFS_INODE_INTERNAL_H
 #define MFS_INODE_INTERNAL_H
 
@@ -21,7 +24,19 @@ u64 mfs_name_hash(const char *name, size_t len);
 /* The MFS_FT_* a directory entry carries for an inode of this mode. */
 u32 mfs_mode_to_ft(u32 mode);
 
-/* data.c */
+/* A file extent item, parsed (extents.c). */
+struct file_extent {
+	u64 start;		/* file offset (key offset) */
+	u64 len;		/* file bytes covered */
+	u8 type;
+	u8 compression;
+	u64 disk_bytenr;
+	u64 disk_num_bytes;
+	u64 offset;
+	u64 ram_bytes;
+};
+
+/* extents.c, read.c, write.c */
 int mfs_write_inline(struct mfs_trans_handle *trans, u64 ino, const void *data, size_t len);
 ssize_t mfs_read_inline(struct mfs_fs_info *fs, u64 ino, void *buf, size_t size);
 /* Remove file extents in [start, end), splitting those that straddle. */
@@ -35,5 +50,31 @@ int mfs_read_compressed(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u
 /* compress.c: zlib; the output is padded with zeros to whole sectors. */
 int mfs_compress(int level, const u8 *src, u64 len, u8 **out, u64 *out_len);
 int mfs_decompress(const u8 *src, u64 src_len, u8 *dst, u64 dst_len);
+
+/* extents.c */
+int data_adjust_nbytes(struct mfs_trans_handle *trans, u64 ino, s64 delta);
+int data_insert_inline_item(struct mfs_trans_handle *trans, u64 ino, const void *data,
+		size_t len);
+/* Data extents are capped so their checksums fit in one csum item. */
+u64 data_max_extent_size(struct mfs_fs_info *fs);
+/*
+ * The first file extent of ino ending after pos (it may start after pos).
+ * Returns 0 and fills fe, 1 when there is none.
+ */
+int data_next_file_extent(struct mfs_fs_info *fs, u64 ino, u64 pos, struct file_extent *fe);
+int data_parse_file_extent(struct extent_buffer *leaf, int slot, const struct mfs_key *key,
+		struct file_extent *fe);
+
+/* read.c */
+/* Read file bytes [off, off+len) that lie below size; holes read as zeros. */
+int data_read_range(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf);
+
+/* write.c */
+int data_insert_file_extent(struct mfs_trans_handle *trans, u64 ino, u64 pos, u8 type,
+		u8 compression, u64 bytenr, u64 disk_len, u64 ram_len);
+/* Turn an inline extent into a regular one, before the file gets other extents. */
+int data_uninline(struct mfs_trans_handle *trans, u64 ino);
+/* Zero [from, to) inside one sector by rewriting that sector. */
+int data_zero_partial_sector(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 from, u64 to);
 
 #endif

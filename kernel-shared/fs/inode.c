@@ -1,6 +1,7 @@
 /*
  * Inodes, directories, xattrs and symlinks in the fs tree. File data lives
- * in data.c. Public functions take fs->lock; the static helpers expect it.
+ * in extents.c, read.c and write.c. Public functions take fs->lock; the
+ * static helpers expect it.
  */
 #include <stdlib.h>
 #include <string.h>

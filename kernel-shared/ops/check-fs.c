@@ -16,7 +16,7 @@
 
 #define problem mfs_check_problem
 
-/* data.c keeps one checksum per 4 KiB of a data extent as stored on disk. */
+/* fs/write.c keeps one checksum per 4 KiB of a data extent as stored on disk. */
 #define DATA_SECTOR 4096ULL
 
 /* ---------------- what the walk learns about each inode ---------------- */

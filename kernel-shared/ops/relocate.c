@@ -612,7 +612,7 @@ struct copy_plan {
 /*
  * One used range into the new layout, RESTRIPE_PIECE bytes at a time, so
  * the copy needs one buffer of that size whatever the extents on disk say.
- * mfs writes no data extent larger (data.c max_extent_size); a range read
+ * mfs writes no data extent larger (fs/extents.c data_max_extent_size); a range read
  * from another image may be.
  */
 #define RESTRIPE_PIECE		(4 * SZ_1M)
