@@ -77,4 +77,15 @@ int data_uninline(struct mfs_trans_handle *trans, u64 ino);
 /* Zero [from, to) inside one sector by rewriting that sector. */
 int data_zero_partial_sector(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 from, u64 to);
 
+/* inode.c */
+/* Append bytes to the item at key (creating it), e.g. a new hashed entry. */
+int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
+		const struct mfs_key *key, const void *data, u32 len);
+/* Cut [off, off+len) out of the item at key; the item goes when empty. */
+int inode_item_cut(struct mfs_trans_handle *trans, struct mfs_root *root,
+		const struct mfs_key *key, u32 off, u32 len);
+void inode_ts_to_disk(struct mfs_timespec *out, const struct timespec *in);
+u32 inode_xattr_entry_size(const struct mfs_xattr_item *xi);
+int inode_xattr_item_find(const u8 *data, u32 size, const char *name, size_t len);
+
 #endif

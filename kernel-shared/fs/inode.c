@@ -27,7 +27,6 @@
 #define EVICT_BATCH	8	/* file extents dropped per transaction */
 #define XATTR_ITEMS	2	/* the xattr item, the inode */
 #define SETATTR_ITEMS	2
-
 /* ---------------- inode items ---------------- */
 
 void mfs_now(struct mfs_timespec *ts)
@@ -45,7 +44,7 @@ static void ts_to_cpu(struct timespec *out, const struct mfs_timespec *in)
 	out->tv_nsec = le32_to_cpu(in->nsec);
 }
 
-static void ts_to_disk(struct mfs_timespec *out, const struct timespec *in)
+void inode_ts_to_disk(struct mfs_timespec *out, const struct timespec *in)
 {
 	out->sec = cpu_to_le64(in->tv_sec);
 	out->nsec = cpu_to_le32(in->tv_nsec);
@@ -139,7 +138,7 @@ static u32 dir_entry_size(const struct mfs_dir_item *di)
 	return sizeof(*di) + le16_to_cpu(di->name_len);
 }
 
-static u32 xattr_entry_size(const struct mfs_xattr_item *xi)
+u32 inode_xattr_entry_size(const struct mfs_xattr_item *xi)
 {
 	return sizeof(*xi) + le16_to_cpu(xi->name_len) + le16_to_cpu(xi->value_len);
 }
@@ -161,24 +160,24 @@ static int dir_item_find(const u8 *data, u32 size, const char *name, size_t len)
 	return -ENOENT;
 }
 
-static int xattr_item_find(const u8 *data, u32 size, const char *name, size_t len)
+int inode_xattr_item_find(const u8 *data, u32 size, const char *name, size_t len)
 {
 	u32 off = 0;
 
 	while (off < size) {
 		const struct mfs_xattr_item *xi = (const void *)(data + off);
 
-		if (size - off < sizeof(*xi) || size - off < xattr_entry_size(xi))
+		if (size - off < sizeof(*xi) || size - off < inode_xattr_entry_size(xi))
 			return -EUCLEAN;
 		if (le16_to_cpu(xi->name_len) == len && !memcmp(xi + 1, name, len))
 			return off;
-		off += xattr_entry_size(xi);
+		off += inode_xattr_entry_size(xi);
 	}
 	return -ENOENT;
 }
 
 /* Append bytes to the item at key (creating it), e.g. a new hashed entry. */
-static int item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
+int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
 		       const struct mfs_key *key, const void *data, u32 len)
 {
 	struct mfs_path path;
@@ -204,7 +203,7 @@ out:
 }
 
 /* Cut [off, off+len) out of the item at key; the item goes when empty. */
-static int item_cut(struct mfs_trans_handle *trans, struct mfs_root *root,
+int inode_item_cut(struct mfs_trans_handle *trans, struct mfs_root *root,
 		    const struct mfs_key *key, u32 off, u32 len)
 {
 	struct mfs_path path;
@@ -309,7 +308,7 @@ static int add_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *na
 	key.objectid = dir;
 	key.type = MFS_DIR_ITEM_KEY;
 	key.offset = mfs_name_hash(name, len);
-	ret = item_append(trans, fs->fs_root, &key, buf, sizeof(*di) + len);
+	ret = inode_item_append(trans, fs->fs_root, &key, buf, sizeof(*di) + len);
 	if (ret)
 		return ret;
 	key.type = MFS_DIR_INDEX_KEY;
@@ -347,7 +346,7 @@ static int del_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *na
 	mfs_release_path(&path);
 	if (off < 0)
 		return off;
-	ret = item_cut(trans, fs->fs_root, &key, off, sizeof(struct mfs_dir_item) + len);
+	ret = inode_item_cut(trans, fs->fs_root, &key, off, sizeof(struct mfs_dir_item) + len);
 	if (ret)
 		return ret;
 	key.type = MFS_DIR_INDEX_KEY;
@@ -1042,441 +1041,6 @@ int mfs_readdirplus(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_plus_t
 
 	pthread_mutex_lock(&fs->lock);
 	ret = readdir_locked(fs, dir, pos, NULL, fill, arg);
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-/* ---------------- setattr ---------------- */
-
-/*
- * Shrink a file with many extents past newsize in steps from the end,
- * EVICT_BATCH extents per transaction, each setting the size to where it
- * cut: every step is a consistent shorter file, and each fits the global
- * reserve on a full filesystem. The last step is the caller's.
- */
-static int shrink_batched(struct mfs_fs_info *fs, u64 ino, u64 newsize)
-{
-	u64 pos = round_up(newsize, 4096), n, next, *cuts = NULL;
-	size_t nr = 0, i;
-	int ret;
-
-	/* where each extent past the new size starts */
-	for (;;) {
-		u64 *p = realloc(cuts, (nr + 1) * sizeof(*cuts));
-
-		if (!p) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		cuts = p;
-		cuts[nr++] = pos;
-		ret = mfs_count_file_extents(fs, ino, pos, (u64)-1, 1, &n, &next);
-		if (ret || !n || next == (u64)-1)
-			break;
-		pos = next;
-	}
-	for (i = nr - 1; !ret && i >= EVICT_BATCH; i -= EVICT_BATCH) {
-		u64 cut = cuts[i - EVICT_BATCH + 1];
-		struct mfs_trans_handle *trans;
-		struct mfs_inode_item ii;
-
-		ret = mfs_read_inode(fs, ino, &ii);
-		if (!ret)
-			ret = mfs_start_transaction_reserve(fs, 2 * EVICT_BATCH + SETATTR_ITEMS,
-							    MFS_RESERVE_FREEING, &trans);
-		if (ret)
-			break;
-		/* preallocated extents past the size go without moving it */
-		if (cut < le64_to_cpu(ii.size))
-			ret = mfs_truncate(trans, ino, cut);
-		else
-			ret = mfs_drop_file_extents(trans, ino, cut, (u64)-1);
-		mfs_end_transaction(trans);
-	}
-out:
-	free(cuts);
-	return ret;
-}
-
-/*
- * A shrinking truncate frees space (and may use the global reserve); it
- * changes the items of the extents past the new size, and rewrites the
- * sector the new size falls in.
- */
-static int setattr_reserve(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
-			   const struct mfs_stat *in, struct mfs_trans_handle **trans)
-{
-	struct mfs_inode_item ii;
-	u64 n, next, from;
-	int ret;
-
-	if (!(mask & MFS_SET_SIZE))
-		return mfs_start_transaction_reserve(fs, SETATTR_ITEMS, MFS_RESERVE_NORMAL, trans);
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (ret)
-		return ret;
-	if (in->size >= le64_to_cpu(ii.size))
-		return mfs_start_transaction_reserve(fs, SETATTR_ITEMS, MFS_RESERVE_NORMAL, trans);
-	from = in->size & ~4095ULL;
-	ret = shrink_batched(fs, ino, in->size);
-	if (!ret)
-		ret = mfs_count_file_extents(fs, ino, from, (u64)-1, 1U << 20, &n, &next);
-	if (!ret && in->size != from)
-		ret = mfs_data_space_check(fs, 4096);
-	if (ret)
-		return ret;
-	return mfs_start_transaction_reserve(fs, 2 * n + 6 + SETATTR_ITEMS,
-					     MFS_RESERVE_FREEING, trans);
-}
-
-int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
-		const struct mfs_stat *in, struct mfs_stat *out)
-{
-	struct mfs_trans_handle *trans;
-	struct mfs_inode_item ii;
-	struct mfs_timespec now;
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	ret = setattr_reserve(fs, ino, mask, in, &trans);
-	if (ret)
-		goto unlock;
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (ret)
-		goto end;
-	mfs_now(&now);
-	if (mask & MFS_SET_SIZE) {
-		if (S_ISDIR(le32_to_cpu(ii.mode))) {
-			ret = -EISDIR;
-			goto end;
-		}
-		ret = mfs_truncate(trans, ino, in->size);
-		if (ret)
-			goto end;
-		ret = mfs_read_inode(fs, ino, &ii);
-		if (ret)
-			goto end;
-		ii.mtime = now;
-	}
-	if (mask & MFS_SET_MODE)
-		ii.mode = cpu_to_le32((le32_to_cpu(ii.mode) & S_IFMT) | (in->mode & 07777));
-	if (mask & MFS_SET_UID)
-		ii.uid = cpu_to_le32(in->uid);
-	if (mask & MFS_SET_GID)
-		ii.gid = cpu_to_le32(in->gid);
-	if (mask & MFS_SET_ATIME_NOW)
-		ii.atime = now;
-	else if (mask & MFS_SET_ATIME)
-		ts_to_disk(&ii.atime, &in->atime);
-	if (mask & MFS_SET_MTIME_NOW)
-		ii.mtime = now;
-	else if (mask & MFS_SET_MTIME)
-		ts_to_disk(&ii.mtime, &in->mtime);
-	if (mask & MFS_SET_CTIME)
-		ts_to_disk(&ii.ctime, &in->ctime);
-	else
-		ii.ctime = now;
-	ret = mfs_write_inode(trans, ino, &ii);
-	if (!ret)
-		mfs_inode_to_stat(ino, &ii, out);
-end:
-	mfs_end_transaction(trans);
-unlock:
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-int mfs_readlink(struct mfs_fs_info *fs, u64 ino, char *buf, size_t size)
-{
-	struct mfs_inode_item ii;
-	ssize_t n;
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (!ret && !S_ISLNK(le32_to_cpu(ii.mode)))
-		ret = -EINVAL;
-	if (!ret) {
-		n = mfs_read_inline(fs, ino, buf, size - 1);
-		if (n < 0)
-			ret = n;
-		else
-			buf[n] = 0;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-/* ---------------- xattrs ---------------- */
-
-static bool xattr_name_ok(const char *name)
-{
-	static const char * const prefixes[] = { "user.", "trusted.", "security.", "system.posix_acl_access",
-						  "system.posix_acl_default" };
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(prefixes); i++)
-		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-			return true;
-	return false;
-}
-
-int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *value,
-		 size_t size, int flags)
-{
-	size_t nlen = strlen(name);
-	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
-	struct mfs_trans_handle *trans;
-	struct mfs_inode_item ii;
-	struct mfs_path path;
-	bool exists = false;
-	int ret, off = -ENOENT;
-	u8 *buf;
-
-	if (!xattr_name_ok(name))
-		return -EOPNOTSUPP;
-	if (nlen > MFS_NAME_LEN || nlen == 0)
-		return -ERANGE;
-	if (sizeof(struct mfs_xattr_item) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
-		return -E2BIG;
-	pthread_mutex_lock(&fs->lock);
-	ret = mfs_start_transaction_reserve(fs, XATTR_ITEMS, MFS_RESERVE_NORMAL, &trans);
-	if (ret)
-		goto unlock;
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (ret)
-		goto end;
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret == 0) {
-		u32 isize = leaf_item_size(path.nodes[0], path.slots[0]);
-
-		off = xattr_item_find(leaf_item_data(path.nodes[0], path.slots[0]), isize,
-				      name, nlen);
-		exists = off >= 0;
-		if (exists) {
-			const struct mfs_xattr_item *xi = (const void *)
-				((u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + off);
-			u32 esize = xattr_entry_size(xi);
-
-			if (isize - esize + sizeof(*xi) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
-				ret = -E2BIG;
-		}
-		if (off < 0 && off != -ENOENT)
-			ret = off;
-	} else if (ret > 0) {
-		ret = 0;
-	}
-	mfs_release_path(&path);
-	if (ret)
-		goto end;
-	if ((flags & XATTR_CREATE_FLAG) && exists) {
-		ret = -EEXIST;
-		goto end;
-	}
-	if ((flags & XATTR_REPLACE_FLAG) && !exists) {
-		ret = -ENODATA;
-		goto end;
-	}
-	if (exists) {
-		struct mfs_xattr_item xi;
-
-		mfs_init_path(&path);
-		ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-		if (ret == 0)
-			memcpy(&xi, (u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + off,
-			       sizeof(xi));
-		mfs_release_path(&path);
-		if (ret)
-			goto end;
-		ret = item_cut(trans, fs->fs_root, &key, off, xattr_entry_size(&xi));
-		if (ret)
-			goto end;
-	}
-	buf = malloc(sizeof(struct mfs_xattr_item) + nlen + size);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto end;
-	}
-	((struct mfs_xattr_item *)buf)->name_len = cpu_to_le16(nlen);
-	((struct mfs_xattr_item *)buf)->value_len = cpu_to_le16(size);
-	memcpy(buf + sizeof(struct mfs_xattr_item), name, nlen);
-	memcpy(buf + sizeof(struct mfs_xattr_item) + nlen, value, size);
-	ret = item_append(trans, fs->fs_root, &key, buf, sizeof(struct mfs_xattr_item) + nlen + size);
-	free(buf);
-	if (!ret) {
-		ret = mfs_read_inode(fs, ino, &ii);
-		if (!ret) {
-			mfs_now(&ii.ctime);
-			ret = mfs_write_inode(trans, ino, &ii);
-		}
-	}
-end:
-	mfs_end_transaction(trans);
-unlock:
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-ssize_t mfs_getxattr(struct mfs_fs_info *fs, u64 ino, const char *name, void *value,
-		     size_t size)
-{
-	size_t nlen = strlen(name);
-	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
-	struct mfs_path path;
-	ssize_t ret;
-
-	pthread_mutex_lock(&fs->lock);
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -ENODATA;
-	if (ret == 0) {
-		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
-		int off = xattr_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
-					  name, nlen);
-
-		if (off < 0) {
-			ret = off == -ENOENT ? -ENODATA : off;
-		} else {
-			const struct mfs_xattr_item *xi = (const void *)(data + off);
-			u16 vlen = le16_to_cpu(xi->value_len);
-
-			ret = vlen;
-			if (size && size < vlen)
-				ret = -ERANGE;
-			else if (size)
-				memcpy(value, (const u8 *)(xi + 1) + nlen, vlen);
-		}
-	}
-	mfs_release_path(&path);
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-ssize_t mfs_listxattr(struct mfs_fs_info *fs, u64 ino, char *list, size_t size)
-{
-	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, 0 };
-	struct mfs_path path;
-	size_t total = 0;
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	mfs_init_path(&path);
-	ret = mfs_search_forward(fs->fs_root, &key, &path);
-	while (ret == 0) {
-		const u8 *data;
-		u32 isize, off = 0;
-
-		leaf_item_key(path.nodes[0], path.slots[0], &key);
-		if (key.objectid != ino || key.type != MFS_XATTR_ITEM_KEY)
-			break;
-		data = leaf_item_data(path.nodes[0], path.slots[0]);
-		isize = leaf_item_size(path.nodes[0], path.slots[0]);
-		while (off + sizeof(struct mfs_xattr_item) <= isize) {
-			const struct mfs_xattr_item *xi = (const void *)(data + off);
-			u16 nlen = le16_to_cpu(xi->name_len);
-
-			if (off + xattr_entry_size(xi) > isize) {
-				ret = -EUCLEAN;
-				goto out;
-			}
-			if (size) {
-				if (total + nlen + 1 > size) {
-					ret = -ERANGE;
-					goto out;
-				}
-				memcpy(list + total, xi + 1, nlen);
-				list[total + nlen] = 0;
-			}
-			total += nlen + 1;
-			off += xattr_entry_size(xi);
-		}
-		ret = mfs_next_item(fs->fs_root, &path);
-	}
-	if (ret > 0)
-		ret = 0;
-out:
-	mfs_release_path(&path);
-	pthread_mutex_unlock(&fs->lock);
-	return ret < 0 ? ret : (ssize_t)total;
-}
-
-int mfs_removexattr(struct mfs_fs_info *fs, u64 ino, const char *name)
-{
-	size_t nlen = strlen(name);
-	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
-	struct mfs_trans_handle *trans;
-	struct mfs_path path;
-	u32 esize = 0;
-	int ret, off = -ENODATA;
-
-	pthread_mutex_lock(&fs->lock);
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -ENODATA;
-	if (ret == 0) {
-		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
-
-		off = xattr_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
-				      name, nlen);
-		if (off >= 0)
-			esize = xattr_entry_size((const void *)(data + off));
-		else
-			ret = off == -ENOENT ? -ENODATA : off;
-	}
-	mfs_release_path(&path);
-	if (!ret)
-		ret = mfs_start_transaction_reserve(fs, XATTR_ITEMS, MFS_RESERVE_FREEING,
-						    &trans);
-	if (!ret) {
-		ret = item_cut(trans, fs->fs_root, &key, off, esize);
-		mfs_end_transaction(trans);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-/*
- * relatime: the access time moves when it is older than the last change
- * or a day old, so reads rarely cost a metadata write.
- */
-int mfs_touch_atime(struct mfs_fs_info *fs, u64 ino)
-{
-	struct mfs_trans_handle *trans;
-	struct mfs_inode_item ii;
-	struct mfs_timespec now;
-	u64 at;
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	ret = mfs_read_inode(fs, ino, &ii);
-	if (ret)
-		goto out;
-	mfs_now(&now);
-	at = le64_to_cpu(ii.atime.sec);
-	if (at > le64_to_cpu(ii.mtime.sec) && at > le64_to_cpu(ii.ctime.sec) &&
-	    le64_to_cpu(now.sec) < at + 24 * 3600)
-		goto out;
-	ret = mfs_start_transaction_reserve(fs, 1, MFS_RESERVE_NORMAL, &trans);
-	if (ret)
-		goto out;
-	ii.atime = now;
-	ret = mfs_write_inode(trans, ino, &ii);
-	mfs_end_transaction(trans);
-out:
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-int mfs_sync_fs(struct mfs_fs_info *fs)
-{
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	/* after a failed commit nothing since the last one will reach the disk */
-	ret = fs->fatal_error ? -EIO : mfs_commit_if_dirty(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
