@@ -46,12 +46,17 @@ int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
  * checksum items against data extents.
  */
 int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
-/* Optional phase: every copy of every checksummed data sector. */
+/* Optional phase (check-data.c): every copy of every checksummed data sector. */
 int mfs_check_data_csums(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
 void mfs_check_free(struct mfs_check_ctl *ctl);
 
 /* Count one problem and hand it to ctl->report (for the phases' files). */
 void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* check-fs.c */
+/* Where the disk extent lies: inside one DATA chunk. */
+bool mfs_check_in_data_chunk(struct mfs_fs_info *fs, u64 bytenr, u64 len);
+void mfs_check_walk_failed(struct mfs_check_ctl *ctl, const char *tree, int ret);
 
 #endif
