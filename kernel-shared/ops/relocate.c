@@ -885,131 +885,95 @@ static int evacuate_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 	return 0;
 }
 
-int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical)
+/*
+ * Get what is pending onto disk, then take no new allocations in bg. In
+ * this order: the commit may need tree blocks, and with the chunk already
+ * read-only the only metadata chunk could not give them - a second one
+ * would be allocated, which may leave no room for the new layout. The lock
+ * is held throughout, so nothing allocates between. Writers may still be
+ * filling extents they reserved here before: wait until their items are
+ * in (the wait drops the lock), then commit those too, so the extent tree
+ * lists everything to copy. On failure bg takes allocations again.
+ */
+static int quiesce_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 {
-	struct mfs_restripe_status *st = fs->restripe;
-	struct mfs_chunk_map *old, **new = NULL;
-	struct mfs_block_group *bg;
-	struct mfs_trans_handle *trans;
-	struct mfs_range *ranges = NULL;
-	struct copy_plan plan = { NULL, NULL, NULL };
-	u8 **csums = NULL, *keep = NULL;
-	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
-	int nexcl = 0, nnew = 0, n = 0, i, ret;
-	bool replace = st->args.op == MFS_RESTRIPE_OP_REPLACE;
-	/* a copy that does not finish counts for nothing: the chunk is copied again */
-	u64 flags, done_before = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+	int ret = mfs_commit_if_dirty(fs);
 
-	pthread_mutex_lock(&fs->lock);
-	old = mfs_find_chunk(fs, logical);
-	bg = mfs_lookup_block_group(fs, logical);
-	if (!old || !bg || old->logical != logical) {
-		pthread_mutex_unlock(&fs->lock);
-		return 0;	/* gone meanwhile */
-	}
+	if (ret)
+		return ret;
+	bg->ro = true;
+	if (!bg->inflight)
+		return 0;
+	while (bg->inflight)
+		pthread_cond_wait(&fs->inflight_done, &fs->lock);
+	ret = mfs_commit_if_dirty(fs);
+	if (ret)
+		bg->ro = false;
+	return ret;
+}
+
+/* The new layout of old: a replace's, or one placed beside it. */
+static int new_layout(struct mfs_fs_info *fs, const struct mfs_restripe_status *st,
+		      struct mfs_chunk_map *old, const struct mfs_range *ranges, int n,
+		      struct mfs_chunk_map ***new, int *nnew)
+{
+	u64 excl[MFS_RESTRIPE_MAX_DEVIDS];
+	u64 flags = (old->type & MFS_BLOCK_GROUP_TYPE_MASK) | rs_target_profile(&st->args, old);
+	int nexcl = 0, i;
+
+	if (st->args.op == MFS_RESTRIPE_OP_REPLACE)
+		return replace_layout(fs, old, st->args.devids[0], st->args.devids[1], new, nnew);
 	if (st->args.op == MFS_RESTRIPE_OP_DELETE)
 		for (i = 0; i < st->args.nr_devids; i++)
 			excl[nexcl++] = st->args.devids[i];
-	flags = (old->type & MFS_BLOCK_GROUP_TYPE_MASK) | rs_target_profile(&st->args, old);
-	/*
-	 * Get what is pending onto disk, then take no new allocations here.
-	 * In this order: the commit may need tree blocks, and with the chunk
-	 * already read-only the only metadata chunk could not give them - a
-	 * second one would be allocated, which may leave no room for the new
-	 * layout. The lock is held throughout, so nothing allocates between.
-	 */
-	ret = mfs_commit_if_dirty(fs);
-	if (ret) {
-		pthread_mutex_unlock(&fs->lock);
-		return ret;
-	}
-	bg->ro = true;
-	/*
-	 * Writers may still be filling extents they reserved here before: wait
-	 * until their items are in (the wait drops the lock), then commit
-	 * those too, so the extent tree lists everything to copy.
-	 */
-	if (bg->inflight) {
-		while (bg->inflight)
-			pthread_cond_wait(&fs->inflight_done, &fs->lock);
-		ret = mfs_commit_if_dirty(fs);
-		if (ret) {
-			bg->ro = false;
-			pthread_mutex_unlock(&fs->lock);
-			return ret;
-		}
-	}
-	if (bg->used == 0 && bg->reserved == 0 && !rs_last_of_type(fs, bg)) {
-		/*
-		 * Relocated by removing it: it counts, as in btrfs. The last
-		 * chunk of its type is relocated as any other (an empty copy):
-		 * the profiles present decide the allocation profile at the
-		 * next mount, so removing it would forget a convert.
-		 */
-		ret = remove_empty_chunk(fs, bg);
-		if (!ret)
-			st->completed++;
-		pthread_mutex_unlock(&fs->lock);
-		return ret;
-	}
-	/* the extents first: a layout in pieces is cut between them */
-	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
-	if (!ret && replace)
-		ret = replace_layout(fs, old, st->args.devids[0], st->args.devids[1], &new, &nnew);
-	else if (!ret)
-		ret = mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, ranges, n, &new, &nnew);
-	if (ret == -ENOSPC && rs_can_evacuate(&st->args, old)) {
-		free(ranges);
-		ranges = NULL;
-		n = 0;
-		ret = evacuate_chunk(fs, bg);
-		pthread_mutex_unlock(&fs->lock);
-		return ret;
-	}
-	if (ret)
-		goto fail_locked;
-	plan.old = plan.read = old;
-	if (replace) {
-		plan.read = replace_read_map(old, st->args.devids[0],
-					     st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
-		if (!plan.read)
-			ret = -ENOMEM;
-	}
-	/* without parity a stripe left in place holds its data already: not written */
-	if (!ret && nnew == 1 && !mfs_profile(old->type)->nparity &&
-	    !mfs_profile(new[0]->type)->nparity) {
-		keep = calloc(new[0]->num_stripes, 1);
-		if (!keep)
-			ret = -ENOMEM;
-		for (i = 0; !ret && i < new[0]->num_stripes; i++)
-			keep[i] = mfs_stripe_holds_old(old, new[0], i);
-		plan.keep = keep;
-	}
-	csums = calloc(n + 1, sizeof(*csums));	/* filled by the copy */
-	if (!csums)
-		ret = -ENOMEM;
-	pthread_mutex_unlock(&fs->lock);
+	return mfs_alloc_chunk_at(fs, old, flags, excl, nexcl, ranges, n, new, nnew);
+}
 
-	/* the copy runs without the lock: the chunk only loses extents meanwhile */
-	if (!ret)
-		ret = copy_pieces(fs, &plan, new, nnew, ranges, csums, n);
-	if (!ret)
-		test_delay();
+/*
+ * What the copy reads (a replace may avoid its source) and, without
+ * parity, which stripes of a one-piece layout already hold their data.
+ */
+static int plan_copy(const struct mfs_restripe_status *st, struct mfs_chunk_map *old,
+		     struct mfs_chunk_map **new, int nnew, struct copy_plan *plan, u8 **keep)
+{
+	int i;
 
-	pthread_mutex_lock(&fs->lock);
+	plan->old = plan->read = old;
+	if (st->args.op == MFS_RESTRIPE_OP_REPLACE) {
+		plan->read = replace_read_map(old, st->args.devids[0],
+					      st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
+		if (!plan->read)
+			return -ENOMEM;
+	}
+	if (nnew != 1 || mfs_profile(old->type)->nparity || mfs_profile(new[0]->type)->nparity)
+		return 0;
+	*keep = calloc(new[0]->num_stripes, 1);
+	if (!*keep)
+		return -ENOMEM;
+	for (i = 0; i < new[0]->num_stripes; i++)
+		(*keep)[i] = mfs_stripe_holds_old(old, new[0], i);
+	plan->keep = *keep;
+	return 0;
+}
+
+/*
+ * The copied chunk takes its new layout, with the restripe's cursor, in
+ * one commit. Swap in memory first: the tree changes below may allocate,
+ * and the chunk (now in its new layout) can take them, so relocating the
+ * only metadata chunk needs no second one. The commit makes it all
+ * durable at once - one chunk or all its pieces; a failed commit leaves
+ * the filesystem read-only. bg is gone after a swap in pieces.
+ */
+static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
+		   struct mfs_block_group *bg, struct mfs_chunk_map *old,
+		   struct mfs_chunk_map **new, int nnew)
+{
+	struct mfs_trans_handle *trans;
+	int ret = mfs_start_transaction(fs, &trans);
+
 	if (ret)
-		goto fail_new;
-	ret = mfs_start_transaction(fs, &trans);
-	if (ret)
-		goto fail_new;
-	/*
-	 * Swap in memory first: the tree changes below may allocate, and the
-	 * chunk (now in its new layout) can take them, so relocating the only
-	 * metadata chunk needs no second one. The commit makes it all durable
-	 * at once - one chunk or all its pieces; a failed commit leaves the
-	 * filesystem read-only.
-	 */
-	st->cursor = logical + old->length;
+		return ret;
+	st->cursor = old->logical + old->length;
 	st->completed++;
 	if (nnew == 1) {
 		mfs_replace_chunk_map(fs, old, new[0]);
@@ -1025,20 +989,91 @@ int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical)
 	} else {
 		ret = swap_in_pieces(trans, bg, old, new, nnew);
 	}
-	bg = NULL;	/* freed by a swap in pieces */
 	if (!ret)
 		ret = rs_write_item(trans, st, false);
 	if (ret) {
 		mfs_end_transaction(trans);
-		goto out_locked;
+		return ret;
 	}
 	ret = mfs_commit_transaction(trans);
 	if (!ret) {
 		release_old_extents(fs, old, new, nnew);
 		free(old);
 	}
-	goto out_locked;
-fail_new:
+	return ret;
+}
+
+/*
+ * An empty chunk is relocated by removing it: it counts, as in btrfs. The
+ * last chunk of its type is relocated as any other (an empty copy): the
+ * profiles present decide the allocation profile at the next mount, so
+ * removing it would forget a convert.
+ */
+static bool relocate_by_removing(struct mfs_fs_info *fs, struct mfs_block_group *bg)
+{
+	return bg->used == 0 && bg->reserved == 0 && !rs_last_of_type(fs, bg);
+}
+
+int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_chunk_map *old, **new = NULL;
+	struct mfs_block_group *bg;
+	struct mfs_range *ranges = NULL;
+	struct copy_plan plan = { NULL, NULL, NULL };
+	u8 **csums = NULL, *keep = NULL;
+	int nnew = 0, n = 0, i, ret;
+	/* a copy that does not finish counts for nothing: the chunk is copied again */
+	u64 done_before = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&fs->lock);
+	old = mfs_find_chunk(fs, logical);
+	bg = mfs_lookup_block_group(fs, logical);
+	if (!old || !bg || old->logical != logical) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;	/* gone meanwhile */
+	}
+	ret = quiesce_chunk(fs, bg);
+	if (!ret && relocate_by_removing(fs, bg)) {
+		ret = remove_empty_chunk(fs, bg);
+		if (!ret)
+			st->completed++;
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	if (ret) {
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	/* the extents first: a layout in pieces is cut between them */
+	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
+	if (!ret)
+		ret = new_layout(fs, st, old, ranges, n, &new, &nnew);
+	if (ret == -ENOSPC && rs_can_evacuate(&st->args, old)) {
+		free(ranges);
+		ret = evacuate_chunk(fs, bg);
+		pthread_mutex_unlock(&fs->lock);
+		return ret;
+	}
+	if (ret)
+		goto fail_locked;
+	ret = plan_copy(st, old, new, nnew, &plan, &keep);
+	csums = calloc(n + 1, sizeof(*csums));	/* filled by the copy */
+	if (!csums)
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&fs->lock);
+
+	/* the copy runs without the lock: the chunk only loses extents meanwhile */
+	if (!ret)
+		ret = copy_pieces(fs, &plan, new, nnew, ranges, csums, n);
+	if (!ret)
+		test_delay();
+
+	pthread_mutex_lock(&fs->lock);
+	if (!ret) {
+		ret = swap_in(fs, st, bg, old, new, nnew);
+		goto out_locked;
+	}
 	mfs_free_chunk_layout(new, nnew, old);
 	new = NULL;
 fail_locked:
