@@ -1265,140 +1265,153 @@ static int commit_and_clean(struct server *s)
 	return ret ? ret : mfs_remove_unused_chunks(s->fs);
 }
 
+static void ioctl_sync(fuse_req_t req, struct server *s, const void *in_buf,
+		       size_t in_bufsz, size_t out_bufsz)
+{
+	(void)in_buf;
+	(void)in_bufsz;
+	(void)out_bufsz;
+	/* anyone may commit, as anyone may fsync; read-only: nothing to write */
+	fuse_reply_ioctl(req, s->opts->ro ? 0 : commit_and_clean(s), NULL, 0);
+}
+
+static void fill_fs_info(struct server *s, void *arg)
+{
+	struct mfs_ioctl_fs_info *info = arg;
+
+	info->daemon_pid = getpid();
+	pthread_mutex_lock(&s->fs->lock);
+	memcpy(info->fsid, s->fs->fsid, sizeof(info->fsid));
+	info->num_devices = s->fs->nr_devices;
+	info->generation = s->fs->generation;
+	info->nodesize = s->fs->nodesize;
+	info->sectorsize = s->fs->sectorsize;
+	snprintf(info->first_device, sizeof(info->first_device), "%s",
+		 s->opts->fsname ? s->opts->fsname : "");
+	pthread_mutex_unlock(&s->fs->lock);
+}
+
+static void fill_space(struct server *s, void *arg)
+{
+	mfs_admin_space(s->fs, arg);
+}
+
+static void fill_restripe_start(struct server *s, void *arg)
+{
+	struct mfs_ioctl_restripe_args *a = arg;
+
+	if (mfs_admin_restripe_start(s->fs, a) == 0)
+		a->result = start_restriper(s);
+}
+
+static void fill_replace_start(struct server *s, void *arg)
+{
+	struct mfs_ioctl_replace_start *r = arg;
+
+	if (mfs_admin_replace_start(s->fs, r) == 0)
+		r->result = start_restriper(s);
+}
+
+static void fill_restripe_status(struct server *s, void *arg)
+{
+	mfs_admin_restripe_status(s->fs, arg);
+}
+
+static void fill_restripe_estimate(struct server *s, void *arg)
+{
+	mfs_admin_restripe_estimate(s->fs, arg);
+}
+
+static void fill_restripe_ctl(struct server *s, void *arg)
+{
+	struct mfs_ioctl_restripe_ctl *c = arg;
+	int was = restripe_state(s);
+
+	c->result = mfs_admin_restripe_ctl(s->fs, c->cmd);
+	/* a paused replace cancelled runs on, moving back what it moved */
+	if (c->result == 0 && (c->cmd == MFS_RESTRIPE_CTL_RESUME ||
+			       (c->cmd == MFS_RESTRIPE_CTL_CANCEL && was == MFS_RESTRIPE_PAUSED &&
+				restripe_state(s) == MFS_RESTRIPE_RUNNING)))
+		c->result = start_restriper(s);
+}
+
+static void fill_dev_add(struct server *s, void *arg)
+{
+	struct mfs_ioctl_dev_add *d = arg;
+
+	d->path[sizeof(d->path) - 1] = 0;
+	d->result = mfs_admin_device_add(s->fs, d->path, &d->devid);
+}
+
+static void fill_resize(struct server *s, void *arg)
+{
+	struct mfs_ioctl_resize *r = arg;
+
+	r->result = mfs_admin_grow(s->fs, r->devid, r->new_size);
+}
+
+/*
+ * The admin requests (format/ioctl.h): who may make each, whether a
+ * read-only mount takes it, and what answers it - fill, which completes
+ * the fixed-size argument in place, or raw, which answers the request
+ * itself.
+ */
+static const struct ioctl_op {
+	unsigned int cmd;
+	bool admin;		/* root only (CAP_SYS_ADMIN) */
+	bool on_ro;		/* allowed on a read-only mount */
+	void (*fill)(struct server *s, void *arg);
+	void (*raw)(fuse_req_t req, struct server *s, const void *in_buf,
+		    size_t in_bufsz, size_t out_bufsz);
+} ioctl_ops[] = {
+	{ MFS_IOC_DEV_STATS, .on_ro = true, .raw = ioctl_dev_stats },
+	{ MFS_IOC_FS_INFO, .on_ro = true, .fill = fill_fs_info },
+	{ MFS_IOC_SPACE, .on_ro = true, .fill = fill_space },
+	{ MFS_IOC_SYNC, .on_ro = true, .raw = ioctl_sync },
+	{ MFS_IOC_RESTRIPE_START, .admin = true, .fill = fill_restripe_start },
+	{ MFS_IOC_REPLACE_START, .admin = true, .fill = fill_replace_start },
+	{ MFS_IOC_RESTRIPE_STATUS, .admin = true, .on_ro = true, .fill = fill_restripe_status },
+	{ MFS_IOC_RESTRIPE_ESTIMATE, .admin = true, .on_ro = true, .fill = fill_restripe_estimate },
+	{ MFS_IOC_RESTRIPE_CTL, .admin = true, .fill = fill_restripe_ctl },
+	{ MFS_IOC_DEV_ADD, .admin = true, .fill = fill_dev_add },
+	{ MFS_IOC_RESIZE, .admin = true, .fill = fill_resize },
+};
+
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned int flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
 {
 	struct server *s = srv(req);
+	const struct ioctl_op *op = NULL;
+	size_t i;
+	void *a;
 
 	(void)arg;
 	(void)fi;
-	if (ino != FUSE_ROOT_ID || !(flags & FUSE_IOCTL_DIR)) {
+	for (i = 0; i < sizeof(ioctl_ops) / sizeof(ioctl_ops[0]); i++)
+		if (ioctl_ops[i].cmd == cmd)
+			op = &ioctl_ops[i];
+	if (!op || ino != FUSE_ROOT_ID || !(flags & FUSE_IOCTL_DIR)) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}
-	if (cmd == MFS_IOC_DEV_STATS) {
-		ioctl_dev_stats(req, s, in_buf, in_bufsz, out_bufsz);
-		return;
-	}
-	switch (cmd) {
-	case MFS_IOC_FS_INFO: {
-		struct mfs_ioctl_fs_info *info = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!info)
-			return;
-		info->daemon_pid = getpid();
-		pthread_mutex_lock(&s->fs->lock);
-		memcpy(info->fsid, s->fs->fsid, sizeof(info->fsid));
-		info->num_devices = s->fs->nr_devices;
-		info->generation = s->fs->generation;
-		info->nodesize = s->fs->nodesize;
-		info->sectorsize = s->fs->sectorsize;
-		snprintf(info->first_device, sizeof(info->first_device), "%s",
-			 s->opts->fsname ? s->opts->fsname : "");
-		pthread_mutex_unlock(&s->fs->lock);
-		ioctl_reply_arg(req, cmd, info);
-		return;
-	}
-	case MFS_IOC_SPACE: {
-		struct mfs_ioctl_space *sp = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!sp)
-			return;
-		mfs_admin_space(s->fs, sp);
-		ioctl_reply_arg(req, cmd, sp);
-		return;
-	}
-	case MFS_IOC_SYNC:
-		/* anyone may commit, as anyone may fsync; read-only: nothing to write */
-		fuse_reply_ioctl(req, s->opts->ro ? 0 : commit_and_clean(s), NULL, 0);
-		return;
-	}
-	if (!caller_is_admin(req)) {
+	if (op->admin && !caller_is_admin(req)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	/* the read-only inspections */
-	if (s->opts->ro && cmd != MFS_IOC_RESTRIPE_STATUS && cmd != MFS_IOC_RESTRIPE_ESTIMATE) {
+	if (s->opts->ro && !op->on_ro) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	switch (cmd) {
-	case MFS_IOC_RESTRIPE_START: {
-		struct mfs_ioctl_restripe_args *a = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!a)
-			return;
-		if (mfs_admin_restripe_start(s->fs, a) == 0)
-			a->result = start_restriper(s);
-		ioctl_reply_arg(req, cmd, a);
+	if (op->raw) {
+		op->raw(req, s, in_buf, in_bufsz, out_bufsz);
 		return;
 	}
-	case MFS_IOC_REPLACE_START: {
-		struct mfs_ioctl_replace_start *r = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!r)
-			return;
-		if (mfs_admin_replace_start(s->fs, r) == 0)
-			r->result = start_restriper(s);
-		ioctl_reply_arg(req, cmd, r);
+	a = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
+	if (!a)
 		return;
-	}
-	case MFS_IOC_RESTRIPE_STATUS: {
-		struct mfs_ioctl_restripe_status *st = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!st)
-			return;
-		mfs_admin_restripe_status(s->fs, st);
-		ioctl_reply_arg(req, cmd, st);
-		return;
-	}
-	case MFS_IOC_RESTRIPE_ESTIMATE: {
-		struct mfs_ioctl_restripe_estimate *e = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!e)
-			return;
-		mfs_admin_restripe_estimate(s->fs, e);
-		ioctl_reply_arg(req, cmd, e);
-		return;
-	}
-	case MFS_IOC_RESTRIPE_CTL: {
-		struct mfs_ioctl_restripe_ctl *c = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-		int was;
-
-		if (!c)
-			return;
-		was = restripe_state(s);
-		c->result = mfs_admin_restripe_ctl(s->fs, c->cmd);
-		/* a paused replace cancelled runs on, moving back what it moved */
-		if (c->result == 0 && (c->cmd == MFS_RESTRIPE_CTL_RESUME ||
-				       (c->cmd == MFS_RESTRIPE_CTL_CANCEL && was == MFS_RESTRIPE_PAUSED &&
-					restripe_state(s) == MFS_RESTRIPE_RUNNING)))
-			c->result = start_restriper(s);
-		ioctl_reply_arg(req, cmd, c);
-		return;
-	}
-	case MFS_IOC_DEV_ADD: {
-		struct mfs_ioctl_dev_add *d = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!d)
-			return;
-		d->path[sizeof(d->path) - 1] = 0;
-		d->result = mfs_admin_device_add(s->fs, d->path, &d->devid);
-		ioctl_reply_arg(req, cmd, d);
-		return;
-	}
-	case MFS_IOC_RESIZE: {
-		struct mfs_ioctl_resize *r = ioctl_arg(req, cmd, in_buf, in_bufsz, out_bufsz);
-
-		if (!r)
-			return;
-		r->result = mfs_admin_grow(s->fs, r->devid, r->new_size);
-		ioctl_reply_arg(req, cmd, r);
-		return;
-	}
-	}
-	fuse_reply_err(req, ENOTTY);
+	op->fill(s, a);
+	ioctl_reply_arg(req, cmd, a);
 }
 
 static const struct fuse_lowlevel_ops mfs_ops = {
