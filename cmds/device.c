@@ -262,20 +262,7 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 	where = argv[argc - 1];
 	if (mfs_target_open(&where, 1, true, &t))
 		return 1;
-	if (t.online) {
-		struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
-
-		if (!info || ioctl(t.fd, MFS_IOC_FS_INFO, info) < 0) {
-			error("cannot query %s", where);
-			free(info);
-			mfs_target_close(&t);
-			return 1;
-		}
-		memcpy(fsid, info->fsid, MFS_FSID_SIZE);
-		free(info);
-	} else {
-		memcpy(fsid, t.fs->fsid, MFS_FSID_SIZE);
-	}
+	memcpy(fsid, t.fsid, MFS_FSID_SIZE);
 	/* refused before any device is looked at, let alone discarded */
 	if (mfs_check_exclusive(&t, "device add", true)) {
 		mfs_target_close(&t);

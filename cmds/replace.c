@@ -121,6 +121,53 @@ static int report_end(struct mfs_target *t, int ret)
 	return 0;
 }
 
+/*
+ * Before anything is written: src names a member (its devid and path come
+ * back), tgt is not one, and passes mkfs's checks (not mounted, not busy,
+ * no other filesystem unless force).
+ */
+static int check_replace_devices(struct mfs_target *t, const char *src, const char *tgt,
+				 bool force, u64 *srcid, char *src_path, size_t len)
+{
+	struct mfs_super_block sb;
+	struct mfs_space sp;
+	u64 size;
+	int i, err;
+
+	if (mfs_target_space(t, &sp)) {
+		error("cannot read the devices of %s", t->mnt);
+		return -1;
+	}
+	err = resolve_source(&sp, src, t->mnt, srcid);
+	for (i = 0; !err && i < sp.nr_devs; i++)
+		if (sp.devs[i].devid == *srcid)
+			snprintf(src_path, len, "%s", sp.devs[i].path);
+	mfs_space_free(&sp);
+	if (err)
+		return -1;
+	/* a member is held open by the filesystem: say what it is rather than busy */
+	if (mfs_probe_super(tgt, &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE)) {
+		error("target device %s is a member of this filesystem", tgt);
+		return -1;
+	}
+	return mfs_check_new_device(tgt, force, 0, t->fsid, &size) ? -1 : 0;
+}
+
+/* Why the engine refused to start the replace. */
+static void replace_refused(struct mfs_target *t, int err, const struct mfs_ioctl_replace_start *r)
+{
+	struct mfs_ioctl_restripe_status st;
+
+	if (err == -EINPROGRESS && !replace_status(t, &st) && is_replace(&st))
+		error("device replace on '%s' already started", t->mnt);
+	else if (err == -EINPROGRESS)
+		mfs_check_exclusive(t, "device replace", false);
+	else if (r->msg[0])
+		error("%s", r->msg);
+	else
+		error("ioctl(DEV_REPLACE_START) failed on \"%s\": %s", t->mnt, strerror(-err));
+}
+
 static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -134,11 +181,8 @@ static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv
 	char src_real[PATH_MAX], tgt_real[PATH_MAX], src_path[512] = "";
 	const char *src, *tgt, *where;
 	struct mfs_target t;
-	struct mfs_space sp;
-	u64 srcid = 0, flags = 0, size;
-	struct mfs_super_block sb;
-	u8 fsid[MFS_FSID_SIZE];
-	int c, i, ret = 1, err;
+	u64 srcid = 0, flags = 0;
+	int c, ret = 1, err;
 
 	while ((c = getopt_long(argc, argv, "BfrK", longopts, NULL)) != -1) {
 		switch (c) {
@@ -177,37 +221,7 @@ static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv
 	}
 	if (mfs_check_exclusive(&t, "device replace", false))
 		goto out;
-	if (mfs_target_space(&t, &sp)) {
-		error("cannot read the devices of %s", t.mnt);
-		goto out;
-	}
-	err = resolve_source(&sp, src, t.mnt, &srcid);
-	for (i = 0; !err && i < sp.nr_devs; i++)
-		if (sp.devs[i].devid == srcid)
-			snprintf(src_path, sizeof(src_path), "%s", sp.devs[i].path);
-	mfs_space_free(&sp);
-	if (err)
-		goto out;
-	if (t.online) {
-		struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
-
-		if (!info || ioctl(t.fd, MFS_IOC_FS_INFO, info) < 0) {
-			error("cannot query %s", t.mnt);
-			free(info);
-			goto out;
-		}
-		memcpy(fsid, info->fsid, MFS_FSID_SIZE);
-		free(info);
-	} else {
-		memcpy(fsid, t.fs->fsid, MFS_FSID_SIZE);
-	}
-	/* a member is held open by the filesystem: say what it is rather than busy */
-	if (mfs_probe_super(tgt, &sb) == 0 && !memcmp(sb.fsid, fsid, MFS_FSID_SIZE)) {
-		error("target device %s is a member of this filesystem", tgt);
-		goto out;
-	}
-	/* mkfs's checks: not mounted, not busy, no other filesystem unless -f */
-	if (mfs_check_new_device(tgt, force, 0, fsid, &size))
+	if (check_replace_devices(&t, src, tgt, force, &srcid, src_path, sizeof(src_path)))
 		goto out;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -219,14 +233,7 @@ static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv
 	r->discard = discard;
 	err = mfs_target_replace_start(&t, r);
 	if (err) {
-		if (err == -EINPROGRESS && !replace_status(&t, &st) && is_replace(&st))
-			error("device replace on '%s' already started", t.mnt);
-		else if (err == -EINPROGRESS)
-			mfs_check_exclusive(&t, "device replace", false);
-		else if (r->msg[0])
-			error("%s", r->msg);
-		else
-			error("ioctl(DEV_REPLACE_START) failed on \"%s\": %s", t.mnt, strerror(-err));
+		replace_refused(&t, err, r);
 		goto out;
 	}
 	mfs_registry_add(tgt);

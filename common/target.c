@@ -92,6 +92,8 @@ static int try_online(const char *path, struct mfs_target *t)
 		return -errno;
 	info = calloc(1, sizeof(*info));
 	ret = info ? ioctl(fd, MFS_IOC_FS_INFO, info) : -1;
+	if (ret == 0)
+		memcpy(t->fsid, info->fsid, MFS_FSID_SIZE);
 	free(info);
 	if (ret < 0) {
 		close(fd);
@@ -107,6 +109,7 @@ int mfs_target_open(const char * const *paths, int npaths, bool writable, struct
 {
 	char mnt[PATH_MAX];
 	struct stat st;
+	int ret;
 
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
@@ -120,7 +123,10 @@ int mfs_target_open(const char * const *paths, int npaths, bool writable, struct
 	    try_online(mnt, t) == 0)
 		return 0;
 	snprintf(t->mnt, sizeof(t->mnt), "%s", paths[0]);
-	return mfs_open_for_cmd(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, &t->fs);
+	ret = mfs_open_for_cmd(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, &t->fs);
+	if (!ret)
+		memcpy(t->fsid, t->fs->fsid, MFS_FSID_SIZE);
+	return ret;
 }
 
 int mfs_target_close(struct mfs_target *t)

@@ -15,6 +15,7 @@ struct mfs_target {
 	int fd;				/* mount point, when online */
 	struct mfs_fs_info *fs;		/* when offline */
 	char mnt[PATH_MAX];		/* mount point or first device, for messages */
+	u8 fsid[MFS_FSID_SIZE];		/* the filesystem's, once open */
 };
 
 /* A chunk with all its stripes. */
