@@ -1061,118 +1061,150 @@ static int resize_cancel(struct mfs_target *t)
 	return 0;
 }
 
-static int do_resize(struct mfs_target *t, const char *arg, const struct resize_req *r, bool quiet)
+/*
+ * The device a resize acts on: devid, or with none given devid 1, else the
+ * lowest (with btrfs's warning). NULL after an error message.
+ */
+static const struct mfs_ioctl_space_dev *resize_device(const struct mfs_space *sp,
+						       const struct resize_req *r, const char *mnt)
 {
 	const struct mfs_ioctl_space_dev *d = NULL;
-	struct mfs_space sp;
-	u64 devid = r->has_devid ? r->devid : 1, old, new_size;
-	int i, ret = 1;
+	u64 devid = r->has_devid ? r->devid : 1;
+	int i;
 
-	if (mfs_target_space(t, &sp)) {
-		error("cannot read the devices of '%s'", t->mnt);
-		return 1;
-	}
-	for (i = 0; i < sp.nr_devs; i++)
-		if (sp.devs[i].devid == devid)
-			d = &sp.devs[i];
-	if (!d && !r->has_devid && sp.nr_devs) {
-		d = &sp.devs[0];
-		for (i = 1; i < sp.nr_devs; i++)
-			if (sp.devs[i].devid < d->devid)
-				d = &sp.devs[i];
+	for (i = 0; i < sp->nr_devs; i++)
+		if (sp->devs[i].devid == devid)
+			d = &sp->devs[i];
+	if (!d && !r->has_devid && sp->nr_devs) {
+		d = &sp->devs[0];
+		for (i = 1; i < sp->nr_devs; i++)
+			if (sp->devs[i].devid < d->devid)
+				d = &sp->devs[i];
 		warning("no devid specified means devid 1 which does not exist, using lowest devid %llu as a fallback",
 			(unsigned long long)d->devid);
-		devid = d->devid;
 	}
 	if (!d) {
 		error("cannot find devid: %llu", (unsigned long long)devid);
-		goto out;
+		return NULL;
 	}
 	if (dev_missing(d)) {
-		error("unable to resize '%s': device %llu is missing", t->mnt,
-		      (unsigned long long)devid);
-		goto out;
+		error("unable to resize '%s': device %llu is missing", mnt,
+		      (unsigned long long)d->devid);
+		return NULL;
 	}
-	old = d->total_bytes;
+	return d;
+}
+
+/* The size asked for, from the current one; -1 after an error message. */
+static int resize_target_size(const struct mfs_ioctl_space_dev *d, const char *arg,
+			      const struct resize_req *r, const char *mnt, u64 *new_size)
+{
+	u64 old = d->total_bytes;
+
 	switch (r->kind) {
 	case RESIZE_MAX:
-		new_size = d->device_size;
+		*new_size = d->device_size;
 		break;
 	case RESIZE_GROW_BY:
 		if (r->amount > (u64)-1 - old) {
-			error("unable to resize '%s': %s is too large", t->mnt, arg);
-			goto out;
+			error("unable to resize '%s': %s is too large", mnt, arg);
+			return -1;
 		}
-		new_size = old + r->amount;
+		*new_size = old + r->amount;
 		break;
 	case RESIZE_SHRINK_BY:
 		if (r->amount > old) {
 			error("current size is %s which is smaller than %s", pretty_size(old),
 			      pretty_size(r->amount));
-			goto out;
+			return -1;
 		}
-		new_size = old - r->amount;
+		*new_size = old - r->amount;
 		break;
 	default:
-		new_size = r->amount;
+		*new_size = r->amount;
 	}
-	new_size = round_down(new_size, SZ_4K);
-	printf("Resize device id %llu (%s) from %s to %s\n", (unsigned long long)devid,
-	       dev_path(d), pretty_size(old), r->kind == RESIZE_MAX ? "max" : pretty_size(new_size));
-	fflush(stdout);
-	if (new_size == old) {
-		ret = 0;
-		goto out;
-	}
-	if (new_size > old) {
-		int err;
+	*new_size = round_down(*new_size, SZ_4K);
+	return 0;
+}
 
-		if (new_size > d->device_size) {
-			error("unable to resize '%s': no enough free space (device %llu is %s, %s requested)",
-			      t->mnt, (unsigned long long)devid, pretty_size(d->device_size),
-			      pretty_size(new_size));
-			goto out;
-		}
-		/* an exclusive operation, as in btrfs: not beside a running or paused one */
-		if (mfs_check_exclusive(t, "resize", false))
-			goto out;
-		err = mfs_target_grow(t, devid, new_size);
-		if (err == -EINPROGRESS)
-			mfs_check_exclusive(t, "resize", false);
-		else if (err)
-			error("unable to resize '%s': %s", t->mnt,
-			      err == -EFBIG ? "no enough free space" : strerror(-err));
-		else
-			ret = 0;
-		goto out;
+static int resize_grow(struct mfs_target *t, const struct mfs_ioctl_space_dev *d, u64 new_size)
+{
+	int err;
+
+	if (new_size > d->device_size) {
+		error("unable to resize '%s': no enough free space (device %llu is %s, %s requested)",
+		      t->mnt, (unsigned long long)d->devid, pretty_size(d->device_size),
+		      pretty_size(new_size));
+		return 1;
 	}
+	/* an exclusive operation, as in btrfs: not beside a running or paused one */
+	if (mfs_check_exclusive(t, "resize", false))
+		return 1;
+	err = mfs_target_grow(t, d->devid, new_size);
+	if (err == -EINPROGRESS)
+		mfs_check_exclusive(t, "resize", false);
+	else if (err)
+		error("unable to resize '%s': %s", t->mnt,
+		      err == -EFBIG ? "no enough free space" : strerror(-err));
+	return err ? 1 : 0;
+}
+
+/* A shrink is a restripe: whether it fits is the engine's to say, before anything moves. */
+static int resize_shrink(struct mfs_target *t, const struct mfs_space *sp,
+			 const struct mfs_ioctl_space_dev *d, u64 new_size, bool quiet)
+{
+	struct mfs_ioctl_restripe_args *a;
+	char started[128] = "";
+	u64 nmove, bytes;
+	int ret;
+
 	if (new_size < MFS_MIN_DEVICE_SIZE) {
 		error("unable to resize '%s': the new size %s is below the minimum device size %s",
 		      t->mnt, pretty_size(new_size), pretty_size(MFS_MIN_DEVICE_SIZE));
-		goto out;
+		return 1;
 	}
-	{
-		struct mfs_ioctl_restripe_args *a;
-		char started[128] = "";
-		u64 nmove, bytes;
+	shrink_moves(sp, d->devid, new_size, &nmove, &bytes);
+	if (nmove && !quiet)
+		snprintf(started, sizeof(started), "Relocating %llu chunk%s (%s used) past the new end",
+			 (unsigned long long)nmove, nmove == 1 ? "" : "s", pretty_size(bytes));
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		error("out of memory");
+		return 1;
+	}
+	a->op = MFS_RESTRIPE_OP_RESIZE;
+	a->devids[0] = d->devid;
+	a->nr_devids = 1;
+	a->new_size = new_size;
+	ret = mfs_run_restripe_started(t, a, false, quiet, "resize", started);
+	free(a);
+	return ret;
+}
 
-		/* whether it fits is the engine's to say, before anything moves */
-		shrink_moves(&sp, devid, new_size, &nmove, &bytes);
-		if (nmove && !quiet)
-			snprintf(started, sizeof(started), "Relocating %llu chunk%s (%s used) past the new end",
-				 (unsigned long long)nmove, nmove == 1 ? "" : "s", pretty_size(bytes));
-		a = calloc(1, sizeof(*a));
-		if (!a) {
-			error("out of memory");
-			goto out;
-		}
-		a->op = MFS_RESTRIPE_OP_RESIZE;
-		a->devids[0] = devid;
-		a->nr_devids = 1;
-		a->new_size = new_size;
-		ret = mfs_run_restripe_started(t, a, false, quiet, "resize", started);
-		free(a);
+static int do_resize(struct mfs_target *t, const char *arg, const struct resize_req *r, bool quiet)
+{
+	const struct mfs_ioctl_space_dev *d;
+	struct mfs_space sp;
+	u64 new_size;
+	int ret = 1;
+
+	if (mfs_target_space(t, &sp)) {
+		error("cannot read the devices of '%s'", t->mnt);
+		return 1;
 	}
+	d = resize_device(&sp, r, t->mnt);
+	if (!d || resize_target_size(d, arg, r, t->mnt, &new_size))
+		goto out;
+	printf("Resize device id %llu (%s) from %s to %s\n", (unsigned long long)d->devid,
+	       dev_path(d), pretty_size(d->total_bytes),
+	       r->kind == RESIZE_MAX ? "max" : pretty_size(new_size));
+	fflush(stdout);
+	if (new_size == d->total_bytes)
+		ret = 0;
+	else if (new_size > d->total_bytes)
+		ret = resize_grow(t, d, new_size);
+	else
+		ret = resize_shrink(t, &sp, d, new_size, quiet);
 out:
 	mfs_space_free(&sp);
 	return ret;
