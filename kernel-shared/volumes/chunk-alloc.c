@@ -85,18 +85,12 @@ static void unplace_stripes(struct mfs_chunk_map *map, u64 stripe_size)
 	}
 }
 
-int mfs_place_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
-		    struct mfs_chunk_map **out)
+/* Each allocatable device's largest hole that can take a stripe, largest first. */
+static int gather_max_holes(struct mfs_fs_info *fs, const struct mfs_raid_attr *a,
+			    struct dev_hole *holes)
 {
-	const struct mfs_raid_attr *a = mfs_profile(flags);
-	struct dev_hole *holes;
-	struct mfs_chunk_map *map;
-	u64 stripe_size, max_logical;
-	int ndevs = 0, i, j, num_stripes, ndata, ret;
+	int ndevs = 0, i;
 
-	holes = calloc(fs->nr_devices, sizeof(*holes));
-	if (!holes)
-		return -ENOMEM;
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
 		u64 start, len;
@@ -112,36 +106,80 @@ int mfs_place_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 		ndevs++;
 	}
 	qsort(holes, ndevs, sizeof(*holes), cmp_hole_desc);
+	return ndevs;
+}
+
+/*
+ * The stripe size of a new chunk over holes[0..ndevs): what the smallest
+ * hole takes, up to max_stripe (0: the policy's), no chunk larger than a
+ * tenth of the filesystem, in whole MFS_CHUNK_ALIGN. 0: too small.
+ */
+static u64 new_stripe_size(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+			   const struct dev_hole *holes, int ndevs, int ndata)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	u64 stripe_size, max_logical;
+
+	if (!max_stripe)
+		max_stripe = chunk_policy_max_stripe(fs, flags);
+	stripe_size = min_t(u64, max_stripe, holes[ndevs - 1].len / a->dev_stripes);
+	max_logical = max_t(u64, fs_writable_size(fs) / 10, MFS_MIN_STRIPE_SIZE);
+	if (stripe_size * ndata > max_logical)
+		stripe_size = max_logical / ndata;
+	stripe_size = round_down(stripe_size, MFS_CHUNK_ALIGN);
+	return stripe_size < MFS_MIN_STRIPE_SIZE ? 0 : stripe_size;
+}
+
+/* Record the dev extents of map's stripes; none on failure. */
+static int place_stripes(struct mfs_chunk_map *map, u64 stripe_size)
+{
+	int i, ret;
+
+	for (i = 0; i < map->num_stripes; i++) {
+		struct mfs_map_stripe *s = &map->stripes[i];
+
+		ret = mfs_device_add_extent(s->dev, s->physical, stripe_size, map->logical);
+		if (ret) {
+			while (--i >= 0) {
+				mfs_device_remove_extent(map->stripes[i].dev,
+							 map->stripes[i].physical);
+				map->stripes[i].dev->bytes_used -= stripe_size;
+			}
+			return ret;
+		}
+		s->dev->bytes_used += stripe_size;
+	}
+	return 0;
+}
+
+int mfs_place_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
+		    struct mfs_chunk_map **out)
+{
+	const struct mfs_raid_attr *a = mfs_profile(flags);
+	struct dev_hole *holes;
+	struct mfs_chunk_map *map;
+	u64 stripe_size;
+	int ndevs, i, j, num_stripes, ndata, ret = -ENOSPC;
+
+	holes = calloc(fs->nr_devices, sizeof(*holes));
+	if (!holes)
+		return -ENOMEM;
+	ndevs = gather_max_holes(fs, a, holes);
 	if (a->devs_max && ndevs > a->devs_max)
 		ndevs = a->devs_max;
 	ndevs -= ndevs % a->devs_increment;
-	if (ndevs < a->devs_min) {
-		ret = -ENOSPC;
+	if (ndevs < a->devs_min)
 		goto out;
-	}
 	num_stripes = ndevs * a->dev_stripes;
 	ndata = mfs_nr_data_stripes(flags, num_stripes);
 	/* a system chunk the superblock cannot list could never be committed */
 	if ((flags & MFS_BLOCK_GROUP_SYSTEM) &&
 	    sys_array_used(fs) + sizeof(struct mfs_disk_key) +
-	    mfs_chunk_item_size(num_stripes) > MFS_SYSTEM_CHUNK_ARRAY_SIZE) {
-		ret = -ENOSPC;
+	    mfs_chunk_item_size(num_stripes) > MFS_SYSTEM_CHUNK_ARRAY_SIZE)
 		goto out;
-	}
-
-	if (!max_stripe)
-		max_stripe = chunk_policy_max_stripe(fs, flags);
-	stripe_size = min_t(u64, max_stripe, holes[ndevs - 1].len / a->dev_stripes);
-	/* no chunk larger than a tenth of the filesystem */
-	max_logical = max_t(u64, fs_writable_size(fs) / 10, MFS_MIN_STRIPE_SIZE);
-	if (stripe_size * ndata > max_logical)
-		stripe_size = max_logical / ndata;
-	stripe_size = round_down(stripe_size, MFS_CHUNK_ALIGN);
-	if (stripe_size < MFS_MIN_STRIPE_SIZE) {
-		ret = -ENOSPC;
+	stripe_size = new_stripe_size(fs, flags, max_stripe, holes, ndevs, ndata);
+	if (!stripe_size)
 		goto out;
-	}
-
 	map = mfs_alloc_chunk_map(num_stripes);
 	if (!map) {
 		ret = -ENOMEM;
@@ -163,26 +201,16 @@ int mfs_place_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 			memcpy(s->dev_uuid, holes[i].dev->uuid, MFS_UUID_SIZE);
 		}
 	}
-	for (i = 0; i < num_stripes; i++) {
-		struct mfs_map_stripe *s = &map->stripes[i];
-
-		ret = mfs_device_add_extent(s->dev, s->physical, stripe_size, map->logical);
-		if (ret) {
-			while (--i >= 0)
-				mfs_device_remove_extent(map->stripes[i].dev,
-							 map->stripes[i].physical);
-			free(map);
-			goto out;
-		}
-		s->dev->bytes_used += stripe_size;
+	ret = place_stripes(map, stripe_size);
+	if (!ret) {
+		ret = mfs_add_chunk_map(fs, map);
+		if (ret)
+			unplace_stripes(map, stripe_size);
 	}
-	ret = mfs_add_chunk_map(fs, map);
-	if (ret) {
-		unplace_stripes(map, stripe_size);
+	if (ret)
 		free(map);
-		goto out;
-	}
-	*out = map;
+	else
+		*out = map;
 out:
 	free(holes);
 	return ret;
