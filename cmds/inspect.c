@@ -14,6 +14,7 @@
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/io.h"
+#include "kernel-shared/format/items.h"
 
 /* ---------------- dump-super ---------------- */
 
@@ -404,48 +405,42 @@ static void print_name(const u8 *name, u32 len)
 
 static void print_dir_item(const u8 *p, u32 size)
 {
-	u32 off = 0;
+	struct mfs_entry_iter it;
+	struct mfs_entry e;
+	int ret;
 
-	while (off + sizeof(struct mfs_dir_item) <= size) {
-		const struct mfs_dir_item *di = (const void *)(p + off);
-		u16 len = le16_to_cpu(di->name_len);
-
-		if (off + sizeof(*di) + len > size) {
-			printf("\t\t(truncated entry)\n");
-			return;
-		}
+	mfs_entry_iter_init(&it, p, size, false);
+	while ((ret = mfs_entry_next(&it, &e)) == 1) {
 		printf("\t\tlocation key (%llu INODE_ITEM 0) type %s\n",
-		       (unsigned long long)le64_to_cpu(di->child), dir_type_name(di->type));
+		       (unsigned long long)le64_to_cpu(e.di->child), dir_type_name(e.di->type));
 		printf("\t\tindex %llu transid %llu name_len %u\n",
-		       (unsigned long long)le64_to_cpu(di->index),
-		       (unsigned long long)le64_to_cpu(di->transid), len);
+		       (unsigned long long)le64_to_cpu(e.di->index),
+		       (unsigned long long)le64_to_cpu(e.di->transid), e.name_len);
 		printf("\t\tname: ");
-		print_name((const u8 *)(di + 1), len);
+		print_name(e.name, e.name_len);
 		printf("\n");
-		off += sizeof(*di) + len;
 	}
+	if (ret < 0)
+		printf("\t\t(truncated entry)\n");
 }
 
 static void print_xattr_item(const u8 *p, u32 size)
 {
-	u32 off = 0;
+	struct mfs_entry_iter it;
+	struct mfs_entry e;
+	int ret;
 
-	while (off + sizeof(struct mfs_xattr_item) <= size) {
-		const struct mfs_xattr_item *xi = (const void *)(p + off);
-		u16 nlen = le16_to_cpu(xi->name_len), vlen = le16_to_cpu(xi->value_len);
-
-		if (off + sizeof(*xi) + nlen + vlen > size) {
-			printf("\t\t(truncated entry)\n");
-			return;
-		}
-		printf("\t\tdata_len %u name_len %u\n", vlen, nlen);
+	mfs_entry_iter_init(&it, p, size, true);
+	while ((ret = mfs_entry_next(&it, &e)) == 1) {
+		printf("\t\tdata_len %u name_len %u\n", e.value_len, e.name_len);
 		printf("\t\tname: ");
-		print_name((const u8 *)(xi + 1), nlen);
+		print_name(e.name, e.name_len);
 		printf("\n\t\tdata ");
-		print_name((const u8 *)(xi + 1) + nlen, vlen);
+		print_name(e.value, e.value_len);
 		printf("\n");
-		off += sizeof(*xi) + nlen + vlen;
 	}
+	if (ret < 0)
+		printf("\t\t(truncated entry)\n");
 }
 
 static void print_file_extent(const struct mfs_file_extent_item *fi, u32 size)

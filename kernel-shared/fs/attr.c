@@ -13,6 +13,7 @@
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/items.h"
 
 /*
  * Tree items an operation changes, at most: what it reserves metadata
@@ -209,8 +210,10 @@ int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *
 	struct mfs_trans_handle *trans;
 	struct mfs_inode_item ii;
 	struct mfs_path path;
+	struct mfs_entry e;
 	bool exists = false;
-	int ret, off = -ENOENT;
+	u32 old_off = 0, old_size = 0;
+	int ret;
 	u8 *buf;
 
 	if (!xattr_name_ok(name))
@@ -231,19 +234,17 @@ int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *
 	if (ret == 0) {
 		u32 isize = leaf_item_size(path.nodes[0], path.slots[0]);
 
-		off = inode_xattr_item_find(leaf_item_data(path.nodes[0], path.slots[0]), isize,
-				      name, nlen);
-		exists = off >= 0;
+		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]), isize, true,
+				     name, nlen, &e);
+		exists = ret == 0;
 		if (exists) {
-			const struct mfs_xattr_item *xi = (const void *)
-				((u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + off);
-			u32 esize = inode_xattr_entry_size(xi);
-
-			if (isize - esize + sizeof(*xi) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
+			old_off = e.off;
+			old_size = e.size;
+			if (isize - e.size + sizeof(*e.xi) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
 				ret = -E2BIG;
 		}
-		if (off < 0 && off != -ENOENT)
-			ret = off;
+		if (ret == -ENOENT)
+			ret = 0;
 	} else if (ret > 0) {
 		ret = 0;
 	}
@@ -259,17 +260,8 @@ int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *
 		goto end;
 	}
 	if (exists) {
-		struct mfs_xattr_item xi;
-
-		mfs_init_path(&path);
-		ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-		if (ret == 0)
-			memcpy(&xi, (u8 *)leaf_item_data(path.nodes[0], path.slots[0]) + off,
-			       sizeof(xi));
-		mfs_release_path(&path);
-		if (ret)
-			goto end;
-		ret = inode_item_cut(trans, fs->fs_root, &key, off, inode_xattr_entry_size(&xi));
+		/* fs->lock is held throughout: the entry is where it was found */
+		ret = inode_item_cut(trans, fs->fs_root, &key, old_off, old_size);
 		if (ret)
 			goto end;
 	}
@@ -312,21 +304,18 @@ ssize_t mfs_getxattr(struct mfs_fs_info *fs, u64 ino, const char *name, void *va
 	if (ret > 0)
 		ret = -ENODATA;
 	if (ret == 0) {
-		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
-		int off = inode_xattr_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
-					  name, nlen);
+		struct mfs_entry e;
 
-		if (off < 0) {
-			ret = off == -ENOENT ? -ENODATA : off;
+		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
+				     leaf_item_size(path.nodes[0], path.slots[0]), true, name, nlen, &e);
+		if (ret) {
+			ret = ret == -ENOENT ? -ENODATA : ret;
 		} else {
-			const struct mfs_xattr_item *xi = (const void *)(data + off);
-			u16 vlen = le16_to_cpu(xi->value_len);
-
-			ret = vlen;
-			if (size && size < vlen)
+			ret = e.value_len;
+			if (size && size < e.value_len)
 				ret = -ERANGE;
 			else if (size)
-				memcpy(value, (const u8 *)(xi + 1) + nlen, vlen);
+				memcpy(value, e.value, e.value_len);
 		}
 	}
 	mfs_release_path(&path);
@@ -345,33 +334,27 @@ ssize_t mfs_listxattr(struct mfs_fs_info *fs, u64 ino, char *list, size_t size)
 	mfs_init_path(&path);
 	ret = mfs_search_forward(fs->fs_root, &key, &path);
 	while (ret == 0) {
-		const u8 *data;
-		u32 isize, off = 0;
+		struct mfs_entry_iter it;
+		struct mfs_entry e;
 
 		leaf_item_key(path.nodes[0], path.slots[0], &key);
 		if (key.objectid != ino || key.type != MFS_XATTR_ITEM_KEY)
 			break;
-		data = leaf_item_data(path.nodes[0], path.slots[0]);
-		isize = leaf_item_size(path.nodes[0], path.slots[0]);
-		while (off + sizeof(struct mfs_xattr_item) <= isize) {
-			const struct mfs_xattr_item *xi = (const void *)(data + off);
-			u16 nlen = le16_to_cpu(xi->name_len);
-
-			if (off + inode_xattr_entry_size(xi) > isize) {
-				ret = -EUCLEAN;
-				goto out;
-			}
+		mfs_entry_iter_init(&it, leaf_item_data(path.nodes[0], path.slots[0]),
+				    leaf_item_size(path.nodes[0], path.slots[0]), true);
+		while ((ret = mfs_entry_next(&it, &e)) == 1) {
 			if (size) {
-				if (total + nlen + 1 > size) {
+				if (total + e.name_len + 1 > size) {
 					ret = -ERANGE;
 					goto out;
 				}
-				memcpy(list + total, xi + 1, nlen);
-				list[total + nlen] = 0;
+				memcpy(list + total, e.name, e.name_len);
+				list[total + e.name_len] = 0;
 			}
-			total += nlen + 1;
-			off += inode_xattr_entry_size(xi);
+			total += e.name_len + 1;
 		}
+		if (ret < 0)
+			goto out;
 		ret = mfs_next_item(fs->fs_root, &path);
 	}
 	if (ret > 0)
@@ -397,14 +380,16 @@ int mfs_removexattr(struct mfs_fs_info *fs, u64 ino, const char *name)
 	if (ret > 0)
 		ret = -ENODATA;
 	if (ret == 0) {
-		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
+		struct mfs_entry e;
 
-		off = inode_xattr_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
-				      name, nlen);
-		if (off >= 0)
-			esize = inode_xattr_entry_size((const void *)(data + off));
-		else
-			ret = off == -ENOENT ? -ENODATA : off;
+		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
+				     leaf_item_size(path.nodes[0], path.slots[0]), true, name, nlen, &e);
+		if (!ret) {
+			off = e.off;
+			esize = e.size;
+		} else {
+			ret = ret == -ENOENT ? -ENODATA : ret;
+		}
 	}
 	mfs_release_path(&path);
 	if (!ret)

@@ -85,7 +85,5 @@ int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
 int inode_item_cut(struct mfs_trans_handle *trans, struct mfs_root *root,
 		const struct mfs_key *key, u32 off, u32 len);
 void inode_ts_to_disk(struct mfs_timespec *out, const struct timespec *in);
-u32 inode_xattr_entry_size(const struct mfs_xattr_item *xi);
-int inode_xattr_item_find(const u8 *data, u32 size, const char *name, size_t len);
 
 #endif

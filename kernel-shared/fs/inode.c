@@ -14,6 +14,7 @@
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/items.h"
 
 /*
  * Tree items an operation changes, at most: what it reserves metadata
@@ -131,50 +132,8 @@ u64 mfs_name_hash(const char *name, size_t len)
 
 /*
  * DIR_ITEM and XATTR_ITEM items hold every entry whose name has the item's
- * hash. Each entry is a fixed header followed by its name (and value).
+ * hash (their entries are walked with format/items.h).
  */
-static u32 dir_entry_size(const struct mfs_dir_item *di)
-{
-	return sizeof(*di) + le16_to_cpu(di->name_len);
-}
-
-u32 inode_xattr_entry_size(const struct mfs_xattr_item *xi)
-{
-	return sizeof(*xi) + le16_to_cpu(xi->name_len) + le16_to_cpu(xi->value_len);
-}
-
-/* Find name in a DIR_ITEM's entries; returns the offset or -ENOENT/-EUCLEAN. */
-static int dir_item_find(const u8 *data, u32 size, const char *name, size_t len)
-{
-	u32 off = 0;
-
-	while (off < size) {
-		const struct mfs_dir_item *di = (const void *)(data + off);
-
-		if (size - off < sizeof(*di) || size - off < dir_entry_size(di))
-			return -EUCLEAN;
-		if (le16_to_cpu(di->name_len) == len && !memcmp(di + 1, name, len))
-			return off;
-		off += dir_entry_size(di);
-	}
-	return -ENOENT;
-}
-
-int inode_xattr_item_find(const u8 *data, u32 size, const char *name, size_t len)
-{
-	u32 off = 0;
-
-	while (off < size) {
-		const struct mfs_xattr_item *xi = (const void *)(data + off);
-
-		if (size - off < sizeof(*xi) || size - off < inode_xattr_entry_size(xi))
-			return -EUCLEAN;
-		if (le16_to_cpu(xi->name_len) == len && !memcmp(xi + 1, name, len))
-			return off;
-		off += inode_xattr_entry_size(xi);
-	}
-	return -ENOENT;
-}
 
 /* Append bytes to the item at key (creating it), e.g. a new hashed entry. */
 int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
@@ -264,18 +223,14 @@ static int find_dir_entry(struct mfs_fs_info *fs, u64 dir, const char *name,
 	if (ret > 0)
 		ret = -ENOENT;
 	if (ret == 0) {
-		const u8 *data = leaf_item_data(path.nodes[0], path.slots[0]);
-		int off = dir_item_find(data, leaf_item_size(path.nodes[0], path.slots[0]),
-					name, len);
+		struct mfs_entry e;
 
-		if (off < 0) {
-			ret = off;
-		} else {
-			const struct mfs_dir_item *di = (const void *)(data + off);
-
-			out->child = le64_to_cpu(di->child);
-			out->index = le64_to_cpu(di->index);
-			out->type = di->type;
+		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
+				     leaf_item_size(path.nodes[0], path.slots[0]), false, name, len, &e);
+		if (!ret) {
+			out->child = le64_to_cpu(e.di->child);
+			out->index = le64_to_cpu(e.di->index);
+			out->type = e.di->type;
 		}
 	}
 	mfs_release_path(&path);
@@ -331,7 +286,8 @@ static int del_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *na
 	struct mfs_key key = { dir, MFS_DIR_ITEM_KEY, mfs_name_hash(name, len) };
 	struct mfs_inode_item dii;
 	struct mfs_path path;
-	int ret, off;
+	struct mfs_entry e;
+	int ret;
 
 	mfs_init_path(&path);
 	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
@@ -341,12 +297,12 @@ static int del_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *na
 		mfs_release_path(&path);
 		return ret;
 	}
-	off = dir_item_find(leaf_item_data(path.nodes[0], path.slots[0]),
-			    leaf_item_size(path.nodes[0], path.slots[0]), name, len);
+	ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
+			     leaf_item_size(path.nodes[0], path.slots[0]), false, name, len, &e);
 	mfs_release_path(&path);
-	if (off < 0)
-		return off;
-	ret = inode_item_cut(trans, fs->fs_root, &key, off, sizeof(struct mfs_dir_item) + len);
+	if (ret)
+		return ret;
+	ret = inode_item_cut(trans, fs->fs_root, &key, e.off, e.size);
 	if (ret)
 		return ret;
 	key.type = MFS_DIR_INDEX_KEY;
@@ -986,6 +942,8 @@ static int readdir_locked(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_
 	while (ret == 0) {
 		struct extent_buffer *leaf = path.nodes[0];
 		const struct mfs_dir_item *di;
+		struct mfs_entry_iter it;
+		struct mfs_entry e, e2;
 		char name[MFS_NAME_LEN + 1];
 		u64 child;
 		u32 nlen;
@@ -994,13 +952,17 @@ static int readdir_locked(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_
 		leaf_item_key(leaf, path.slots[0], &key);
 		if (key.objectid != dir || key.type != MFS_DIR_INDEX_KEY)
 			break;
-		di = leaf_item_data(leaf, path.slots[0]);
-		nlen = le16_to_cpu(di->name_len);
-		if (leaf_item_size(leaf, path.slots[0]) < sizeof(*di) + nlen || nlen > MFS_NAME_LEN) {
+		/* a DIR_INDEX holds exactly one entry */
+		mfs_entry_iter_init(&it, leaf_item_data(leaf, path.slots[0]),
+				    leaf_item_size(leaf, path.slots[0]), false);
+		if (mfs_entry_next(&it, &e) != 1 || mfs_entry_next(&it, &e2) != 0 ||
+		    e.name_len > MFS_NAME_LEN) {
 			ret = -EUCLEAN;
 			break;
 		}
-		memcpy(name, di + 1, nlen);
+		di = e.di;
+		nlen = e.name_len;
+		memcpy(name, e.name, nlen);
 		name[nlen] = 0;
 		child = le64_to_cpu(di->child);
 		if (fill_plus) {

@@ -14,6 +14,7 @@
 #include "kernel-shared/fs/inode-internal.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/items.h"
 
 #define problem mfs_check_problem
 
@@ -361,32 +362,27 @@ static int add_dir_entry_rec(struct cur_inode *cur, const struct mfs_dir_item *d
 static void check_dir_item(struct fs_check *c, struct cur_inode *cur,
 			   const struct mfs_key *key, struct extent_buffer *leaf, int slot)
 {
-	const u8 *data = leaf_item_data(leaf, slot);
-	u32 size = leaf_item_size(leaf, slot), off = 0;
+	struct mfs_entry_iter it;
+	struct mfs_entry e;
 	char q[QNAME_SIZE];
+	int ret;
 
-	while (off < size) {
-		const struct mfs_dir_item *di = (const void *)(data + off);
-		u32 len;
+	mfs_entry_iter_init(&it, leaf_item_data(leaf, slot), leaf_item_size(leaf, slot), false);
+	while ((ret = mfs_entry_next(&it, &e)) == 1) {
+		u64 hash = mfs_name_hash((const char *)e.name, e.name_len);
 
-		if (size - off < sizeof(*di) ||
-		    size - off < sizeof(*di) + le16_to_cpu(di->name_len)) {
-			problem(c->ctl, "dir %llu: DIR_ITEM %llu has a truncated entry",
-				(unsigned long long)cur->ino, (unsigned long long)key->offset);
-			return;
-		}
-		len = le16_to_cpu(di->name_len);
-		if (mfs_name_hash((const char *)(di + 1), len) != key->offset)
+		if (hash != key->offset)
 			problem(c->ctl, "dir %llu entry %s: name hash 0x%llx does not match its DIR_ITEM key 0x%llx",
 				(unsigned long long)cur->ino,
-				quote_name((const u8 *)(di + 1), len, q, sizeof(q)),
-				(unsigned long long)mfs_name_hash((const char *)(di + 1), len),
-				(unsigned long long)key->offset);
-		c->err = add_dir_entry_rec(cur, di);
+				quote_name(e.name, e.name_len, q, sizeof(q)),
+				(unsigned long long)hash, (unsigned long long)key->offset);
+		c->err = add_dir_entry_rec(cur, e.di);
 		if (c->err)
 			return;
-		off += sizeof(*di) + len;
 	}
+	if (ret < 0)
+		problem(c->ctl, "dir %llu: DIR_ITEM %llu has a truncated entry",
+			(unsigned long long)cur->ino, (unsigned long long)key->offset);
 }
 
 static struct dir_entry_rec *find_entry_by_index(struct cur_inode *cur, u64 index)
@@ -477,19 +473,23 @@ static void count_dir_link(struct fs_check *c, struct cur_inode *cur,
 static void check_dir_index(struct fs_check *c, struct cur_inode *cur,
 			    const struct mfs_key *key, struct extent_buffer *leaf, int slot)
 {
-	const struct mfs_dir_item *di = leaf_item_data(leaf, slot);
 	u32 size = leaf_item_size(leaf, slot);
+	const struct mfs_dir_item *di;
+	struct mfs_entry_iter it;
+	struct mfs_entry e, e2;
 	char qname[QNAME_SIZE];
 	const u8 *name;
 	u16 len;
 
-	if (size < sizeof(*di) || size != sizeof(*di) + le16_to_cpu(di->name_len)) {
+	mfs_entry_iter_init(&it, leaf_item_data(leaf, slot), size, false);
+	if (mfs_entry_next(&it, &e) != 1 || mfs_entry_next(&it, &e2) != 0) {
 		problem(c->ctl, "dir %llu: DIR_INDEX %llu has size %u, not one entry",
 			(unsigned long long)cur->ino, (unsigned long long)key->offset, size);
 		return;
 	}
-	len = le16_to_cpu(di->name_len);
-	name = (const u8 *)(di + 1);
+	di = e.di;
+	len = e.name_len;
+	name = e.name;
 	quote_name(name, len, qname, sizeof(qname));
 	cur->rec->name_bytes += len;
 	if (!name_is_valid(name, len))
@@ -510,35 +510,25 @@ static void check_dir_index(struct fs_check *c, struct cur_inode *cur,
 static void check_xattr_item(struct fs_check *c, struct cur_inode *cur,
 			     const struct mfs_key *key, struct extent_buffer *leaf, int slot)
 {
-	const u8 *data = leaf_item_data(leaf, slot);
-	u32 size = leaf_item_size(leaf, slot), off = 0;
+	struct mfs_entry_iter it;
+	struct mfs_entry e;
 	char q[QNAME_SIZE];
+	int ret;
 
-	while (off < size) {
-		const struct mfs_xattr_item *xi = (const void *)(data + off);
-		u32 nlen = 0, esize;
-
-		if (size - off < sizeof(*xi)) {
-			esize = 0;
-		} else {
-			nlen = le16_to_cpu(xi->name_len);
-			esize = sizeof(*xi) + nlen + le16_to_cpu(xi->value_len);
-		}
-		if (!esize || size - off < esize) {
-			problem(c->ctl, "inode %llu: XATTR_ITEM %llu has a truncated entry",
-				(unsigned long long)cur->ino, (unsigned long long)key->offset);
-			return;
-		}
-		if (nlen == 0 || nlen > MFS_NAME_LEN)
+	mfs_entry_iter_init(&it, leaf_item_data(leaf, slot), leaf_item_size(leaf, slot), true);
+	while ((ret = mfs_entry_next(&it, &e)) == 1) {
+		if (e.name_len == 0 || e.name_len > MFS_NAME_LEN)
 			problem(c->ctl, "inode %llu: xattr with a name of %u bytes",
-				(unsigned long long)cur->ino, nlen);
-		else if (mfs_name_hash((const char *)(xi + 1), nlen) != key->offset)
+				(unsigned long long)cur->ino, e.name_len);
+		else if (mfs_name_hash((const char *)e.name, e.name_len) != key->offset)
 			problem(c->ctl, "inode %llu xattr %s: name hash does not match its key 0x%llx",
 				(unsigned long long)cur->ino,
-				quote_name((const u8 *)(xi + 1), nlen, q, sizeof(q)),
+				quote_name(e.name, e.name_len, q, sizeof(q)),
 				(unsigned long long)key->offset);
-		off += esize;
 	}
+	if (ret < 0)
+		problem(c->ctl, "inode %llu: XATTR_ITEM %llu has a truncated entry",
+			(unsigned long long)cur->ino, (unsigned long long)key->offset);
 }
 
 /*
