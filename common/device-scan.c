@@ -336,15 +336,8 @@ struct path_list {
 
 static int path_list_add(struct path_list *list, const char *path)
 {
-	if (list->count == list->alloc) {
-		int alloc = list->alloc ? list->alloc * 2 : 16;
-		char **paths = realloc(list->paths, alloc * sizeof(*paths));
-
-		if (!paths)
-			return -ENOMEM;
-		list->paths = paths;
-		list->alloc = alloc;
-	}
+	if (MFS_ARRAY_RESERVE(list->paths, list->count, list->alloc, 16))
+		return -ENOMEM;
 	list->paths[list->count] = strdup(path);
 	if (!list->paths[list->count])
 		return -ENOMEM;

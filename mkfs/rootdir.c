@@ -162,15 +162,9 @@ static int read_names(struct walk *w, int dirfd, char ***out, size_t *nout)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (n == max) {
-			char **p = realloc(names, (max ? max * 2 : 64) * sizeof(*names));
-
-			if (!p) {
-				ret = -ENOMEM;
-				break;
-			}
-			names = p;
-			max = max ? max * 2 : 64;
+		if (MFS_ARRAY_RESERVE(names, n, max, 64)) {
+			ret = -ENOMEM;
+			break;
 		}
 		names[n] = strdup(de->d_name);
 		if (!names[n]) {

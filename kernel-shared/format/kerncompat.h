@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <endian.h>
 #include <errno.h>
+#include <stdlib.h>
 
 typedef uint8_t u8;
 typedef uint16_t u16;
@@ -49,5 +50,25 @@ static inline mfs_le64 cpu_to_le64(u64 x) { mfs_le64 r = { htole64(x) }; return 
 #define div_round_up(x, a) (((x) + (a) - 1) / (a))
 
 #define __unused __attribute__((unused))
+
+/*
+ * Room for one more element in a growable array arr holding nr of max
+ * elements: max doubles (from first) when the array is full. 0, or
+ * -ENOMEM with the array as it was. The one copy of the growth code.
+ */
+#define MFS_ARRAY_RESERVE(arr, nr, max, first) ({				\
+	int __ret = 0;								\
+	if ((nr) >= (max)) {							\
+		__typeof__(max) __nmax = (max) ? (max) * 2 : (first);		\
+		void *__p = realloc((arr), __nmax * sizeof(*(arr)));		\
+		if (__p) {							\
+			(arr) = __p;						\
+			(max) = __nmax;						\
+		} else {							\
+			__ret = -ENOMEM;					\
+		}								\
+	}									\
+	__ret;									\
+})
 
 #endif

@@ -311,15 +311,8 @@ struct suspects {
 
 static void suspect(struct suspects *sus, u64 logical)
 {
-	if (sus->n == sus->max) {
-		int max = sus->max ? sus->max * 2 : 16;
-		u64 *p = realloc(sus->sector, max * sizeof(*p));
-
-		if (!p)
-			return;	/* best effort: the locked read still verifies */
-		sus->sector = p;
-		sus->max = max;
-	}
+	if (MFS_ARRAY_RESERVE(sus->sector, sus->n, sus->max, 16))
+		return;	/* best effort: the locked read still verifies */
 	sus->sector[sus->n++] = logical;
 }
 
@@ -489,15 +482,8 @@ static int plan_read(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u8 *buf,
 				return ret;
 			continue;
 		}
-		if (*nsegs == max) {
-			void *p;
-
-			max = max ? max * 2 : 8;
-			p = realloc(*segs, max * sizeof(**segs));
-			if (!p)
-				return -ENOMEM;
-			*segs = p;
-		}
+		if (MFS_ARRAY_RESERVE(*segs, *nsegs, max, 8))
+			return -ENOMEM;
 		(*segs)[*nsegs] = (struct read_seg){ .fe = fe, .pos = s, .len = e - s,
 						     .out = buf + (s - off) };
 		ret = read_extent_csums(fs, fe.disk_bytenr, fe.disk_num_bytes,

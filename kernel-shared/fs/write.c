@@ -96,16 +96,9 @@ int mfs_repoint_file_extents(struct mfs_trans_handle *trans, u64 ino, u64 old_by
 		if (ret)
 			break;
 		if (fe.type != MFS_FILE_EXTENT_INLINE && fe.disk_bytenr == old_bytenr) {
-			if (n == max) {
-				u64 *p;
-
-				max = max ? max * 2 : 8;
-				p = realloc(offsets, max * sizeof(*p));
-				if (!p) {
-					ret = -ENOMEM;
-					break;
-				}
-				offsets = p;
+			if (MFS_ARRAY_RESERVE(offsets, n, max, 8)) {
+				ret = -ENOMEM;
+				break;
 			}
 			offsets[n++] = key.offset;
 		}

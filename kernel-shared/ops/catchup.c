@@ -97,15 +97,8 @@ static int note_new_stripe(struct extent_buffer *leaf, int slot, void *arg)
 	if (leaf_item_size(leaf, slot) != sizeof(*de))
 		return -EUCLEAN;
 	de = leaf_item_data(leaf, slot);
-	if (c->nr_chunks == c->max_chunks) {
-		int max = c->max_chunks ? c->max_chunks * 2 : 16;
-		u64 *p = realloc(c->chunks, max * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		c->chunks = p;
-		c->max_chunks = max;
-	}
+	if (MFS_ARRAY_RESERVE(c->chunks, c->nr_chunks, c->max_chunks, 16))
+		return -ENOMEM;
 	c->chunks[c->nr_chunks++] = le64_to_cpu(de->chunk_offset);
 	return 0;
 }

@@ -97,15 +97,8 @@ static struct ino_rec *ino_get(struct ino_table *t, u64 ino)
 
 	if (r)
 		return r;
-	if (t->nr == t->max) {
-		u64 nmax = t->max ? t->max * 2 : 1024;
-		void *p = realloc(t->recs, nmax * sizeof(*t->recs));
-
-		if (!p)
-			return NULL;
-		t->recs = p;
-		t->max = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(t->recs, t->nr, t->max, 1024))
+		return NULL;
 	if ((t->nr + 1) * 2 > t->hash_size &&
 	    ino_hash_rebuild(t, t->hash_size ? t->hash_size * 2 : 2048))
 		return NULL;
@@ -154,22 +147,6 @@ struct fs_check {
 	u64 nr_extents, max_extents;
 	int err;		/* -ENOMEM: the walk stops */
 };
-
-static int grow(void **arr, u64 *max, u64 nr, size_t elem)
-{
-	u64 nmax;
-	void *p;
-
-	if (nr < *max)
-		return 0;
-	nmax = *max ? *max * 2 : 256;
-	p = realloc(*arr, nmax * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*max = nmax;
-	return 0;
-}
 
 /* ---------------- names in messages ---------------- */
 
@@ -333,8 +310,7 @@ static int add_dir_entry_rec(struct cur_inode *cur, const struct mfs_dir_item *d
 	struct dir_entry_rec *e;
 	int ret;
 
-	ret = grow((void **)&cur->entries, &cur->max_entries, cur->nr_entries,
-		   sizeof(*cur->entries));
+	ret = MFS_ARRAY_RESERVE(cur->entries, cur->nr_entries, cur->max_entries, 256);
 	if (ret)
 		return ret;
 	while (cur->names_len + len > cur->names_max) {
@@ -572,7 +548,7 @@ static int add_data_ref(struct fs_check *c, u64 ino, u64 offset,
 			const struct mfs_file_extent_item *fi)
 {
 	struct data_ref *r;
-	int ret = grow((void **)&c->refs, &c->max_refs, c->nr_refs, sizeof(*c->refs));
+	int ret = MFS_ARRAY_RESERVE(c->refs, c->nr_refs, c->max_refs, 256);
 
 	if (ret)
 		return ret;
@@ -978,8 +954,7 @@ static int check_data_extents(struct fs_check *c)
 			for (group = r; r < end && r->bytenr == group->bytenr; r++)
 				;
 		}
-		ret = grow((void **)&c->extents, &c->max_extents, c->nr_extents,
-			   sizeof(*c->extents));
+		ret = MFS_ARRAY_RESERVE(c->extents, c->nr_extents, c->max_extents, 256);
 		if (ret)
 			break;
 		de = &c->extents[c->nr_extents++];

@@ -200,15 +200,8 @@ int mfs_check_chunks(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 
 static int note_block(struct mfs_check_ctl *ctl, u64 bytenr, u64 owner, int level)
 {
-	if (ctl->nr_blocks == ctl->max_blocks) {
-		u64 nmax = ctl->max_blocks ? ctl->max_blocks * 2 : 1024;
-		void *p = realloc(ctl->blocks, nmax * sizeof(*ctl->blocks));
-
-		if (!p)
-			return -ENOMEM;
-		ctl->blocks = p;
-		ctl->max_blocks = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(ctl->blocks, ctl->nr_blocks, ctl->max_blocks, 1024))
+		return -ENOMEM;
 	ctl->blocks[ctl->nr_blocks].bytenr = bytenr;
 	ctl->blocks[ctl->nr_blocks].owner = owner;
 	ctl->blocks[ctl->nr_blocks].level = level;

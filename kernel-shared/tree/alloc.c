@@ -15,18 +15,7 @@
 
 static int free_grow(struct mfs_block_group *bg)
 {
-	int nmax;
-	void *p;
-
-	if (bg->nr_free < bg->max_free)
-		return 0;
-	nmax = bg->max_free ? bg->max_free * 2 : 8;
-	p = realloc(bg->free, nmax * sizeof(*bg->free));
-	if (!p)
-		return -ENOMEM;
-	bg->free = p;
-	bg->max_free = nmax;
-	return 0;
+	return MFS_ARRAY_RESERVE(bg->free, bg->nr_free, bg->max_free, 8);
 }
 
 /* Add [start, start+len) as free, merging neighbours; overlap is corruption. */
@@ -192,16 +181,9 @@ int mfs_add_block_group(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 		if (ret)
 			goto fail;
 	}
-	if (fs->nr_bgs == fs->max_bgs) {
-		int nmax = fs->max_bgs ? fs->max_bgs * 2 : 16;
-		void *p = realloc(fs->bgs, nmax * sizeof(*fs->bgs));
-
-		if (!p) {
-			ret = -ENOMEM;
-			goto fail;
-		}
-		fs->bgs = p;
-		fs->max_bgs = nmax;
+	if (MFS_ARRAY_RESERVE(fs->bgs, fs->nr_bgs, fs->max_bgs, 16)) {
+		ret = -ENOMEM;
+		goto fail;
 	}
 	for (i = fs->nr_bgs; i > 0 && fs->bgs[i - 1]->start > bg->start; i--)
 		fs->bgs[i] = fs->bgs[i - 1];
@@ -559,15 +541,8 @@ static struct mfs_delayed_ref *get_ref(struct mfs_transaction *t, u64 bytenr, u6
 			}
 		}
 	}
-	if (t->nr_refs == t->max_refs) {
-		int nmax = t->max_refs ? t->max_refs * 2 : 256;
-		void *p = realloc(t->refs, nmax * sizeof(*t->refs));
-
-		if (!p)
-			return NULL;
-		t->refs = p;
-		t->max_refs = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(t->refs, t->nr_refs, t->max_refs, 256))
+		return NULL;
 	if ((u32)(t->nr_refs + 1) * 2 > t->ref_hash_size &&
 	    ref_hash_rebuild(t, t->ref_hash_size ? t->ref_hash_size * 2 : 1024))
 		return NULL;
@@ -709,15 +684,8 @@ int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 
 static int pin_extent(struct mfs_transaction *t, u64 bytenr, u64 len)
 {
-	if (t->nr_pinned == t->max_pinned) {
-		int nmax = t->max_pinned ? t->max_pinned * 2 : 64;
-		void *p = realloc(t->pinned, nmax * sizeof(*t->pinned));
-
-		if (!p)
-			return -ENOMEM;
-		t->pinned = p;
-		t->max_pinned = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(t->pinned, t->nr_pinned, t->max_pinned, 64))
+		return -ENOMEM;
 	t->pinned[t->nr_pinned].start = bytenr;
 	t->pinned[t->nr_pinned].len = len;
 	t->nr_pinned++;
@@ -1115,16 +1083,9 @@ int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		if (key.type == MFS_EXTENT_ITEM_KEY) {
 			struct mfs_extent_item *ei = leaf_item_data(path.nodes[0], path.slots[0]);
 
-			if (n == max) {
-				void *p;
-
-				max = max ? max * 2 : 256;
-				p = realloc(r, max * sizeof(*r));
-				if (!p) {
-					ret = -ENOMEM;
-					break;
-				}
-				r = p;
+			if (MFS_ARRAY_RESERVE(r, n, max, 256)) {
+				ret = -ENOMEM;
+				break;
 			}
 			r[n].start = key.objectid;
 			r[n].len = key.offset;

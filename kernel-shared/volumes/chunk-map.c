@@ -139,15 +139,8 @@ static int add_chunk_map_locked(struct mfs_fs_info *fs, struct mfs_chunk_map *ma
 		if (m->logical > map->logical)
 			break;
 	}
-	if (fs->nr_chunks == fs->max_chunks) {
-		int nmax = fs->max_chunks ? fs->max_chunks * 2 : 16;
-		void *p = realloc(fs->chunks, nmax * sizeof(*fs->chunks));
-
-		if (!p)
-			return -ENOMEM;
-		fs->chunks = p;
-		fs->max_chunks = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(fs->chunks, fs->nr_chunks, fs->max_chunks, 16))
+		return -ENOMEM;
 	memmove(&fs->chunks[i + 1], &fs->chunks[i],
 		(fs->nr_chunks - i) * sizeof(*fs->chunks));
 	fs->chunks[i] = map;

@@ -137,15 +137,8 @@ int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 
 		if (e->physical > physical)
 			break;
 	}
-	if (dev->nr_extents == dev->max_extents) {
-		int nmax = dev->max_extents ? dev->max_extents * 2 : 16;
-		void *p = realloc(dev->extents, nmax * sizeof(*dev->extents));
-
-		if (!p)
-			return -ENOMEM;
-		dev->extents = p;
-		dev->max_extents = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(dev->extents, dev->nr_extents, dev->max_extents, 16))
+		return -ENOMEM;
 	memmove(&dev->extents[i + 1], &dev->extents[i],
 		(dev->nr_extents - i) * sizeof(*dev->extents));
 	dev->extents[i].physical = physical;

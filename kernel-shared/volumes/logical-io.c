@@ -440,15 +440,8 @@ static int batch_add(struct batch_set *set, struct mfs_device *dev, u64 physical
 		if (b->dev == dev && b->physical + b->len == physical && b->n < BATCH_IOV)
 			goto append;
 	}
-	if (set->n == set->max) {
-		int nmax = set->max ? set->max * 2 : 8;
-		void *p = realloc(set->b, nmax * sizeof(*set->b));
-
-		if (!p)
-			return -ENOMEM;
-		set->b = p;
-		set->max = nmax;
-	}
+	if (MFS_ARRAY_RESERVE(set->b, set->n, set->max, 8))
+		return -ENOMEM;
 	b = &set->b[set->n++];
 	b->dev = dev;
 	b->physical = physical;
