@@ -24,6 +24,11 @@
 #define MFS_LABEL_SIZE		256
 #define MFS_SYSTEM_CHUNK_ARRAY_SIZE 2048
 #define MFS_STRIPE_LEN		SZ_64K
+/*
+ * The sector: the unit of data extents and of one data checksum, and the
+ * only sectorsize a superblock may carry (format §2).
+ */
+#define MFS_SECTOR		4096ULL
 #define MFS_MAX_LEVEL		8
 #define MFS_NAME_LEN		255
 

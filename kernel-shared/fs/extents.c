@@ -16,7 +16,6 @@
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/format/profiles.h"
 
-#define SECTOR 4096ULL
 /* Items turning an inline extent into a regular one changes, at most. */
 #define UNINLINE_ITEMS 6
 /* Data extents are capped so their checksums fit in one csum item. */
@@ -24,7 +23,7 @@ u64 data_max_extent_size(struct mfs_fs_info *fs)
 {
 	u64 sectors = MFS_MAX_ITEM(fs) / fs->csum_size;
 
-	return min_t(u64, 4 * SZ_1M, sectors * SECTOR);
+	return min_t(u64, 4 * SZ_1M, sectors * MFS_SECTOR);
 }
 
 /* ---------------- file extent items ---------------- */
@@ -330,7 +329,7 @@ static int prealloc_range(struct mfs_trans_handle *trans, u64 ino, u64 start, u6
 			u64 want = min_t(u64, hole_end - pos, data_max_extent_size(fs));
 			u64 bytenr, got;
 
-			ret = mfs_reserve_data_extent(trans, want, SECTOR, &bytenr, &got);
+			ret = mfs_reserve_data_extent(trans, want, MFS_SECTOR, &bytenr, &got);
 			if (ret)
 				return ret;
 			ret = data_insert_file_extent(trans, ino, pos, MFS_FILE_EXTENT_PREALLOC,
@@ -359,15 +358,15 @@ static int fallocate_reserve(struct mfs_fs_info *fs, u64 ino, int mode, u64 off,
 			     struct mfs_trans_handle **trans)
 {
 	bool punch = mode & FALLOC_FL_PUNCH_HOLE;
-	u64 n, next, data = 2 * SECTOR;
+	u64 n, next, data = 2 * MFS_SECTOR;
 	int ret;
 
 	if (!punch)
-		data += round_up(len, SECTOR);
+		data += round_up(len, MFS_SECTOR);
 	ret = mfs_data_space_check(fs, data);
 	if (!ret)
-		ret = mfs_count_file_extents(fs, ino, round_down(off, SECTOR),
-					     round_up(off + len, SECTOR), 1U << 20, &n, &next);
+		ret = mfs_count_file_extents(fs, ino, round_down(off, MFS_SECTOR),
+					     round_up(off + len, MFS_SECTOR), 1U << 20, &n, &next);
 	if (ret)
 		return ret;
 	n = 2 * n + (punch ? 0 : 3 * (len / data_max_extent_size(fs) + 1)) + UNINLINE_ITEMS + 8;
@@ -407,7 +406,7 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 		goto end;
 	size = le64_to_cpu(ii.size);
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
-		u64 a = round_up(off, SECTOR), b = round_down(end, SECTOR);
+		u64 a = round_up(off, MFS_SECTOR), b = round_down(end, MFS_SECTOR);
 
 		if (a > b) {
 			ret = data_zero_partial_sector(trans, ino, size, off, end);
@@ -431,7 +430,8 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 			ret = mfs_write_inode(trans, ino, &ii);
 		}
 	} else {
-		ret = prealloc_range(trans, ino, round_down(off, SECTOR), round_up(end, SECTOR));
+		ret = prealloc_range(trans, ino, round_down(off, MFS_SECTOR),
+				     round_up(end, MFS_SECTOR));
 		if (!ret && !(mode & FALLOC_FL_KEEP_SIZE) && end > size) {
 			ret = mfs_read_inode(fs, ino, &ii);
 			if (!ret) {

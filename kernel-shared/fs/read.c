@@ -17,7 +17,6 @@
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/format/profiles.h"
 
-#define SECTOR 4096ULL
 /* Items turning an inline extent into a regular one changes, at most. */
 #define UNINLINE_ITEMS 6
 /* ---------------- checksummed data I/O ---------------- */
@@ -25,7 +24,7 @@
 int mfs_extent_csums(struct mfs_fs_info *fs, u64 disk_bytenr, u64 disk_len, u8 **out)
 {
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, disk_bytenr };
-	u64 want = disk_len / SECTOR * fs->csum_size;
+	u64 want = disk_len / MFS_SECTOR * fs->csum_size;
 	struct mfs_path path;
 	int ret;
 
@@ -61,7 +60,7 @@ static bool sector_ok(struct mfs_fs_info *fs, const u8 *data, const u8 *want)
 {
 	u8 got[MFS_CSUM_SIZE];
 
-	mfs_csum_compute(fs->csum_type, data, SECTOR, got);
+	mfs_csum_compute(fs->csum_type, data, MFS_SECTOR, got);
 	return memcmp(got, want, fs->csum_size) == 0;
 }
 
@@ -85,7 +84,7 @@ static int heal_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *
 		return -EUCLEAN;
 	copies = mfs_num_copies(map);
 	parity = mfs_profile(map->type)->nparity > 0;
-	tmp = malloc(SECTOR);
+	tmp = malloc(MFS_SECTOR);
 	bad = calloc(copies, sizeof(*bad));
 	stat = calloc(copies, sizeof(*stat));
 	if (!tmp || !bad || !stat) {
@@ -97,10 +96,10 @@ static int heal_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *
 
 		if (parity && m > 1 && !ret)
 			break;	/* a rebuild is only needed while the column is bad */
-		err = mfs_read_logical(fs, logical, tmp, SECTOR, m);
+		err = mfs_read_logical(fs, logical, tmp, MFS_SECTOR, m);
 		if (!err && sector_ok(fs, tmp, want)) {
 			if (ret)
-				memcpy(out, tmp, SECTOR);
+				memcpy(out, tmp, MFS_SECTOR);
 			ret = 0;
 			continue;
 		}
@@ -112,7 +111,7 @@ static int heal_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *
 	}
 	for (m = 0; m < nbad; m++)
 		if (mfs_dev_stat_inc(fs, logical, bad[m], stat[m]) && !ret)
-			mfs_write_logical_mirror(fs, logical, out, SECTOR, bad[m]);
+			mfs_write_logical_mirror(fs, logical, out, MFS_SECTOR, bad[m]);
 out:
 	free(tmp);
 	free(bad);
@@ -130,15 +129,15 @@ out:
 static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csums,
 			 u64 logical, u64 len, u8 *buf)
 {
-	u64 i, nsect = len / SECTOR;
+	u64 i, nsect = len / MFS_SECTOR;
 	bool all_read;
 	int ret;
 
 	all_read = mfs_read_logical(fs, logical, buf, len, MFS_MIRROR_PREFERRED) == 0;
 	for (i = 0; i < nsect; i++) {
-		u64 sl = logical + i * SECTOR;
-		const u8 *want = csums + (sl - extent_start) / SECTOR * fs->csum_size;
-		u8 *sb = buf + i * SECTOR;
+		u64 sl = logical + i * MFS_SECTOR;
+		const u8 *want = csums + (sl - extent_start) / MFS_SECTOR * fs->csum_size;
+		u8 *sb = buf + i * MFS_SECTOR;
 
 		if (all_read && sector_ok(fs, sb, want))
 			continue;
@@ -169,7 +168,7 @@ int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out)
 		u64 idx;
 
 		leaf_item_key(leaf, path.slots[0], &key);
-		idx = (logical - key.offset) / SECTOR;
+		idx = (logical - key.offset) / MFS_SECTOR;
 		ret = 1;
 		if (key.objectid == MFS_EXTENT_CSUM_OBJECTID && key.type == MFS_EXTENT_CSUM_KEY &&
 		    key.offset <= logical &&
@@ -190,7 +189,7 @@ int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out)
  */
 static void heal_suspects(struct mfs_fs_info *fs, const u64 *sectors, int n)
 {
-	u8 want[MFS_CSUM_SIZE], *tmp = malloc(SECTOR);
+	u8 want[MFS_CSUM_SIZE], *tmp = malloc(MFS_SECTOR);
 	int i;
 
 	for (i = 0; tmp && i < n; i++)
@@ -233,8 +232,8 @@ static int read_extent(struct mfs_fs_info *fs, u64 ino, const struct file_extent
 	ret = read_extent_csums(fs, fe->disk_bytenr, fe->disk_num_bytes, &csums);
 	if (ret)
 		return ret;
-	a = round_down(in_ext, SECTOR);
-	b = round_up(in_ext + len, SECTOR);
+	a = round_down(in_ext, MFS_SECTOR);
+	b = round_up(in_ext + len, MFS_SECTOR);
 	tmp = malloc(b - a);
 	if (!tmp) {
 		free(csums);
@@ -365,8 +364,8 @@ static int seg_prepare(struct read_seg *r, struct mfs_read_range *range)
 	bool compressed = fe->compression != MFS_COMPRESS_NONE;
 	u64 in_ext = fe->offset + (r->pos - fe->start);
 
-	r->a = compressed ? 0 : round_down(in_ext, SECTOR);
-	r->b = compressed ? fe->disk_num_bytes : round_up(in_ext + r->len, SECTOR);
+	r->a = compressed ? 0 : round_down(in_ext, MFS_SECTOR);
+	r->b = compressed ? fe->disk_num_bytes : round_up(in_ext + r->len, MFS_SECTOR);
 	if (!compressed && r->a == in_ext && r->b - r->a == r->len &&
 	    !((uintptr_t)r->out % MFS_IO_DIRECT_ALIGN))
 		r->tmp = r->out;
@@ -390,11 +389,11 @@ static int seg_finish(struct mfs_fs_info *fs, struct read_seg *r, struct suspect
 	u8 *plain;
 	int ret = 0;
 
-	for (i = 0; i < (r->b - r->a) / SECTOR; i++) {
-		if (sector_ok(fs, r->tmp + i * SECTOR,
-			      r->csums + (r->a / SECTOR + i) * fs->csum_size))
+	for (i = 0; i < (r->b - r->a) / MFS_SECTOR; i++) {
+		if (sector_ok(fs, r->tmp + i * MFS_SECTOR,
+			      r->csums + (r->a / MFS_SECTOR + i) * fs->csum_size))
 			continue;
-		suspect(sus, fe->disk_bytenr + r->a + i * SECTOR);
+		suspect(sus, fe->disk_bytenr + r->a + i * MFS_SECTOR);
 		ret = -EAGAIN;
 	}
 	if (ret)
@@ -431,7 +430,7 @@ static int read_segs_unlocked(struct mfs_fs_info *fs, struct read_seg *segs, int
 	if (ret && ret != -ENOMEM) {
 		/* an I/O error on some copy: which sectors it hit is not known */
 		for (i = 0; i < nsegs; i++)
-			for (s = segs[i].a; s < segs[i].b; s += SECTOR)
+			for (s = segs[i].a; s < segs[i].b; s += MFS_SECTOR)
 				suspect(sus, segs[i].fe.disk_bytenr + s);
 		free(ranges);
 		return -EAGAIN;

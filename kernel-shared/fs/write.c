@@ -16,7 +16,6 @@
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/format/profiles.h"
 
-#define SECTOR 4096ULL
 /* Items turning an inline extent into a regular one changes, at most. */
 #define UNINLINE_ITEMS 6
 /* ---------------- writing ---------------- */
@@ -25,10 +24,10 @@ static void compute_csums(struct mfs_fs_info *fs, const u8 *data, u64 len, u8 *s
 {
 	u64 i;
 
-	for (i = 0; i < len / SECTOR; i++) {
+	for (i = 0; i < len / MFS_SECTOR; i++) {
 		u8 c[MFS_CSUM_SIZE];
 
-		mfs_csum_compute(fs->csum_type, data + i * SECTOR, SECTOR, c);
+		mfs_csum_compute(fs->csum_type, data + i * MFS_SECTOR, MFS_SECTOR, c);
 		memcpy(sums + i * fs->csum_size, c, fs->csum_size);
 	}
 }
@@ -38,13 +37,14 @@ int mfs_insert_data_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *
 	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
 
-	return mfs_insert_item(trans, fs->csum_root, &key, sums, len / SECTOR * fs->csum_size);
+	return mfs_insert_item(trans, fs->csum_root, &key, sums,
+			       len / MFS_SECTOR * fs->csum_size);
 }
 
 static int insert_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *data, u64 len)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
-	u8 *sums = malloc(len / SECTOR * fs->csum_size);
+	u8 *sums = malloc(len / MFS_SECTOR * fs->csum_size);
 	int ret;
 
 	if (!sums)
@@ -151,7 +151,7 @@ static int write_aligned(struct mfs_trans_handle *trans, u64 ino, u64 pos, const
 		const u8 *src = data + done;
 
 		disk_len = want;
-		if (fs->compress && want > SECTOR &&
+		if (fs->compress && want > MFS_SECTOR &&
 		    mfs_compress(fs->compress, src, want, &cbuf, &disk_len) == 0) {
 			compression = MFS_COMPRESS_ZLIB;
 			src = cbuf;
@@ -191,7 +191,7 @@ static int write_locked(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 o
 			u64 len, const u8 *data)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
-	u64 s = round_down(off, SECTOR), e = round_up(off + len, SECTOR);
+	u64 s = round_down(off, MFS_SECTOR), e = round_up(off + len, MFS_SECTOR);
 	u8 *buf;
 	int ret = 0;
 
@@ -199,10 +199,12 @@ static int write_locked(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 o
 	if (!buf)
 		return -ENOMEM;
 	if (off > s && s < size)
-		ret = data_read_range(fs, ino, s, min_t(u64, SECTOR, size - s), buf);
-	if (!ret && off + len < e && e - SECTOR >= s + (off > s ? SECTOR : 0) && e - SECTOR < size)
-		ret = data_read_range(fs, ino, e - SECTOR, min_t(u64, SECTOR, size - (e - SECTOR)),
-				 buf + (e - SECTOR - s));
+		ret = data_read_range(fs, ino, s, min_t(u64, MFS_SECTOR, size - s), buf);
+	if (!ret && off + len < e && e - MFS_SECTOR >= s + (off > s ? MFS_SECTOR : 0) &&
+	    e - MFS_SECTOR < size)
+		ret = data_read_range(fs, ino, e - MFS_SECTOR,
+				      min_t(u64, MFS_SECTOR, size - (e - MFS_SECTOR)),
+				      buf + (e - MFS_SECTOR - s));
 	if (!ret) {
 		memcpy(buf + (off - s), data, len);
 		ret = write_aligned(trans, ino, s, buf, e - s);
@@ -245,7 +247,7 @@ static int no_extents(struct mfs_fs_info *fs, u64 ino)
 /* Replace the file's inline extent (if any) by its first len bytes inline (none if 0). */
 static int rewrite_inline(struct mfs_trans_handle *trans, u64 ino, const u8 *data, u64 len)
 {
-	int ret = mfs_drop_file_extents(trans, ino, 0, SECTOR);
+	int ret = mfs_drop_file_extents(trans, ino, 0, MFS_SECTOR);
 
 	if (!ret && len)
 		ret = data_insert_inline_item(trans, ino, data, len);
@@ -258,7 +260,7 @@ static int rewrite_inline(struct mfs_trans_handle *trans, u64 ino, const u8 *dat
 int data_uninline(struct mfs_trans_handle *trans, u64 ino)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
-	u8 buf[SECTOR];
+	u8 buf[MFS_SECTOR];
 	u64 len = 0;
 	ssize_t n;
 	int ret = inline_extent(fs, ino, &len);
@@ -269,9 +271,9 @@ int data_uninline(struct mfs_trans_handle *trans, u64 ino)
 	n = mfs_read_inline(fs, ino, buf, len);
 	if (n < 0)
 		return n;
-	ret = mfs_drop_file_extents(trans, ino, 0, SECTOR);
+	ret = mfs_drop_file_extents(trans, ino, 0, MFS_SECTOR);
 	if (!ret)
-		ret = write_aligned(trans, ino, 0, buf, SECTOR);
+		ret = write_aligned(trans, ino, 0, buf, MFS_SECTOR);
 	return ret;
 }
 
@@ -399,7 +401,7 @@ static int reserve_pieces(struct mfs_trans_handle *trans, u64 pos, const u8 *buf
 		p->len = min_t(u64, len - done, data_max_extent_size(fs));
 		p->unlocked = false;
 		p->parity = false;
-		p->csums = malloc(p->len / SECTOR * fs->csum_size);
+		p->csums = malloc(p->len / MFS_SECTOR * fs->csum_size);
 		if (!p->csums)
 			return -ENOMEM;
 		ret = mfs_reserve_data_extent(trans, p->len, p->len, &p->bytenr, &got);
@@ -462,8 +464,8 @@ static int write_items(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, u64 np
 	u64 n, next;
 	int ret;
 
-	ret = mfs_count_file_extents(fs, ino, round_down(off, SECTOR),
-				     round_up(off + len, SECTOR), 1U << 20, &n, &next);
+	ret = mfs_count_file_extents(fs, ino, round_down(off, MFS_SECTOR),
+				     round_up(off + len, MFS_SECTOR), 1U << 20, &n, &next);
 	if (ret)
 		return ret;
 	/*
@@ -510,7 +512,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 
 	pthread_mutex_lock(&fs->lock);
 	/* the data, a sector for an inline extent turned regular, and its items */
-	ret = mfs_data_space_check(fs, len + SECTOR);
+	ret = mfs_data_space_check(fs, len + MFS_SECTOR);
 	if (!ret)
 		ret = mfs_start_transaction_reserve(fs, UNINLINE_ITEMS, MFS_RESERVE_NORMAL,
 						    &trans);
@@ -592,13 +594,13 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 		return 0;
 	if (off + len < off)
 		return -EFBIG;
-	if (!fs->compress && !(off % SECTOR) && !(len % SECTOR)) {
+	if (!fs->compress && !(off % MFS_SECTOR) && !(len % MFS_SECTOR)) {
 		ret = write_sectors(fs, ino, off, len, data);
 		return ret ? ret : (ssize_t)len;
 	}
 	pthread_mutex_lock(&fs->lock);
 	/* whole sectors around the bytes, and an inline extent turned regular */
-	ret = mfs_data_space_check(fs, round_up(len, SECTOR) + 2 * SECTOR);
+	ret = mfs_data_space_check(fs, round_up(len, MFS_SECTOR) + 2 * MFS_SECTOR);
 	if (!ret)
 		ret = start_write_transaction(fs, ino, off, len,
 					      len / data_max_extent_size(fs) + 2, &trans);
@@ -620,7 +622,7 @@ unlock:
 /* Zero [from, to) inside one sector by rewriting that sector. */
 int data_zero_partial_sector(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 from, u64 to)
 {
-	u8 zeros[SECTOR];
+	u8 zeros[MFS_SECTOR];
 
 	if (from >= to || from >= size)
 		return 0;
@@ -644,7 +646,7 @@ int mfs_truncate(struct mfs_trans_handle *trans, u64 ino, u64 newsize)
 		return ret;
 	if (ret && newsize < ilen) {
 		/* a small file stays inline: keep its first newsize bytes */
-		u8 buf[SECTOR];
+		u8 buf[MFS_SECTOR];
 		ssize_t n = mfs_read_inline(fs, ino, buf, newsize);
 
 		ret = n < 0 ? n : rewrite_inline(trans, ino, buf, newsize);
@@ -653,10 +655,10 @@ int mfs_truncate(struct mfs_trans_handle *trans, u64 ino, u64 newsize)
 		if (ret)
 			return ret;
 	} else if (!ret && newsize < size) {
-		ret = mfs_drop_file_extents(trans, ino, round_up(newsize, SECTOR), (u64)-1);
-		if (!ret && newsize % SECTOR)
+		ret = mfs_drop_file_extents(trans, ino, round_up(newsize, MFS_SECTOR), (u64)-1);
+		if (!ret && newsize % MFS_SECTOR)
 			ret = data_zero_partial_sector(trans, ino, size, newsize,
-						  round_up(newsize, SECTOR));
+						  round_up(newsize, MFS_SECTOR));
 		if (ret)
 			return ret;
 		ret = mfs_read_inode(fs, ino, &ii);

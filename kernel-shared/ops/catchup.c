@@ -15,8 +15,6 @@
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/raid56.h"
 
-#define SECTOR 4096ULL
-
 /*
  * A copy-on-write filesystem knows what a device missed without keeping a
  * log: nothing is written in place, so every byte written after generation
@@ -141,13 +139,14 @@ static int read_good(struct catchup *c, const struct mfs_chunk_map *map,
 	ret = mfs_extent_csums(fs, r->start, r->len, &csums);
 	if (ret)
 		return ret;
-	for (s = 0; s < r->len / SECTOR; s++) {
-		u8 *sb = buf + s * SECTOR, got[MFS_CSUM_SIZE];
+	for (s = 0; s < r->len / MFS_SECTOR; s++) {
+		u8 *sb = buf + s * MFS_SECTOR, got[MFS_CSUM_SIZE];
 
 		for (m = 0; m < copies; m++) {
-			if (mfs_read_logical(fs, r->start + s * SECTOR, sb, SECTOR, order[m]))
+			if (mfs_read_logical(fs, r->start + s * MFS_SECTOR, sb, MFS_SECTOR,
+					     order[m]))
 				continue;
-			mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+			mfs_csum_compute(fs->csum_type, sb, MFS_SECTOR, got);
 			if (!memcmp(got, csums + s * fs->csum_size, fs->csum_size))
 				break;
 		}
@@ -200,16 +199,16 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
 	u8 want[MFS_CSUM_SIZE], got[MFS_CSUM_SIZE];
 	u64 s;
 
-	for (s = 0; s < len; s += SECTOR) {
+	for (s = 0; s < len; s += MFS_SECTOR) {
 		if (mfs_data_sector_csum(fs, logical + s, want))
 			continue;
-		mfs_csum_compute(fs->csum_type, rebuilt + s, SECTOR, got);
+		mfs_csum_compute(fs->csum_type, rebuilt + s, MFS_SECTOR, got);
 		if (!memcmp(got, want, fs->csum_size))
 			continue;
 		if (cur_read) {
-			mfs_csum_compute(fs->csum_type, cur + s, SECTOR, got);
+			mfs_csum_compute(fs->csum_type, cur + s, MFS_SECTOR, got);
 			if (!memcmp(got, want, fs->csum_size)) {
-				memcpy(rebuilt + s, cur + s, SECTOR);
+				memcpy(rebuilt + s, cur + s, MFS_SECTOR);
 				continue;
 			}
 		}

@@ -16,8 +16,6 @@
 
 #define problem mfs_check_problem
 
-/* fs/write.c keeps one checksum per 4 KiB of a data extent as stored on disk. */
-#define DATA_SECTOR 4096ULL
 /* ---------------- optional phase: data checksums ---------------- */
 
 /* The device copy `mirror` of logical is read from, as for tree blocks. */
@@ -47,12 +45,12 @@ static void verify_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 			struct mfs_chunk_map *map, u64 bytenr, u64 nsect,
 			const u8 *csums, u8 *buf, int mirror)
 {
-	bool whole = mfs_read_logical(fs, bytenr, buf, nsect * DATA_SECTOR, mirror) == 0;
+	bool whole = mfs_read_logical(fs, bytenr, buf, nsect * MFS_SECTOR, mirror) == 0;
 	u64 s;
 
 	for (s = 0; s < nsect; s++) {
-		u64 logical = bytenr + s * DATA_SECTOR;
-		u8 *sector = buf + s * DATA_SECTOR;
+		u64 logical = bytenr + s * MFS_SECTOR;
+		u8 *sector = buf + s * MFS_SECTOR;
 		u8 sum[MFS_CSUM_SIZE];
 		char where[96];
 		bool missing;
@@ -62,14 +60,14 @@ static void verify_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		if (missing)
 			continue;	/* a missing device is reported once, in phase 1 */
 		if (!whole)
-			ret = mfs_read_logical(fs, logical, sector, DATA_SECTOR, mirror);
+			ret = mfs_read_logical(fs, logical, sector, MFS_SECTOR, mirror);
 		if (ret) {
 			problem(ctl, "data extent %llu sector %llu (logical %llu): copy %d (%s) cannot be read: %s",
 				(unsigned long long)bytenr, (unsigned long long)s,
 				(unsigned long long)logical, mirror, where, strerror(-ret));
 			continue;
 		}
-		mfs_csum_compute(fs->csum_type, sector, DATA_SECTOR, sum);
+		mfs_csum_compute(fs->csum_type, sector, MFS_SECTOR, sum);
 		if (memcmp(sum, csums + s * fs->csum_size, fs->csum_size))
 			problem(ctl, "data extent %llu sector %llu (logical %llu): copy %d (%s): checksum mismatch",
 				(unsigned long long)bytenr, (unsigned long long)s,
@@ -82,13 +80,13 @@ static int verify_extent(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 
 {
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
 	struct mfs_chunk_map *map = mfs_find_chunk(fs, bytenr);
-	u64 nsect = len / DATA_SECTOR;
+	u64 nsect = len / MFS_SECTOR;
 	struct mfs_path path;
 	u8 *csums = NULL, *buf;
 	int ret, m, copies;
 
 	/* phase 5 reports extents outside data chunks and missing or bad csum items */
-	if (!mfs_check_in_data_chunk(fs, bytenr, len) || len % DATA_SECTOR || !map)
+	if (!mfs_check_in_data_chunk(fs, bytenr, len) || len % MFS_SECTOR || !map)
 		return 0;
 	mfs_init_path(&path);
 	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);

@@ -18,8 +18,6 @@
 
 #define problem mfs_check_problem
 
-/* fs/write.c keeps one checksum per 4 KiB of a data extent as stored on disk. */
-#define DATA_SECTOR 4096ULL
 /* ---------------- what the walk learns about each inode ---------------- */
 
 struct ino_rec {
@@ -536,10 +534,10 @@ static void check_inline_extent(struct fs_check *c, struct cur_inode *cur,
 	cur->inline_len = size - MFS_FILE_EXTENT_INLINE_DATA_START;
 	cur->extent_end = cur->inline_len;
 	if (S_ISREG(cur->rec->mode)) {
-		if (!cur->inline_len || cur->inline_len >= DATA_SECTOR)
+		if (!cur->inline_len || cur->inline_len >= MFS_SECTOR)
 			problem(c->ctl, "file %llu: inline file extent of %llu bytes (1 to %llu allowed)",
 				(unsigned long long)ino, (unsigned long long)cur->inline_len,
-				(unsigned long long)DATA_SECTOR - 1);
+				(unsigned long long)MFS_SECTOR - 1);
 		cur->rec->extent_bytes += cur->inline_len;
 	}
 }
@@ -616,8 +614,8 @@ static void check_file_extent(struct fs_check *c, struct cur_inode *cur,
 	if (pos + num > cur->extent_end)
 		cur->extent_end = pos + num;
 	cur->rec->extent_bytes += num;
-	if (!num || pos % DATA_SECTOR || num % DATA_SECTOR || offset % DATA_SECTOR ||
-	    disk_len % DATA_SECTOR || pos + num < pos) {
+	if (!num || pos % MFS_SECTOR || num % MFS_SECTOR || offset % MFS_SECTOR ||
+	    disk_len % MFS_SECTOR || pos + num < pos) {
 		problem(c->ctl, "inode %llu file extent at %llu is not sector aligned (offset %llu num_bytes %llu disk_num_bytes %llu)",
 			ino, pos, (unsigned long long)offset, (unsigned long long)num,
 			(unsigned long long)disk_len);
@@ -634,7 +632,7 @@ static void check_file_extent(struct fs_check *c, struct cur_inode *cur,
 	else if (fi->compression == MFS_COMPRESS_NONE && bytenr && ram != disk_len)
 		problem(c->ctl, "inode %llu file extent at %llu: uncompressed, but ram_bytes %llu differs from disk_num_bytes %llu",
 			ino, pos, (unsigned long long)ram, (unsigned long long)disk_len);
-	if (fi->type == MFS_FILE_EXTENT_REG && pos >= round_up(cur->rec->size, DATA_SECTOR))
+	if (fi->type == MFS_FILE_EXTENT_REG && pos >= round_up(cur->rec->size, MFS_SECTOR))
 		problem(c->ctl, "inode %llu file extent at %llu lies beyond the inode size %llu",
 			ino, pos, (unsigned long long)cur->rec->size);
 	if (!bytenr)
@@ -1003,19 +1001,19 @@ static void check_csum_item(struct fs_check *c, const struct mfs_key *key, u32 s
 			bytenr, size, csize);
 		return;
 	}
-	c->ctl->csum_bytes += size / csize * DATA_SECTOR;
+	c->ctl->csum_bytes += size / csize * MFS_SECTOR;
 	de = NULL;
 	if (c->nr_extents)
 		de = bsearch(&k, c->extents, c->nr_extents, sizeof(k), cmp_extent);
 	if (!de) {
 		problem(c->ctl, "csum item for extent %llu (%llu bytes of data) has no data extent item",
-			bytenr, (unsigned long long)(size / csize * DATA_SECTOR));
+			bytenr, (unsigned long long)(size / csize * MFS_SECTOR));
 		return;
 	}
 	de->has_csum = true;
-	if (size != de->len / DATA_SECTOR * csize)
+	if (size != de->len / MFS_SECTOR * csize)
 		problem(c->ctl, "csum item for data extent %llu has %u bytes, expected %llu",
-			bytenr, size, (unsigned long long)(de->len / DATA_SECTOR * csize));
+			bytenr, size, (unsigned long long)(de->len / MFS_SECTOR * csize));
 }
 
 static int check_csums(struct fs_check *c)

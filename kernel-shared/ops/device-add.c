@@ -20,7 +20,6 @@
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
 
-#define SECTOR 4096ULL
 /* ---------------- device add and grow ---------------- */
 
 /*

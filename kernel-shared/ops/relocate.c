@@ -46,7 +46,6 @@ static void test_delay(void)
 	}
 }
 
-#define SECTOR 4096ULL
 /* ---------------- moving one chunk ---------------- */
 
 int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key)
@@ -277,27 +276,28 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 		ret = 0;
 	if (!csums)
 		return ret == -EIO ? mfs_read_map(old, r->start, buf, r->len, 2) : 0;
-	n = r->len / SECTOR;
+	n = r->len / MFS_SECTOR;
 	for (s = 0; s < n; s++) {
 		u8 got[MFS_CSUM_SIZE];
-		u8 *sb = buf + s * SECTOR;
+		u8 *sb = buf + s * MFS_SECTOR;
 		const u8 *want = csums + s * fs->csum_size;
 		bool ok = false;
 
-		mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+		mfs_csum_compute(fs->csum_type, sb, MFS_SECTOR, got);
 		if (ret == 0 && !memcmp(got, want, fs->csum_size))
 			continue;
-		count_bad_copy(fs, old, r->start + s * SECTOR, 1,
+		count_bad_copy(fs, old, r->start + s * MFS_SECTOR, 1,
 			       ret ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS);
 		for (m = 2; m <= copies && !ok; m++) {
-			if (mfs_read_map(old, r->start + s * SECTOR, sb, SECTOR, m)) {
-				count_bad_copy(fs, old, r->start + s * SECTOR, m, MFS_DEV_STAT_READ_ERRS);
+			if (mfs_read_map(old, r->start + s * MFS_SECTOR, sb, MFS_SECTOR, m)) {
+				count_bad_copy(fs, old, r->start + s * MFS_SECTOR, m,
+					       MFS_DEV_STAT_READ_ERRS);
 				continue;
 			}
-			mfs_csum_compute(fs->csum_type, sb, SECTOR, got);
+			mfs_csum_compute(fs->csum_type, sb, MFS_SECTOR, got);
 			ok = !memcmp(got, want, fs->csum_size);
 			if (!ok)
-				count_bad_copy(fs, old, r->start + s * SECTOR, m,
+				count_bad_copy(fs, old, r->start + s * MFS_SECTOR, m,
 					       MFS_DEV_STAT_CORRUPTION_ERRS);
 		}
 		if (!ok)
@@ -318,11 +318,11 @@ static int extent_csums(struct mfs_fs_info *fs, const struct mfs_range *r, u8 **
 	mfs_init_path(&path);
 	ret = mfs_search_slot(NULL, fs->csum_root, &key, &path, 0, 0);
 	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) ==
-			r->len / SECTOR * fs->csum_size) {
-		*out = malloc(r->len / SECTOR * fs->csum_size);
+			r->len / MFS_SECTOR * fs->csum_size) {
+		*out = malloc(r->len / MFS_SECTOR * fs->csum_size);
 		if (*out)
 			memcpy(*out, leaf_item_data(path.nodes[0], path.slots[0]),
-			       r->len / SECTOR * fs->csum_size);
+			       r->len / MFS_SECTOR * fs->csum_size);
 	}
 	mfs_release_path(&path);
 	return ret < 0 ? ret : 0;
@@ -626,7 +626,7 @@ static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 
 	for (off = 0; off < r->len && !ret; off += cnt) {
 		struct mfs_range piece = *r;
-		const u8 *sums = csums ? csums + off / SECTOR * fs->csum_size : NULL;
+		const u8 *sums = csums ? csums + off / MFS_SECTOR * fs->csum_size : NULL;
 
 		/* a tree block is read whole: its checksum covers all of it */
 		cnt = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK ? r->len :

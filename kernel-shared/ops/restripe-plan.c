@@ -22,7 +22,6 @@
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
 
-#define SECTOR 4096ULL
 /* ---------------- selection ---------------- */
 
 static const struct mfs_balance_filter *filter_for(const struct mfs_restripe_args *a, u64 type,

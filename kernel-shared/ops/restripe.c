@@ -26,7 +26,6 @@
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
 
-#define SECTOR 4096ULL
 static u64 now_ns(void)
 {
 	struct timespec ts;

@@ -51,7 +51,7 @@ int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr)
 		return -EUCLEAN;
 	if (le32_to_cpu(sb->format_version) != MFS_FORMAT_VERSION)
 		return -EUCLEAN;
-	if (sectorsize != 4096 || !is_pow2(nodesize) || nodesize < sectorsize ||
+	if (sectorsize != MFS_SECTOR || !is_pow2(nodesize) || nodesize < sectorsize ||
 	    nodesize > SZ_64K)
 		return -EUCLEAN;
 	if (le32_to_cpu(sb->stripesize) != MFS_STRIPE_LEN)
