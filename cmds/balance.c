@@ -138,8 +138,8 @@ int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *
 			u64 bit;
 
 			if (mfs_parse_profile(val, &bit)) {
-				error("invalid convert argument: %s (valid: single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)",
-				      val);
+				error("invalid convert argument: %s (valid: %s)", val,
+				      mfs_profile_names());
 				ret = -EINVAL;
 			}
 			f->target = mfs_profile_to_filter_bit(bit);

@@ -101,8 +101,7 @@ static int parse_features(char *list, u64 *flags)
 static int parse_profile_arg(const char *what, const char *arg, u64 *out)
 {
 	if (mfs_parse_profile(arg, out)) {
-		error("unknown %s profile '%s' (valid: single, dup, raid0, raid1, raid1c3, raid1c4, raid10, raid5, raid6)",
-		      what, arg);
+		error("unknown %s profile '%s' (valid: %s)", what, arg, mfs_profile_names());
 		return -EINVAL;
 	}
 	return 0;

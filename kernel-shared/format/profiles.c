@@ -1,28 +1,69 @@
 /* The profile table (DESIGN §2): every check in the project reads it. */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include "kernel-shared/format/format.h"
 #include "kernel-shared/format/profiles.h"
 
 const struct mfs_raid_attr mfs_raid_array[MFS_NR_RAID_TYPES] = {
-	[MFS_RAID_SINGLE] = { "single", "single", 0,
-		1, 1, 0, 1, 0, 1, 1, 1, 0 },
-	[MFS_RAID_DUP] = { "dup", "DUP", MFS_BLOCK_GROUP_DUP,
-		1, 1, 0, 2, 0, 1, 2, 1, 0 },
-	[MFS_RAID_RAID0] = { "raid0", "RAID0", MFS_BLOCK_GROUP_RAID0,
-		1, 0, 0, 1, 0, 1, 1, 1, 0 },
-	[MFS_RAID_RAID1] = { "raid1", "RAID1", MFS_BLOCK_GROUP_RAID1,
-		2, 2, 1, 2, 0, 2, 1, 1, 0 },
-	[MFS_RAID_RAID1C3] = { "raid1c3", "RAID1C3", MFS_BLOCK_GROUP_RAID1C3,
-		3, 3, 2, 3, 0, 3, 1, 1, MFS_FEATURE_INCOMPAT_RAID1C34 },
-	[MFS_RAID_RAID1C4] = { "raid1c4", "RAID1C4", MFS_BLOCK_GROUP_RAID1C4,
-		4, 4, 3, 4, 0, 4, 1, 1, MFS_FEATURE_INCOMPAT_RAID1C34 },
-	[MFS_RAID_RAID10] = { "raid10", "RAID10", MFS_BLOCK_GROUP_RAID10,
-		2, 0, 1, 2, 0, 2, 1, 2, 0 },
-	[MFS_RAID_RAID5] = { "raid5", "RAID5", MFS_BLOCK_GROUP_RAID5,
-		2, 0, 1, 1, 1, 1, 1, 1, MFS_FEATURE_INCOMPAT_RAID56 },
-	[MFS_RAID_RAID6] = { "raid6", "RAID6", MFS_BLOCK_GROUP_RAID6,
-		3, 0, 2, 1, 2, 1, 1, 1, MFS_FEATURE_INCOMPAT_RAID56 },
+	[MFS_RAID_SINGLE] = {
+		.name = "single", .ui_name = "single", .bg_flag = 0,
+		.devs_min = 1, .devs_max = 1, .tolerated_failures = 0,
+		.ncopies = 1, .nparity = 0,
+		.devs_increment = 1, .dev_stripes = 1, .sub_stripes = 1,
+	},
+	[MFS_RAID_DUP] = {
+		.name = "dup", .ui_name = "DUP", .bg_flag = MFS_BLOCK_GROUP_DUP,
+		.devs_min = 1, .devs_max = 1, .tolerated_failures = 0,
+		.ncopies = 2, .nparity = 0,
+		.devs_increment = 1, .dev_stripes = 2, .sub_stripes = 1,
+	},
+	[MFS_RAID_RAID0] = {
+		.name = "raid0", .ui_name = "RAID0", .bg_flag = MFS_BLOCK_GROUP_RAID0,
+		.devs_min = 1, .devs_max = 0, .tolerated_failures = 0,
+		.ncopies = 1, .nparity = 0,
+		.devs_increment = 1, .dev_stripes = 1, .sub_stripes = 1,
+	},
+	[MFS_RAID_RAID1] = {
+		.name = "raid1", .ui_name = "RAID1", .bg_flag = MFS_BLOCK_GROUP_RAID1,
+		.devs_min = 2, .devs_max = 2, .tolerated_failures = 1,
+		.ncopies = 2, .nparity = 0,
+		.devs_increment = 2, .dev_stripes = 1, .sub_stripes = 1,
+	},
+	[MFS_RAID_RAID1C3] = {
+		.name = "raid1c3", .ui_name = "RAID1C3", .bg_flag = MFS_BLOCK_GROUP_RAID1C3,
+		.devs_min = 3, .devs_max = 3, .tolerated_failures = 2,
+		.ncopies = 3, .nparity = 0,
+		.devs_increment = 3, .dev_stripes = 1, .sub_stripes = 1,
+		.incompat = MFS_FEATURE_INCOMPAT_RAID1C34,
+	},
+	[MFS_RAID_RAID1C4] = {
+		.name = "raid1c4", .ui_name = "RAID1C4", .bg_flag = MFS_BLOCK_GROUP_RAID1C4,
+		.devs_min = 4, .devs_max = 4, .tolerated_failures = 3,
+		.ncopies = 4, .nparity = 0,
+		.devs_increment = 4, .dev_stripes = 1, .sub_stripes = 1,
+		.incompat = MFS_FEATURE_INCOMPAT_RAID1C34,
+	},
+	[MFS_RAID_RAID10] = {
+		.name = "raid10", .ui_name = "RAID10", .bg_flag = MFS_BLOCK_GROUP_RAID10,
+		.devs_min = 2, .devs_max = 0, .tolerated_failures = 1,
+		.ncopies = 2, .nparity = 0,
+		.devs_increment = 2, .dev_stripes = 1, .sub_stripes = 2,
+	},
+	[MFS_RAID_RAID5] = {
+		.name = "raid5", .ui_name = "RAID5", .bg_flag = MFS_BLOCK_GROUP_RAID5,
+		.devs_min = 2, .devs_max = 0, .tolerated_failures = 1,
+		.ncopies = 1, .nparity = 1,
+		.devs_increment = 1, .dev_stripes = 1, .sub_stripes = 1,
+		.incompat = MFS_FEATURE_INCOMPAT_RAID56,
+	},
+	[MFS_RAID_RAID6] = {
+		.name = "raid6", .ui_name = "RAID6", .bg_flag = MFS_BLOCK_GROUP_RAID6,
+		.devs_min = 3, .devs_max = 0, .tolerated_failures = 2,
+		.ncopies = 1, .nparity = 2,
+		.devs_increment = 1, .dev_stripes = 1, .sub_stripes = 1,
+		.incompat = MFS_FEATURE_INCOMPAT_RAID56,
+	},
 };
 
 enum mfs_raid_type mfs_bg_flags_to_raid_index(u64 flags)
@@ -52,6 +93,20 @@ int mfs_parse_profile(const char *name, u64 *bg_flag)
 		}
 	}
 	return -EINVAL;
+}
+
+const char *mfs_profile_names(void)
+{
+	static __thread char names[128];
+	size_t o = 0;
+	int i;
+
+	if (names[0])
+		return names;
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++)
+		o += snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "",
+			      mfs_raid_array[i].name);
+	return names;
 }
 
 const char *mfs_profile_ui_name(u64 flags)

@@ -39,6 +39,8 @@ enum mfs_raid_type mfs_bg_flags_to_raid_index(u64 flags);
 const struct mfs_raid_attr *mfs_profile(u64 flags);
 /* Parse "raid1", "RAID1", "single"…; returns 0 and the bg bit, or -EINVAL. */
 int mfs_parse_profile(const char *name, u64 *bg_flag);
+/* "single, dup, raid0, ...": every profile name, in table order, for messages. */
+const char *mfs_profile_names(void);
 const char *mfs_profile_ui_name(u64 flags);
 const char *mfs_bg_type_name(u64 flags);	/* "Data", "Metadata", "System" */
 
