@@ -22,6 +22,7 @@
 #include "common/format-output.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/format/ioctl.h"
+#include "kernel-shared/ops/admin.h"
 
 static const char * const cmd_device_stats_usage[] = {
 	"mfs device stats [options] <path>|<device>",
@@ -107,26 +108,14 @@ bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len)
 	return found;
 }
 
-static int get_online(int fd, bool reset, struct dev_stats **out, int *nout)
+/* The counters as the command prints them: a missing device by its devid. */
+static int to_dev_stats(const struct mfs_ioctl_dev_stats *ds, struct dev_stats **out, int *nout)
 {
-	struct mfs_ioctl_dev_stats *ds = calloc(1, sizeof(*ds));
-	struct dev_stats *st;
+	struct dev_stats *st = calloc(ds->nr_devices ? ds->nr_devices : 1, sizeof(*st));
 	int i, j;
 
-	if (!ds)
+	if (!st)
 		return -ENOMEM;
-	ds->flags = reset ? MFS_DEV_STATS_RESET : 0;
-	if (ioctl(fd, MFS_IOC_DEV_STATS, ds) < 0) {
-		int err = -errno;
-
-		free(ds);
-		return err;
-	}
-	st = calloc(ds->nr_devices ? ds->nr_devices : 1, sizeof(*st));
-	if (!st) {
-		free(ds);
-		return -ENOMEM;
-	}
 	for (i = 0; i < (int)ds->nr_devices; i++) {
 		st[i].devid = ds->devs[i].devid;
 		if (ds->devs[i].missing || !ds->devs[i].path[0])
@@ -139,41 +128,39 @@ static int get_online(int fd, bool reset, struct dev_stats **out, int *nout)
 	}
 	*out = st;
 	*nout = ds->nr_devices;
-	free(ds);
 	return 0;
+}
+
+static int get_online(int fd, bool reset, struct dev_stats **out, int *nout)
+{
+	struct mfs_ioctl_dev_stats *ds = calloc(1, sizeof(*ds));
+	int ret;
+
+	if (!ds)
+		return -ENOMEM;
+	ds->flags = reset ? MFS_DEV_STATS_RESET : 0;
+	ret = ioctl(fd, MFS_IOC_DEV_STATS, ds) < 0 ? -errno : to_dev_stats(ds, out, nout);
+	free(ds);
+	return ret;
 }
 
 static int get_offline(const char *path, struct dev_stats **out, int *nout)
 {
+	struct mfs_ioctl_dev_stats *ds;
 	struct mfs_fs_info *fs;
-	struct dev_stats *st;
-	int i, j, ret;
+	int ret;
 
 	/* read-only, with the shared device locks: refused while mounted */
 	ret = mfs_open_for_cmd(&path, 1, MFS_OPEN_DEGRADED, &fs);
 	if (ret)
 		return 1;
-	st = calloc(fs->nr_devices ? fs->nr_devices : 1, sizeof(*st));
-	if (!st) {
-		mfs_free_fs_info(fs);
-		return -ENOMEM;
-	}
-	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-
-		st[i].devid = dev->devid;
-		if (dev->missing || !dev->path)
-			snprintf(st[i].path, sizeof(st[i].path), "devid:%llu",
-				 (unsigned long long)dev->devid);
-		else
-			snprintf(st[i].path, sizeof(st[i].path), "%s", dev->path);
-		for (j = 0; j < MFS_DEV_STATS_NR_VALUES; j++)
-			st[i].values[j] = dev->stats[j];
-	}
-	*out = st;
-	*nout = fs->nr_devices;
+	ds = calloc(1, sizeof(*ds));
+	ret = ds ? mfs_admin_dev_stats(fs, ds) : -ENOMEM;
+	if (!ret)
+		ret = to_dev_stats(ds, out, nout);
+	free(ds);
 	mfs_free_fs_info(fs);
-	return 0;
+	return ret;
 }
 
 static void print_text(const struct dev_stats *st, int n)

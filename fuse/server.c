@@ -1203,53 +1203,17 @@ static void ioctl_reply_arg(fuse_req_t req, unsigned int cmd, void *arg)
 static void ioctl_dev_stats(fuse_req_t req, struct server *s, const void *in_buf,
 			    size_t in_bufsz, size_t out_bufsz)
 {
-	struct mfs_ioctl_dev_stats *ds;
-	struct mfs_fs_info *fs = s->fs;
-	bool reset;
-	int i, j;
+	struct mfs_ioctl_dev_stats *ds = ioctl_arg(req, MFS_IOC_DEV_STATS, in_buf, in_bufsz,
+						   out_bufsz);
+	int ret;
 
-	if (!caller_is_admin(req)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	ds = ioctl_arg(req, MFS_IOC_DEV_STATS, in_buf, in_bufsz, out_bufsz);
 	if (!ds)
 		return;
-	reset = ds->flags & MFS_DEV_STATS_RESET;
-	memset(ds, 0, sizeof(*ds));
-	if (reset && s->opts->ro) {
+	ret = mfs_admin_dev_stats(s->fs, ds);
+	if (ret) {
 		free(ds);
-		fuse_reply_err(req, EROFS);
+		fuse_reply_err(req, -ret);
 		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < fs->nr_devices && i < MFS_DEV_STATS_MAX_DEVS; i++) {
-		struct mfs_device *dev = fs->devices[i];
-		struct mfs_ioctl_dev_stats_dev *d = &ds->devs[i];
-
-		d->devid = dev->devid;
-		d->missing = dev->missing || !dev->path;
-		snprintf(d->path, sizeof(d->path), "%s", dev->path ? dev->path : "");
-		for (j = 0; j < MFS_DEV_STATS_NR_VALUES; j++) {
-			d->values[j] = dev->stats[j];
-			if (reset && dev->stats[j]) {
-				dev->stats[j] = 0;
-				dev->stats_dirty = true;
-				fs->dev_stats_dirty = 1;
-			}
-		}
-	}
-	ds->nr_devices = i;
-	pthread_mutex_unlock(&fs->lock);
-	/* a reset is on disk when the command returns */
-	if (reset) {
-		int ret = mfs_sync_fs(fs);
-
-		if (ret) {
-			free(ds);
-			fuse_reply_err(req, -ret);
-			return;
-		}
 	}
 	ioctl_reply_arg(req, MFS_IOC_DEV_STATS, ds);
 }
@@ -1364,7 +1328,7 @@ static const struct ioctl_op {
 	void (*raw)(fuse_req_t req, struct server *s, const void *in_buf,
 		    size_t in_bufsz, size_t out_bufsz);
 } ioctl_ops[] = {
-	{ MFS_IOC_DEV_STATS, .on_ro = true, .raw = ioctl_dev_stats },
+	{ MFS_IOC_DEV_STATS, .admin = true, .on_ro = true, .raw = ioctl_dev_stats },
 	{ MFS_IOC_FS_INFO, .on_ro = true, .fill = fill_fs_info },
 	{ MFS_IOC_SPACE, .on_ro = true, .fill = fill_space },
 	{ MFS_IOC_SYNC, .on_ro = true, .raw = ioctl_sync },

@@ -316,3 +316,34 @@ int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size)
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
+
+int mfs_admin_dev_stats(struct mfs_fs_info *fs, struct mfs_ioctl_dev_stats *ds)
+{
+	bool reset = ds->flags & MFS_DEV_STATS_RESET;
+	int i, j;
+
+	memset(ds, 0, sizeof(*ds));
+	if (reset && !(fs->open_flags & MFS_OPEN_WRITABLE))
+		return -EROFS;
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->nr_devices && i < MFS_DEV_STATS_MAX_DEVS; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		struct mfs_ioctl_dev_stats_dev *d = &ds->devs[i];
+
+		d->devid = dev->devid;
+		d->missing = dev->missing || !dev->path;
+		snprintf(d->path, sizeof(d->path), "%s", dev->path ? dev->path : "");
+		for (j = 0; j < MFS_DEV_STATS_NR_VALUES; j++) {
+			d->values[j] = dev->stats[j];
+			if (reset && dev->stats[j]) {
+				dev->stats[j] = 0;
+				dev->stats_dirty = true;
+				fs->dev_stats_dirty = 1;
+			}
+		}
+	}
+	ds->nr_devices = i;
+	pthread_mutex_unlock(&fs->lock);
+	/* a reset is on disk when the command returns */
+	return reset ? mfs_sync_fs(fs) : 0;
+}

@@ -19,5 +19,11 @@ void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp);
 int mfs_admin_replace_start(struct mfs_fs_info *fs, struct mfs_ioctl_replace_start *io);
 int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);
 int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
+/*
+ * Every device's error counters into ds (by devid); with
+ * MFS_DEV_STATS_RESET in ds->flags also zero them, durably before it
+ * returns (-EROFS on a filesystem not open for writing).
+ */
+int mfs_admin_dev_stats(struct mfs_fs_info *fs, struct mfs_ioctl_dev_stats *ds);
 
 #endif
