@@ -21,32 +21,9 @@
 
 /* ---------------- random numbers ---------------- */
 
-static u64 rng_state;
-
-static u64 splitmix64(u64 x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static u64 rnd(void)
-{
-	rng_state = splitmix64(rng_state);
-	return rng_state;
-}
-
-static u64 rnd_below(u64 n)
-{
-	return n ? rnd() % n : 0;
-}
-
 static u64 base_seed(void)
 {
-	const char *env = getenv("MFS_TEST_SEED");
-
-	return env ? strtoull(env, NULL, 0) : 0x6d66732d616c6c6fULL;
+	return unit_base_seed(0x6d66732d616c6c6fULL);
 }
 
 static void seed_for(const char *name)
@@ -54,8 +31,8 @@ static void seed_for(const char *name)
 	u64 h = base_seed();
 
 	while (*name)
-		h = splitmix64(h ^ (u8)*name++);
-	rng_state = h;
+		h = unit_mix64(h ^ (u8)*name++);
+	unit_seed(h);
 	fprintf(stderr, "# seed 0x%" PRIx64 " (MFS_TEST_SEED=0x%" PRIx64 ")\n", h, base_seed());
 }
 
@@ -457,13 +434,13 @@ static int try_alloc_chunk(struct mfs_fs_info *fs, u64 type, int prof, struct ch
 	struct snapshot before;
 	int ret, i;
 
-	switch (max_stripe_mode < 0 ? (int)rnd_below(4) : max_stripe_mode) {
+	switch (max_stripe_mode < 0 ? (int)unit_rnd_below(4) : max_stripe_mode) {
 	case 0:
-		max_stripe = SZ_1M * (8 + rnd_below(max_stripe_mode < 0 ? 120 : 8));
+		max_stripe = SZ_1M * (8 + unit_rnd_below(max_stripe_mode < 0 ? 120 : 8));
 		break;
 	case 1:
 		/* too small a stripe: must be refused */
-		max_stripe = rnd_below(4) ? SZ_1M * (1 + rnd_below(7)) : 0;
+		max_stripe = unit_rnd_below(4) ? SZ_1M * (1 + unit_rnd_below(7)) : 0;
 		break;
 	}
 	for (i = 0; i < fs->nr_devices; i++)
@@ -560,7 +537,7 @@ static void chunk_config(const char *name, int n, const u64 *sizes_mb, u64 mkfs_
 		for (i = 0; i < 3 * MFS_NR_RAID_TYPES; i++)
 			order[i] = i;
 		for (i = 3 * MFS_NR_RAID_TYPES; i > 1; i--) {
-			int j = rnd_below(i), x = order[i - 1];
+			int j = unit_rnd_below(i), x = order[i - 1];
 
 			order[i - 1] = order[j];
 			order[j] = x;
@@ -571,7 +548,7 @@ static void chunk_config(const char *name, int n, const u64 *sizes_mb, u64 mkfs_
 
 			t = order[i] / MFS_NR_RAID_TYPES;
 			/* a few system chunks: their items live in the superblock */
-			if (t == 2 && rnd_below(8))
+			if (t == 2 && unit_rnd_below(8))
 				continue;
 			ret = try_alloc_chunk(fs, all_types[t], prof, &st, -1);
 			if (ret == 0 || t == 2)
@@ -829,7 +806,7 @@ static void pattern_fill(u8 *buf, u64 start, u64 len, u32 pattern)
 	u64 i;
 
 	for (i = 0; i < len; i += 8) {
-		u64 w = splitmix64(start + i + ((u64)pattern << 40));
+		u64 w = unit_mix64(start + i + ((u64)pattern << 40));
 
 		memcpy(buf + i, &w, 8);
 	}
@@ -907,8 +884,8 @@ static void alloc_tree_block(void)
 	struct ext e = { 0 };
 	int ret;
 
-	e.root = rnd_below(8) ? MFS_FS_TREE_OBJECTID : MFS_CHUNK_TREE_OBJECTID;
-	ret = mfs_alloc_tree_block(X.trans, e.root, rnd_below(3), &e.start);
+	e.root = unit_rnd_below(8) ? MFS_FS_TREE_OBJECTID : MFS_CHUNK_TREE_OBJECTID;
+	ret = mfs_alloc_tree_block(X.trans, e.root, unit_rnd_below(3), &e.start);
 	if (ret) {
 		FAIL("alloc tree block for tree %" PRIu64 ": %d", e.root, ret);
 		return;
@@ -924,8 +901,8 @@ static void alloc_tree_block(void)
 static void alloc_data(void)
 {
 	struct ext e = { 0 };
-	u64 len = 4096 * (1 + rnd_below(rnd_below(16) ? 16 : 256));
-	u64 min_len = rnd_below(2) ? len : 4096 * (1 + rnd_below(len / 4096));
+	u64 len = 4096 * (1 + unit_rnd_below(unit_rnd_below(16) ? 16 : 256));
+	u64 min_len = unit_rnd_below(2) ? len : 4096 * (1 + unit_rnd_below(len / 4096));
 	u64 got;
 	int ret;
 
@@ -941,7 +918,7 @@ static void alloc_data(void)
 	e.transid = X.trans->transid;
 	if (!check_new_range(e.start, e.len, MFS_BLOCK_GROUP_DATA, X.fs->sectorsize))
 		return;
-	if (rnd_below(5) == 0) {
+	if (unit_rnd_below(5) == 0) {
 		/* never used: the reservation goes straight back */
 		mfs_unreserve_extent(X.fs, e.start, e.len);
 		space_mark(e.start, e.len, X.sp.owned, 0);
@@ -953,8 +930,8 @@ static void alloc_data(void)
 		return;
 	}
 	/* write most data so that raid5/6 rows and their parity are exercised */
-	if (rnd_below(4)) {
-		e.pattern = 1 + rnd_below(1U << 20);
+	if (unit_rnd_below(4)) {
+		e.pattern = 1 + unit_rnd_below(1U << 20);
 		pattern_fill(X.buf, e.start, e.len, e.pattern);
 		ret = mfs_write_logical(X.fs, e.start, X.buf, e.len);
 		if (ret)
@@ -965,7 +942,7 @@ static void alloc_data(void)
 
 static void free_random(void)
 {
-	int i = rnd_below(X.nlive);
+	int i = unit_rnd_below(X.nlive);
 	struct ext e = X.live[i];
 	int ret;
 
@@ -1202,16 +1179,16 @@ static void extent_config(const char *name, int n, u64 dev_size, u64 meta,
 		if (ext_too_many_failures())
 			break;
 		for (i = 0; i < ops_per_profile && !ext_too_many_failures(); i++) {
-			u32 r = rnd_below(100);
+			u32 r = unit_rnd_below(100);
 
 			/* around 600 live extents */
 			if (X.nlive > 600 && r < 65)
 				r = 65;
-			if (rnd_below(150) == 0) {
+			if (unit_rnd_below(150) == 0) {
 				/* every eighth commit closes and reopens */
 				if (X.commits % 8 == 7 ? ext_reopen() : ext_commit())
 					goto out;
-				if (rnd_below(4) == 0)
+				if (unit_rnd_below(4) == 0)
 					verify_data();
 			} else if (r < 30) {
 				alloc_tree_block();
@@ -1414,7 +1391,7 @@ static void test_data_enospc(void)
 	if (ret)
 		goto out;
 	for (;;) {
-		u64 len = SZ_1M * (1 + rnd_below(64));
+		u64 len = SZ_1M * (1 + unit_rnd_below(64));
 
 		if (n == (int)ARRAY_SIZE(starts)) {
 			FAIL("no ENOSPC after %d reservations", n);

@@ -21,33 +21,9 @@
 
 /* ---------------- random numbers ---------------- */
 
-static u64 rng_state;
-
-static u64 splitmix64(u64 x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static u64 rnd(void)
-{
-	rng_state = splitmix64(rng_state);
-	return rng_state;
-}
-
-/* Uniform in [0, n). */
-static u64 rnd_below(u64 n)
-{
-	return n ? rnd() % n : 0;
-}
-
 static u64 base_seed(void)
 {
-	const char *env = getenv("MFS_TEST_SEED");
-
-	return env ? strtoull(env, NULL, 0) : 0x6d66732d63747265ULL;
+	return unit_base_seed(0x6d66732d63747265ULL);
 }
 
 /* ---------------- the model ---------------- */
@@ -128,18 +104,18 @@ static struct mfs_key slot_key(u32 slot)
 
 	k.objectid = (u64)(slot >> 5) * 1000 + 7;
 	k.type = ((slot >> 2) & 7) * 20 + 1;
-	k.offset = ((u64)(slot & 3) << 62) | (splitmix64(slot) & ((1ULL << 61) - 1));
+	k.offset = ((u64)(slot & 3) << 62) | (unit_mix64(slot) & ((1ULL << 61) - 1));
 	return k;
 }
 
 /* Item content: 64-bit words derived from the slot and its seed. */
 static void gen_content(u32 slot, u32 seed, u8 *buf, u32 len)
 {
-	u64 h = splitmix64(((u64)slot << 32) | seed), w;
+	u64 h = unit_mix64(((u64)slot << 32) | seed), w;
 	u32 i;
 
 	for (i = 0; i < len; i += 8) {
-		w = splitmix64(h + i);
+		w = unit_mix64(h + i);
 		memcpy(buf + i, &w, min_t(u32, 8, len - i));
 	}
 }
@@ -678,15 +654,15 @@ static int clear_fs_tree(void)
 
 static u32 random_size(void)
 {
-	u32 r = rnd_below(100), s;
+	u32 r = unit_rnd_below(100), s;
 
 	/* mostly small items so that trees get tall, some near the limit */
 	if (r < 60)
-		s = rnd_below(64);
+		s = unit_rnd_below(64);
 	else if (r < 90)
-		s = rnd_below(512);
+		s = unit_rnd_below(512);
 	else
-		s = rnd_below(C.max_item + 1);
+		s = unit_rnd_below(C.max_item + 1);
 	return min_t(u32, s, C.max_item);
 }
 
@@ -785,7 +761,7 @@ static void op_extend(u32 slot)
 			mfs_release_path(&path);
 		return;
 	}
-	extra = 1 + rnd_below(min_t(u32, C.max_item - old, 1200));
+	extra = 1 + unit_rnd_below(min_t(u32, C.max_item - old, 1200));
 	if (!find_for_change(slot, extra, &path))
 		return;
 	ret = mfs_extend_item(C.trans, C.fs->fs_root, &path, extra);
@@ -825,7 +801,7 @@ static void op_truncate(u32 slot)
 
 	if (!find_for_change(slot, 0, &path))
 		return;
-	new_size = rnd_below(M->size[slot] + 1);
+	new_size = unit_rnd_below(M->size[slot] + 1);
 	ret = mfs_truncate_item(C.trans, &path, new_size);
 	if (ret)
 		FAIL("truncate slot %u to %u: %d", slot, new_size, ret);
@@ -866,7 +842,7 @@ static void op_iterate(u32 slot)
 	struct mfs_key k = slot_key(slot);
 	struct mfs_path path;
 	u32 first;
-	int ret, kind = rnd_below(4);
+	int ret, kind = unit_rnd_below(4);
 
 	switch (kind) {
 	case 0:			/* the slot itself */
@@ -898,16 +874,16 @@ static void op_iterate(u32 slot)
 			FAIL("search_forward found nothing, model has slot %u", first);
 	} else if (first == NSLOTS) {
 		FAIL("search_forward found an item past the model's last");
-	} else if (rnd_below(3) == 0) {
+	} else if (unit_rnd_below(3) == 0) {
 		struct mfs_key got;
 
 		leaf_item_key(path.nodes[0], path.slots[0], &got);
 		if (!key_is_slot(&got, first))
 			FAIL("search_forward: wrong first item (want slot %u)", first);
 		else
-			compare_backward(&path, first, 1 + rnd_below(300));
+			compare_backward(&path, first, 1 + unit_rnd_below(300));
 	} else {
-		compare_forward(&path, first, 1 + rnd_below(300));
+		compare_forward(&path, first, 1 + unit_rnd_below(300));
 	}
 	mfs_release_path(&path);
 }
@@ -916,7 +892,7 @@ static void op_iterate(u32 slot)
 static void mass_delete(u32 keep)
 {
 	u32 *order = malloc(NSLOTS * sizeof(*order)), n = 0, i;
-	int how = rnd_below(3);
+	int how = unit_rnd_below(3);
 
 	for (i = m_next(0); i < NSLOTS; i = m_next(i + 1))
 		order[n++] = i;
@@ -929,7 +905,7 @@ static void mass_delete(u32 keep)
 		}
 	} else if (how == 2) {
 		for (i = n; i > 1; i--) {
-			u32 j = rnd_below(i), t = order[i - 1];
+			u32 j = unit_rnd_below(i), t = order[i - 1];
 
 			order[i - 1] = order[j];
 			order[j] = t;
@@ -940,7 +916,7 @@ static void mass_delete(u32 keep)
 		how == 0 ? "ascending" : how == 1 ? "descending" : "random", keep, tree_level());
 	for (i = 0; i + keep < n && !too_many_failures(); i++) {
 		op_delete(order[i]);
-		if (rnd_below(2000) == 0 && commit() == 0)
+		if (unit_rnd_below(2000) == 0 && commit() == 0)
 			start_trans();
 		C.ops_done++;
 	}
@@ -949,12 +925,12 @@ static void mass_delete(u32 keep)
 
 static void random_op(u32 target)
 {
-	u32 slot = rnd_below(NSLOTS);
-	u32 r = rnd_below(100);
+	u32 slot = unit_rnd_below(NSLOTS);
+	u32 r = unit_rnd_below(100);
 	u32 ins = M->count < target ? 45 : 20;
 
 	/* half of the non-insert operations pick an existing item */
-	if (r >= ins && M->count && rnd_below(2)) {
+	if (r >= ins && M->count && unit_rnd_below(2)) {
 		u32 s = m_next(slot);
 
 		slot = s < NSLOTS ? s : m_next(0);
@@ -978,7 +954,7 @@ static void random_op(u32 target)
 static void run_variant(const struct variant *v)
 {
 	struct mfs_mkfs_params p = { 0 };
-	u64 seed = base_seed() ^ splitmix64(v->nodesize * 31 + v->ndevs);
+	u64 seed = base_seed() ^ unit_mix64(v->nodesize * 31 + v->ndevs);
 	u64 mkfs_meta, level_before;
 	int ret, phase, i;
 	u32 target;
@@ -986,7 +962,7 @@ static void run_variant(const struct variant *v)
 	memset(&C, 0, sizeof(C));
 	C.v = v;
 	C.failures_before = unit_failed_checks;
-	rng_state = seed;
+	unit_seed(seed);
 	fprintf(stderr, "# %s: seed 0x%" PRIx64 " (MFS_TEST_SEED=0x%" PRIx64 ")\n",
 		v->name, seed, base_seed());
 	M = calloc(1, sizeof(*M));
@@ -1038,25 +1014,25 @@ static void run_variant(const struct variant *v)
 			break;
 		}
 		while (M->count < target && !too_many_failures()) {
-			op_insert(rnd_below(NSLOTS));
+			op_insert(unit_rnd_below(NSLOTS));
 			C.ops_done++;
-			if (rnd_below(3000) == 0 && (commit() || start_trans()))
+			if (unit_rnd_below(3000) == 0 && (commit() || start_trans()))
 				FAIL("commit during fill");
 		}
 		for (i = 0; i < nops && !too_many_failures(); i++) {
 			random_op(target);
 			C.ops_done++;
 			note_level();
-			if (rnd_below(700) == 0) {
+			if (unit_rnd_below(700) == 0) {
 				ret = commit();
 				if (ret)
 					FAIL("commit: %d", ret);
 				if (ret || start_trans())
 					break;
 			}
-			if (rnd_below(20000) == 0)
+			if (unit_rnd_below(20000) == 0)
 				compare_all();
-			if (rnd_below(25000) == 0) {
+			if (unit_rnd_below(25000) == 0) {
 				check_fs_tree();
 				compare_all_backward();
 			}
@@ -1072,7 +1048,7 @@ static void run_variant(const struct variant *v)
 
 		/* empty most of the tree (all of it every other time) */
 		level_before = tree_level();
-		mass_delete(phase % 2 ? 0 : rnd_below(8));
+		mass_delete(phase % 2 ? 0 : unit_rnd_below(8));
 		check_fs_tree();
 		compare_all();
 		if (reopen())

@@ -17,25 +17,6 @@
 #define ADDRS_PER_CHUNK	12000
 #define LAYOUTS_PER_CONFIG 4
 
-/* ---------------- random numbers (splitmix64, seedable) ---------------- */
-
-static u64 rng_state;
-
-static u64 rng(void)
-{
-	u64 z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* uniform in [lo, hi] */
-static u64 rng_range(u64 lo, u64 hi)
-{
-	return lo + rng() % (hi - lo + 1);
-}
-
 /* ---------------- profiles, as the format document lists them ---------------- */
 
 struct ref_profile {
@@ -265,12 +246,12 @@ static void random_chunk(const struct ref_profile *p, int n, bool big, struct re
 	memset(c, 0, sizeof(*c));
 	c->prof = p;
 	c->n = n;
-	c->type = type_bits[rng() % 3] | p->bit;
-	c->logical = rng_range(1, 1ULL << 20) << 20;	/* 1 MiB aligned, < 1 PiB */
+	c->type = type_bits[unit_rnd() % 3] | p->bit;
+	c->logical = unit_rnd_range(1, 1ULL << 20) << 20;	/* 1 MiB aligned, < 1 PiB */
 	if (p->striped)
-		c->stripe_size = (big ? rng_range(1, 65536) : rng_range(1, 64)) * UNIT;
+		c->stripe_size = (big ? unit_rnd_range(1, 65536) : unit_rnd_range(1, 64)) * UNIT;
 	else
-		c->stripe_size = (big ? rng_range(1, 1ULL << 20) : rng_range(1, 1024)) * SECTOR;
+		c->stripe_size = (big ? unit_rnd_range(1, 1ULL << 20) : unit_rnd_range(1, 1024)) * SECTOR;
 	c->length = c->stripe_size * ndata;
 
 	/* distinct devices (dup: both stripes on one), in random order */
@@ -278,19 +259,19 @@ static void random_chunk(const struct ref_profile *p, int n, bool big, struct re
 		bool again;
 
 		do {
-			c->devid[i] = rng_range(1, 64);
+			c->devid[i] = unit_rnd_range(1, 64);
 			again = false;
 			for (j = 0; j < i; j++)
 				again |= c->devid[j] == c->devid[i];
 		} while (again);
-		c->phys[i] = rng_range(1ULL << 8, 1ULL << 32) * SECTOR;
+		c->phys[i] = unit_rnd_range(1ULL << 8, 1ULL << 32) * SECTOR;
 	}
 	if (p->bit == 0x20) {
 		c->devid[1] = c->devid[0];
 		/* the second stripe before or after the first, never overlapping */
-		u64 gap = rng_range(0, 255) * SECTOR;
+		u64 gap = unit_rnd_range(0, 255) * SECTOR;
 
-		if ((rng() & 1) && c->phys[0] >= c->stripe_size + gap)
+		if ((unit_rnd() & 1) && c->phys[0] >= c->stripe_size + gap)
 			c->phys[1] = c->phys[0] - c->stripe_size - gap;
 		else
 			c->phys[1] = c->phys[0] + c->stripe_size + gap;
@@ -305,12 +286,12 @@ static u64 random_offset(const struct ref_chunk *c, int k)
 	switch (k % 4) {
 	case 0:
 	case 1:
-		return rng() % c->length;
+		return unit_rnd() % c->length;
 	case 2:
-		off = (rng() % units) * UNIT;
+		off = (unit_rnd() % units) * UNIT;
 		break;
 	default:
-		off = (rng() % units) * UNIT + UNIT - 1 - rng() % 4;
+		off = (unit_rnd() % units) * UNIT + UNIT - 1 - unit_rnd() % 4;
 		break;
 	}
 	return off < c->length ? off : c->length - 1;
@@ -498,7 +479,7 @@ static void run_config(const struct ref_profile *p, int n)
 		if (c.stripe_size / UNIT * n <= (1 << 19)) {
 			check_inverse(&c, map, 0);
 			check_inverse(&c, map, UNIT - 1);
-			check_inverse(&c, map, rng() % UNIT);
+			check_inverse(&c, map, unit_rnd() % UNIT);
 		}
 		free(map);
 	}
@@ -632,7 +613,7 @@ int main(void)
 	const char *env = getenv("MFS_TEST_SEED");
 	u64 seed = env ? strtoull(env, NULL, 0) : 0x6d66732d6d6170ULL;
 
-	rng_state = seed;
+	unit_seed(seed);
 	printf("# seed 0x%llx (set MFS_TEST_SEED to repeat another)\n",
 	       (unsigned long long)seed);
 	RUN(test_single);

@@ -19,24 +19,6 @@ struct stripe {
 	u8 *orig[MAX_BLOCKS];
 };
 
-static u64 rng_state = 0x9e3779b97f4a7c15ULL;
-
-static u64 rng_next(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static void fill_random(void *buf, size_t len)
-{
-	u8 *p = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = rng_next() >> 56;
-}
 
 static int stripe_blocks(const struct stripe *s)
 {
@@ -71,7 +53,7 @@ static int stripe_init(struct stripe *s, int ndata, int nparity, size_t len,
 		s->blocks[i] = s->mem[i] + misalign;
 	}
 	for (i = 0; i < ndata + nparity; i++)
-		fill_random(s->blocks[i], len);
+		unit_fill_random(s->blocks[i], len);
 	return 0;
 }
 
@@ -135,7 +117,7 @@ static bool lose_and_rebuild(struct stripe *s, int nfailed, const int *failed)
 	int i, ret;
 
 	for (i = 0; i < nfailed; i++)
-		fill_random(s->blocks[failed[i]], s->len);
+		unit_fill_random(s->blocks[failed[i]], s->len);
 	ret = mfs_raid56_rebuild(s->ndata, s->nparity, s->len, s->blocks,
 				 nfailed, failed);
 	if (ret || !stripe_intact(s)) {

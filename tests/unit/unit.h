@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 static int unit_failed_checks;
@@ -44,6 +45,63 @@ static inline void unit_run(const char *name, void (*fn)(void))
 		unit_failures++;
 	}
 	fflush(stdout);
+}
+
+/*
+ * The unit tests' one random generator (splitmix64): seedable, so a
+ * failing seed can be run again.
+ */
+static uint64_t unit_rng_state;
+
+static inline void unit_seed(uint64_t seed)
+{
+	unit_rng_state = seed;
+}
+
+/* splitmix64's mixing of x (also a hash for deriving bytes from a key). */
+static inline uint64_t unit_mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static inline uint64_t unit_rnd(void)
+{
+	uint64_t z = unit_mix64(unit_rng_state);
+
+	unit_rng_state += 0x9e3779b97f4a7c15ULL;
+	return z;
+}
+
+/* MFS_TEST_SEED, or the test program's own default. */
+static inline uint64_t unit_base_seed(uint64_t dflt)
+{
+	const char *env = getenv("MFS_TEST_SEED");
+
+	return env ? strtoull(env, NULL, 0) : dflt;
+}
+
+/* Uniform in [0, n) (0 when n is 0). */
+static inline uint64_t unit_rnd_below(uint64_t n)
+{
+	return n ? unit_rnd() % n : 0;
+}
+
+/* Uniform in [lo, hi]. */
+static inline uint64_t unit_rnd_range(uint64_t lo, uint64_t hi)
+{
+	return lo + unit_rnd() % (hi - lo + 1);
+}
+
+static inline void unit_fill_random(void *buf, size_t len)
+{
+	unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = unit_rnd() >> 56;
 }
 
 #define RUN(fn) unit_run(#fn, fn)
