@@ -295,7 +295,19 @@ static void print_summary(struct mfs_mkfs_params *p, const u8 *fsid, u64 incompa
 
 enum { OPT_CSUM = 256, OPT_HELP };
 
-static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
+/* What the command line asks for. */
+struct mkfs_opts {
+	u64 data_profile, meta_profile, byte_count, incompat;
+	bool data_set, meta_set, force, nodiscard, quiet;
+	const char *label, *rootdir;
+	u32 nodesize, sectorsize;
+	int csum_type;
+	u8 fsid[MFS_FSID_SIZE];
+};
+
+/* The options: 0 to go on, 1 to exit 0 (-V, -O list-all), -1 after an error. */
+static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **argv,
+			      struct mkfs_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "data", required_argument, NULL, 'd' },
@@ -317,42 +329,35 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct mfs_mkfs_params p = { 0 };
-	u64 data_profile = 0, meta_profile = 0, byte_count = 0, size, incompat = 0;
-	bool data_set = false, meta_set = false, force = false, nodiscard = false, quiet = false;
-	const char *label = NULL, *rootdir = NULL;
-	u32 nodesize = SZ_16K, sectorsize = SZ_4K;
-	int csum_type = MFS_CSUM_CRC32C, c, i, j, ndevs, ret;
-	char **devs;
-	u8 fsid[MFS_FSID_SIZE] = { 0 };
+	int c;
 
 	while ((c = getopt_long(argc, argv, "d:m:L:U:n:s:b:O:r:fKqvV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (parse_profile_arg("data", optarg, &data_profile))
-				return 1;
-			data_set = true;
+			if (parse_profile_arg("data", optarg, &o->data_profile))
+				return -1;
+			o->data_set = true;
 			break;
 		case 'm':
-			if (parse_profile_arg("metadata", optarg, &meta_profile))
-				return 1;
-			meta_set = true;
+			if (parse_profile_arg("metadata", optarg, &o->meta_profile))
+				return -1;
+			o->meta_set = true;
 			break;
 		case 'L':
 			if (strlen(optarg) >= MFS_LABEL_SIZE) {
 				error("label %s is too long (max %d)", optarg, MFS_LABEL_SIZE - 1);
-				return 1;
+				return -1;
 			}
 			if (strchr(optarg, '\n')) {
 				error("label must not contain a newline");
-				return 1;
+				return -1;
 			}
-			label = optarg;
+			o->label = optarg;
 			break;
 		case 'U':
-			if (uuid_parse(optarg, fsid)) {
+			if (uuid_parse(optarg, o->fsid)) {
 				error("could not parse UUID: %s", optarg);
-				return 1;
+				return -1;
 			}
 			break;
 		case 'n':
@@ -361,153 +366,188 @@ static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
 
 			if (parse_size(optarg, &v) || v > UINT32_MAX) {
 				error("invalid %s: %s", c == 'n' ? "nodesize" : "sectorsize", optarg);
-				return 1;
+				return -1;
 			}
 			if (c == 'n')
-				nodesize = v;
+				o->nodesize = v;
 			else
-				sectorsize = v;
+				o->sectorsize = v;
 			break;
 		}
 		case 'b':
-			if (parse_size(optarg, &byte_count) || !byte_count) {
+			if (parse_size(optarg, &o->byte_count) || !o->byte_count) {
 				error("invalid byte count: %s", optarg);
-				return 1;
+				return -1;
 			}
 			break;
 		case OPT_CSUM:
-			csum_type = mfs_csum_parse(optarg);
-			if (csum_type < 0) {
+			o->csum_type = mfs_csum_parse(optarg);
+			if (o->csum_type < 0) {
 				error("unknown checksum type %s (valid: crc32c, xxhash, sha256, blake2)",
 				      optarg);
-				return 1;
+				return -1;
 			}
 			break;
 		case 'O':
 			if (strcmp(optarg, "list-all") == 0) {
 				list_features();
-				return 0;
-			}
-			if (parse_features(optarg, &incompat))
 				return 1;
+			}
+			if (parse_features(optarg, &o->incompat))
+				return -1;
 			break;
 		case 'r':
-			rootdir = optarg;
+			o->rootdir = optarg;
 			break;
 		case 'f':
-			force = true;
+			o->force = true;
 			break;
 		case 'K':
-			nodiscard = true;
+			o->nodiscard = true;
 			break;
 		case 'q':
-			quiet = true;
+			o->quiet = true;
 			break;
 		case 'v':
 			mfs_verbose++;
 			break;
 		case 'V':
 			printf("mkfs.mfs, part of mfs v%s\n", MFS_VERSION);
-			return 0;
+			return 1;
 		case OPT_HELP:
 			usage(cmd, 0);
 		default:
 			usage_unknown_option(cmd, argv);
 		}
 	}
+	return 0;
+}
+
+/* Every refusal, before anything is written. */
+static int check_mkfs_args(struct mkfs_opts *o, char **devs, int ndevs)
+{
+	u64 size;
+	int i, j;
+
+	if (o->rootdir && check_rootdir(o->rootdir))
+		return -1;
+	if (o->sectorsize != MFS_SECTOR) {
+		error("sectorsize %u is not supported (only 4096)", o->sectorsize);
+		return -1;
+	}
+	if (o->nodesize < o->sectorsize || o->nodesize > SZ_64K ||
+	    (o->nodesize & (o->nodesize - 1))) {
+		error("invalid nodesize %u: must be a power of 2 between %u and 65536", o->nodesize,
+		      o->sectorsize);
+		return -1;
+	}
+	if (ndevs > MFS_MKFS_MAX_DEVICES) {
+		error("too many devices: %d (at most %d)", ndevs, MFS_MKFS_MAX_DEVICES);
+		return -1;
+	}
+	if (!o->meta_set)
+		o->meta_profile = ndevs > 1 ? MFS_BLOCK_GROUP_RAID1 : MFS_BLOCK_GROUP_DUP;
+	if (!o->data_set)
+		o->data_profile = 0;
+	if (check_profile_devices("metadata", o->meta_profile, ndevs) ||
+	    check_profile_devices("data", o->data_profile, ndevs))
+		return -1;
+	for (i = 0; i < ndevs; i++) {
+		for (j = 0; j < i; j++) {
+			if (strcmp(devs[i], devs[j]) == 0 || same_file(devs[i], devs[j])) {
+				error("device %s is listed more than once (as %s)", devs[i], devs[j]);
+				return -1;
+			}
+		}
+	}
+	for (i = 0; i < ndevs; i++) {
+		if (mfs_check_new_device(devs[i], o->force, o->byte_count, NULL, &size))
+			return -1;
+	}
+	if (memcmp(o->fsid, (u8[MFS_FSID_SIZE]){ 0 }, MFS_FSID_SIZE) &&
+	    check_uuid_unique(o->fsid, devs, ndevs))
+		return -1;
+	return 0;
+}
+
+static int make_fs(const struct mkfs_opts *o, char **devs, int ndevs,
+		   struct mfs_mkfs_params *p)
+{
+	int ret;
+
+	p->paths = (const char * const *)devs;
+	p->npaths = ndevs;
+	p->data_profile = o->data_profile;
+	p->metadata_profile = o->meta_profile;
+	p->nodesize = o->nodesize;
+	p->sectorsize = o->sectorsize;
+	p->csum_type = o->csum_type;
+	memcpy(p->fsid, o->fsid, MFS_FSID_SIZE);
+	p->label = o->label;
+	p->byte_count = o->byte_count;
+	p->exclusive = true;
+	p->features = o->incompat;
+	ret = mfs_make_fs(p);
+	if (!ret)
+		return 0;
+	if (p->failed_path)
+		error("failed writing %s: %s", p->failed_path, strerror(-ret));
+	else if (ret == -ENOSPC)
+		error("not enough space on the devices for the initial chunks");
+	else
+		error("mkfs failed: %s", strerror(-ret));
+	return -1;
+}
+
+static int cmd_mkfs(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct mkfs_opts o = { .nodesize = SZ_16K, .sectorsize = MFS_SECTOR,
+			       .csum_type = MFS_CSUM_CRC32C };
+	struct mfs_mkfs_params p = { 0 };
+	int i, ndevs, ret;
+	u64 size;
+	char **devs;
+
+	ret = parse_mkfs_options(cmd, argc, argv, &o);
+	if (ret)
+		return ret < 0 ? 1 : 0;
 	ndevs = argc - optind;
 	if (ndevs < 1) {
 		error("no device specified");
 		usage(cmd, 1);
 	}
 	devs = argv + optind;
-	if (rootdir && check_rootdir(rootdir))
+	if (check_mkfs_args(&o, devs, ndevs))
 		return 1;
-	if (sectorsize != SZ_4K) {
-		error("sectorsize %u is not supported (only 4096)", sectorsize);
-		return 1;
-	}
-	if (nodesize < sectorsize || nodesize > SZ_64K || (nodesize & (nodesize - 1))) {
-		error("invalid nodesize %u: must be a power of 2 between %u and 65536", nodesize,
-		      sectorsize);
-		return 1;
-	}
-	if (ndevs > (int)ARRAY_SIZE(p.dev_size)) {
-		error("too many devices: %d (at most %zu)", ndevs, ARRAY_SIZE(p.dev_size));
-		return 1;
-	}
-	if (!meta_set)
-		meta_profile = ndevs > 1 ? MFS_BLOCK_GROUP_RAID1 : MFS_BLOCK_GROUP_DUP;
-	if (!data_set)
-		data_profile = 0;
-	if (check_profile_devices("metadata", meta_profile, ndevs) ||
-	    check_profile_devices("data", data_profile, ndevs))
-		return 1;
-	for (i = 0; i < ndevs; i++) {
-		for (j = 0; j < i; j++) {
-			if (strcmp(devs[i], devs[j]) == 0 || same_file(devs[i], devs[j])) {
-				error("device %s is listed more than once (as %s)", devs[i], devs[j]);
-				return 1;
-			}
-		}
-	}
-	for (i = 0; i < ndevs; i++) {
-		if (mfs_check_new_device(devs[i], force, byte_count, NULL, &size))
-			return 1;
-	}
-	if (memcmp(fsid, (u8[MFS_FSID_SIZE]){ 0 }, MFS_FSID_SIZE) &&
-	    check_uuid_unique(fsid, devs, ndevs))
-		return 1;
-	if (!quiet) {
-		if (ndevs > 1 && (data_profile == MFS_BLOCK_GROUP_DUP ||
-				  meta_profile == MFS_BLOCK_GROUP_DUP))
+	if (!o.quiet) {
+		if (ndevs > 1 && (o.data_profile == MFS_BLOCK_GROUP_DUP ||
+				  o.meta_profile == MFS_BLOCK_GROUP_DUP))
 			warning("DUP is not recommended on filesystem with multiple devices");
-		if (mfs_profile(meta_profile)->tolerated_failures <
-		    mfs_profile(data_profile)->tolerated_failures)
+		if (mfs_profile(o.meta_profile)->tolerated_failures <
+		    mfs_profile(o.data_profile)->tolerated_failures)
 			warning("metadata has lower redundancy than data!");
 		printf("mfs v%s\nSee 'man mkfs.mfs' for more information.\n\n", MFS_VERSION);
 	}
-	if (!nodiscard) {
+	if (!o.nodiscard) {
 		for (i = 0; i < ndevs; i++) {
 			mfs_mkfs_device_size(devs[i], 0, &size);
-			discard_device(devs[i], size, quiet);
+			discard_device(devs[i], size, o.quiet);
 		}
 	}
-
-	p.paths = (const char * const *)devs;
-	p.npaths = ndevs;
-	p.data_profile = data_profile;
-	p.metadata_profile = meta_profile;
-	p.nodesize = nodesize;
-	p.sectorsize = sectorsize;
-	p.csum_type = csum_type;
-	memcpy(p.fsid, fsid, MFS_FSID_SIZE);
-	p.label = label;
-	p.byte_count = byte_count;
-	p.exclusive = true;
-	p.features = incompat;
-	ret = mfs_make_fs(&p);
-	if (ret) {
-		if (p.failed_path)
-			error("failed writing %s: %s", p.failed_path, strerror(-ret));
-		else if (ret == -ENOSPC)
-			error("not enough space on the devices for the initial chunks");
-		else
-			error("mkfs failed: %s", strerror(-ret));
+	if (make_fs(&o, devs, ndevs, &p))
 		return 1;
-	}
 	for (i = 0; i < ndevs; i++)
 		mfs_registry_add(devs[i]);
-	if (rootdir && populate_rootdir(rootdir, devs, ndevs))
+	if (o.rootdir && populate_rootdir(o.rootdir, devs, ndevs))
 		return 1;
-	if (!quiet) {
+	if (!o.quiet) {
 		struct mfs_super_block sb;
 
 		if (mfs_probe_super(devs[0], &sb) == 0) {
-			incompat |= le64_to_cpu(sb.incompat_flags);
-			memcpy(fsid, sb.fsid, MFS_FSID_SIZE);
+			o.incompat |= le64_to_cpu(sb.incompat_flags);
+			memcpy(o.fsid, sb.fsid, MFS_FSID_SIZE);
 		}
-		print_summary(&p, fsid, incompat);
+		print_summary(&p, o.fsid, o.incompat);
 	}
 	return 0;
 }

@@ -5,6 +5,9 @@
 #include "kernel-shared/format/kerncompat.h"
 #include "kernel-shared/format/format.h"
 
+/* The most devices one mkfs takes. */
+#define MFS_MKFS_MAX_DEVICES 64
+
 struct mfs_mkfs_params {
 	const char * const *paths;
 	int npaths;
@@ -20,7 +23,7 @@ struct mfs_mkfs_params {
 	u64 features;		/* extra MFS_FEATURE_INCOMPAT_* bits (-O) */
 	u32 root_uid, root_gid;	/* owner of the root directory */
 	/* out */
-	u64 dev_size[64];	/* size used on each device */
+	u64 dev_size[MFS_MKFS_MAX_DEVICES];	/* size used on each device */
 	u64 sys_bytes, meta_bytes, data_bytes;	/* logical size of the first chunks */
 	const char *failed_path;
 };
