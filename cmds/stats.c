@@ -228,6 +228,51 @@ static void print_json(const struct dev_stats *st, int n)
 	mfs_json_print_free(root);
 }
 
+/*
+ * The counters of the mounted filesystem path is (a mount point) or is a
+ * member of (then only that device's: *only_devid). -1 after an error.
+ */
+static int stats_of_mounted(const char *path, const struct stat *sb, bool reset,
+			    struct dev_stats **st, int *n, u64 *only_devid)
+{
+	char mnt[PATH_MAX];
+	int fd, ret;
+
+	if (S_ISDIR(sb->st_mode)) {
+		snprintf(mnt, sizeof(mnt), "%s", path);
+	} else if (mfs_find_mount_of_member(path, mnt, sizeof(mnt))) {
+		struct mfs_super_block sup;
+
+		if (!mfs_probe_super(path, &sup))
+			*only_devid = le64_to_cpu(sup.dev_item.devid);
+	} else if (S_ISREG(sb->st_mode)) {
+		error("'%s' is not part of a mounted filesystem; to read device stats from a file image use --offline option",
+		      path);
+		return -1;
+	} else {
+		error("'%s' is not a mounted mfs device; use --offline for an unmounted one",
+		      path);
+		return -1;
+	}
+	fd = open_mount(mnt);
+	if (fd < 0) {
+		error("'%s' is not a mounted mfs filesystem", mnt);
+		return -1;
+	}
+	ret = get_online(fd, reset, st, n);
+	close(fd);
+	if (!ret)
+		return 0;
+	if (ret == -EPERM)
+		error("cannot get device stats of '%s': %s (needs CAP_SYS_ADMIN)",
+		      mnt, strerror(-ret));
+	else
+		error("cannot get device stats of '%s': %s", mnt, strerror(-ret));
+	free(*st);
+	*st = NULL;
+	return -1;
+}
+
 static int cmd_device_stats(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	enum { OPT_OFFLINE = 256 };
@@ -240,9 +285,8 @@ static int cmd_device_stats(const struct cmd_struct *cmd, int argc, char **argv)
 	bool check = false, reset = false, offline = false, table = false;
 	struct dev_stats *st = NULL;
 	const char *path;
-	char mnt[PATH_MAX];
 	struct stat sb;
-	int c, n = 0, i, j, fd, ret;
+	int c, n = 0, i, j, ret;
 	u64 only_devid = 0;
 
 	while ((c = getopt_long(argc, argv, "czT", longopts, NULL)) != -1) {
@@ -286,39 +330,8 @@ static int cmd_device_stats(const struct cmd_struct *cmd, int argc, char **argv)
 				error("cannot read device stats of '%s': %s", path, strerror(-ret));
 			return 1;
 		}
-	} else {
-		if (S_ISDIR(sb.st_mode)) {
-			snprintf(mnt, sizeof(mnt), "%s", path);
-		} else if (mfs_find_mount_of_member(path, mnt, sizeof(mnt))) {
-			struct mfs_super_block sup;
-
-			if (!mfs_probe_super(path, &sup))
-				only_devid = le64_to_cpu(sup.dev_item.devid);
-		} else if (S_ISREG(sb.st_mode)) {
-			error("'%s' is not part of a mounted filesystem; to read device stats from a file image use --offline option",
-			      path);
-			return 1;
-		} else {
-			error("'%s' is not a mounted mfs device; use --offline for an unmounted one",
-			      path);
-			return 1;
-		}
-		fd = open_mount(mnt);
-		if (fd < 0) {
-			error("'%s' is not a mounted mfs filesystem", mnt);
-			return 1;
-		}
-		ret = get_online(fd, reset, &st, &n);
-		close(fd);
-		if (ret) {
-			if (ret == -EPERM)
-				error("cannot get device stats of '%s': %s (needs CAP_SYS_ADMIN)",
-				      mnt, strerror(-ret));
-			else
-				error("cannot get device stats of '%s': %s", mnt, strerror(-ret));
-			free(st);
-			return 1;
-		}
+	} else if (stats_of_mounted(path, &sb, reset, &st, &n, &only_devid)) {
+		return 1;
 	}
 	if (only_devid) {
 		for (i = 0, j = 0; i < n; i++)
