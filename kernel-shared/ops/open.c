@@ -610,6 +610,80 @@ static int catch_up_members(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 	return 0;
 }
 
+/* A superblock that says an operation on every member was interrupted. */
+static int check_interrupted(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+{
+	u64 flags = le64_to_cpu(fs->super.flags);
+
+	if (flags & MFS_SUPER_FLAG_CHANGING)
+		return -EUCLEAN;
+	if ((flags & MFS_SUPER_FLAG_CHANGING_FSID) && !(ctl->flags & MFS_OPEN_CHANGE_FSID)) {
+		snprintf(ctl->detail, sizeof(ctl->detail),
+			 "a 'mfs filesystem change-uuid' of this filesystem was interrupted; run it again on its devices to finish it");
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/*
+ * With the chunk tree read: a missing member is refused unless the flags
+ * allow it (ctl->missing_devid names it). Degraded, the trees must all be
+ * readable; data that is not makes a read-only mount whose lost files read
+ * as I/O errors (ctl->note says so), and refuses a writable one.
+ */
+static int check_missing(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+{
+	int i;
+
+	ctl->missing_devid = 0;
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i]->missing) {
+			ctl->missing_devid = fs->devices[i]->devid;
+			break;
+		}
+	}
+	if (ctl->missing_devid && !(ctl->flags & (MFS_OPEN_DEGRADED | MFS_OPEN_PARTIAL)))
+		return -ENODEV;
+	if (partial(fs))
+		return 0;
+	if (explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM | MFS_BLOCK_GROUP_METADATA,
+			       ctl->detail, sizeof(ctl->detail)))
+		return -EIO;
+	if (!explain_unreadable(fs, MFS_BLOCK_GROUP_DATA, ctl->note, sizeof(ctl->note)))
+		return 0;
+	if (ctl->flags & MFS_OPEN_WRITABLE) {
+		memcpy(ctl->detail, ctl->note, sizeof(ctl->detail));
+		strncat(ctl->detail, "; mount read-only (-o ro,degraded) to read the rest",
+			sizeof(ctl->detail) - strlen(ctl->detail) - 1);
+		ctl->note[0] = 0;
+		return -EIO;
+	}
+	strncat(ctl->note, "; reads of what they hold fail with an I/O error",
+		sizeof(ctl->note) - strlen(ctl->note) - 1);
+	return 0;
+}
+
+/* The root tree, the roots it names, dev extents and block groups. */
+static int load_trees(struct mfs_fs_info *fs)
+{
+	int ret = mfs_load_root(fs, MFS_ROOT_TREE_OBJECTID, le64_to_cpu(fs->super.root),
+				fs->super.root_level, le64_to_cpu(fs->super.root_generation),
+				&fs->tree_root);
+
+	if (!ret)
+		ret = read_roots(fs);
+	if (!ret && fs->dev_root)
+		ret = read_dev_extents(fs);
+	if (ret)
+		return ret;
+	ret = fs->extent_root ? mfs_load_block_groups(fs) : 0;
+	if (ret == -EUCLEAN && partial(fs)) {
+		mfs_note_problem(fs, "block groups or extents in the extent tree are inconsistent");
+		ret = 0;
+	}
+	return ret;
+}
+
 int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 {
 	struct mfs_fs_info *fs = mfs_alloc_fs_info();
@@ -622,20 +696,10 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	fs->log_arg = ctl->log_arg;
 	ctl->detail[0] = ctl->note[0] = 0;
 	ret = open_member_devices(fs, ctl);
-	if (ret)
-		goto fail;
-	if (le64_to_cpu(fs->super.flags) & MFS_SUPER_FLAG_CHANGING) {
-		ret = -EUCLEAN;
-		goto fail;
-	}
-	if ((le64_to_cpu(fs->super.flags) & MFS_SUPER_FLAG_CHANGING_FSID) &&
-	    !(ctl->flags & MFS_OPEN_CHANGE_FSID)) {
-		snprintf(ctl->detail, sizeof(ctl->detail),
-			 "a 'mfs filesystem change-uuid' of this filesystem was interrupted; run it again on its devices to finish it");
-		ret = -EUCLEAN;
-		goto fail;
-	}
-	ret = mfs_read_sys_array(fs);
+	if (!ret)
+		ret = check_interrupted(fs, ctl);
+	if (!ret)
+		ret = mfs_read_sys_array(fs);
 	if (ret)
 		goto fail;
 	/* the chunk tree itself: what is missing can only be told from here */
@@ -645,60 +709,12 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 		goto fail;
 	}
 	ret = read_chunk_tree(fs, ctl);
-	if (ret)
-		goto fail;
-	ctl->missing_devid = 0;
-	for (i = 0; i < fs->nr_devices; i++) {
-		if (fs->devices[i]->missing) {
-			ctl->missing_devid = fs->devices[i]->devid;
-			break;
-		}
-	}
-	if (ctl->missing_devid && !(ctl->flags & (MFS_OPEN_DEGRADED | MFS_OPEN_PARTIAL))) {
-		ret = -ENODEV;
-		goto fail;
-	}
-	/*
-	 * Degraded: the trees must all be readable; data that is not makes a
-	 * read-only mount whose lost files read as I/O errors.
-	 */
-	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM | MFS_BLOCK_GROUP_METADATA,
-					       ctl->detail, sizeof(ctl->detail))) {
-		ret = -EIO;
-		goto fail;
-	}
-	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_DATA, ctl->note,
-					       sizeof(ctl->note))) {
-		if (ctl->flags & MFS_OPEN_WRITABLE) {
-			memcpy(ctl->detail, ctl->note, sizeof(ctl->detail));
-			strncat(ctl->detail, "; mount read-only (-o ro,degraded) to read the rest",
-				sizeof(ctl->detail) - strlen(ctl->detail) - 1);
-			ctl->note[0] = 0;
-			ret = -EIO;
-			goto fail;
-		}
-		strncat(ctl->note, "; reads of what they hold fail with an I/O error",
-			sizeof(ctl->note) - strlen(ctl->note) - 1);
-	}
-	ret = mfs_load_root(fs, MFS_ROOT_TREE_OBJECTID, le64_to_cpu(fs->super.root),
-			    fs->super.root_level, le64_to_cpu(fs->super.root_generation),
-			    &fs->tree_root);
-	if (ret)
-		goto fail;
-	ret = read_roots(fs);
-	if (ret)
-		goto fail;
-	ret = fs->dev_root ? read_dev_extents(fs) : 0;
-	if (ret)
-		goto fail;
-	ret = fs->extent_root ? mfs_load_block_groups(fs) : 0;
-	if (ret == -EUCLEAN && partial(fs)) {
-		mfs_note_problem(fs, "block groups or extents in the extent tree are inconsistent");
-		ret = 0;
-	}
-	if (ret)
-		goto fail;
-	ret = catch_up_members(fs, ctl);
+	if (!ret)
+		ret = check_missing(fs, ctl);
+	if (!ret)
+		ret = load_trees(fs);
+	if (!ret)
+		ret = catch_up_members(fs, ctl);
 	if (ret)
 		goto fail;
 	mfs_init_alloc_profiles(fs);
