@@ -54,41 +54,13 @@ fss=${BENCH_FS:-btrfs mfs}
 drop=${BENCH_DROP_CACHES:-1}
 raw_reps=${BENCH_RAW_REPS:-3}
 
-die() { echo "ERROR: $*" >&2; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || die "needs root (loop devices, mount, drop_caches)"
-[ -x "$mfs" ] || die "$mfs not built (run scripts/build.sh)"
-command -v mkfs.btrfs >/dev/null || die "mkfs.btrfs not found (btrfs-progs, scripts/install-deps.sh)"
-command -v python3 >/dev/null || die "python3 not found"
-grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || die "the kernel has no btrfs"
+# shellcheck source=tests/bench/lib.bash
+. "$top/tests/bench/lib.bash"
+bench_require
 [ "$data_mib" -ge 1 ] 2>/dev/null || die "BENCH_DATA_MIB must be a positive number of MiB"
 
-tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/mfs-bench-admin.XXXXXX")
-mnt=$tmp/mnt
-mkdir -p "$mnt"
-loops=()
-mounted=""	# "mfs" or "btrfs" while $mnt is mounted
-cleanup() {
-	local l
-	case "$mounted" in
-	mfs) "$mfs" umount "$mnt" ;;
-	btrfs) umount "$mnt" ;;
-	esac
-	for l in "${loops[@]}"; do
-		losetup -d "$l" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# keep the bench's devices out of the host's mfs device registry
-export MFS_REGISTRY=$tmp/registry
-
-for i in 1 2 3 4 5; do
-	truncate -s "$img_size" "$tmp/d$i.img"
-	l=$(losetup -f --show "$tmp/d$i.img") || die "losetup failed"
-	loops+=("$l")
-done
+bench_tmp admin
+bench_loops 5 "$img_size"
 L1=${loops[0]} L2=${loops[1]} L3=${loops[2]} L4=${loops[3]} L5=${loops[4]}
 
 # the data: files of up to 256 MiB of random bytes, BENCH_DATA_MIB in all
@@ -102,19 +74,6 @@ cold() {
 	sync
 	[ "$drop" = 1 ] && echo 3 >/proc/sys/vm/drop_caches
 	return 0
-}
-
-# The pid of the mfs daemon serving $mnt, from its FS_INFO ioctl.
-daemon_pid() {
-	python3 - "$mnt" <<'EOF'
-import fcntl, os, struct, sys
-size = 8 + 16 + 8 + 8 + 4 + 4 + 4096          # struct mfs_ioctl_fs_info
-req = (2 << 30) | (size << 16) | (0xE5 << 8) | 1  # _IOR(0xE5, 1, ...)
-fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-buf = bytearray(size)
-fcntl.ioctl(fd, req, buf)
-print(struct.unpack_from("<Q", buf)[0])
-EOF
 }
 
 # moved_bytes DATA_FACTOR META_FACTOR [DEVID]: the used bytes of the chunks
@@ -164,14 +123,6 @@ for typ, used, devids in chunks.values():
 print(moved, int(written))
 EOF
 }
-
-cpu_of() {	# user and system CPU seconds of a process so far
-	awk -v hz="$(getconf CLK_TCK)" '{
-		sub(/^.*\) /, "")	# the comm field may hold spaces
-		printf "%.2f %.2f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
-}
-
-now_ns() { date +%s%N; }
 
 declare -A WALL CPU MOVED WRITTEN RAW RAWRW STALL
 

@@ -40,14 +40,9 @@ img_size=${BENCH_IMG_SIZE:-8G}
 profiles=${BENCH_PROFILES:-raid0 raid1}
 repeats=${BENCH_REPEATS:-3}
 
-die() { echo "ERROR: $*" >&2; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || die "needs root (loop devices, mount, drop_caches)"
-[ -x "$mfs" ] || die "$mfs not built (run scripts/build.sh)"
-command -v mkfs.btrfs >/dev/null || die "mkfs.btrfs not found (btrfs-progs, scripts/install-deps.sh)"
-command -v python3 >/dev/null || die "python3 not found"
-grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null ||
-	die "the kernel has no btrfs"
+# shellcheck source=tests/bench/lib.bash
+. "$top/tests/bench/lib.bash"
+bench_require
 
 to_bytes() {
 	python3 -c '
@@ -59,29 +54,8 @@ print(int(float(s[:-1]) * m[s[-1]]) if s[-1] in m else int(s))' "$1"
 size_mb=$(( $(to_bytes "$size") / 1048576 ))
 [ "$size_mb" -ge 1 ] || die "BENCH_SIZE must be at least 1M"
 
-tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/mfs-bench-io.XXXXXX")
-mnt=$tmp/mnt
-mkdir -p "$mnt"
-loops=()
-mounted=""	# "mfs" or "btrfs" while $mnt is mounted
-cleanup() {
-	local l
-	unmount
-	for l in "${loops[@]}"; do
-		losetup -d "$l" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# keep the bench's devices out of the host's mfs device registry
-export MFS_REGISTRY=$tmp/registry
-
-for i in 1 2; do
-	truncate -s "$img_size" "$tmp/d$i.img"
-	l=$(losetup -f --show "$tmp/d$i.img") || die "losetup failed"
-	loops+=("$l")
-done
+bench_tmp io
+bench_loops 2 "$img_size"
 
 # ---- mounting ----
 
@@ -94,14 +68,6 @@ mount_fs() {	# mount_fs mfs|btrfs
 			die "btrfs mount failed"
 	fi
 	mounted=$1
-}
-
-unmount() {
-	case "$mounted" in
-	mfs) "$mfs" umount "$mnt" ;;
-	btrfs) umount "$mnt" ;;
-	esac
-	mounted=""
 }
 
 mkfs_fs() {	# mkfs_fs mfs|btrfs PROFILE
@@ -120,35 +86,13 @@ mkfs_fs() {	# mkfs_fs mfs|btrfs PROFILE
 cold() {
 	local fs=$mounted
 
-	unmount
+	bench_unmount
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	mount_fs "$fs"
 }
 
 # ---- measuring ----
-
-# The pid of the mfs daemon serving $mnt, from its FS_INFO ioctl.
-daemon_pid() {
-	python3 - "$mnt" <<'EOF'
-import fcntl, os, struct, sys
-size = 8 + 16 + 8 + 8 + 4 + 4 + 4096          # struct mfs_ioctl_fs_info
-req = (2 << 30) | (size << 16) | (0xE5 << 8) | 1  # _IOR(0xE5, 1, ...)
-fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
-buf = bytearray(size)
-fcntl.ioctl(fd, req, buf)
-print(struct.unpack_from("<Q", buf)[0])
-EOF
-}
-
-# user and system CPU seconds of a process so far
-cpu_of() {
-	awk -v hz="$(getconf CLK_TCK)" '{
-		sub(/^.*\) /, "")	# the comm field may hold spaces
-		printf "%.2f %.2f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
-}
-
-now_ns() { date +%s%N; }
 
 # run_phase FS: runs "$@" after FS, sets $wall (seconds) and, for mfs,
 # $dusr/$dsys (daemon CPU seconds during the phase)
@@ -250,7 +194,7 @@ bench_fs() {	# bench_fs mfs|btrfs PROFILE
 	cold
 	run_phase "$fs" list_files
 	WALL[$fs,$prof,ls-lR]=$wall DUSR[$fs,$prof,ls-lR]=$dusr DSYS[$fs,$prof,ls-lR]=$dsys
-	unmount
+	bench_unmount
 }
 
 rate() {	# rate PHASE SECONDS: what the phase moved per second

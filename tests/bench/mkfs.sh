@@ -32,19 +32,9 @@ if ! command -v mkfs.btrfs >/dev/null; then
 	exit 1
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-bench-mkfs.XXXXXX")
-loops=()
-cleanup() {
-	local l
-	for l in "${loops[@]}"; do
-		losetup -d "$l" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-# keep the bench's devices out of the mfs device registry
-export MFS_REGISTRY=$tmp/registry
+# shellcheck source=tests/bench/lib.bash
+. "$top/tests/bench/lib.bash"
+bench_tmp mkfs
 
 images=()
 for i in 1 2 3 4; do
@@ -57,13 +47,11 @@ if [ $use_loop = 1 ]; then
 		use_loop=0
 	else
 		for img in "${images[@]}"; do
-			l=$(losetup -f --show "$img") || { echo "ERROR: losetup failed" >&2; exit 1; }
+			l=$(losetup -f --show "$img") || die "losetup failed"
 			loops+=("$l")
 		done
 	fi
 fi
-
-now_ns() { date +%s%N; }
 
 # time_mkfs TOOL ARGS...: runs reps times, prints "mean_ms best_ms" (or "fail").
 time_mkfs() {

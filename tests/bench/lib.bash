@@ -1,0 +1,82 @@
+# What the benchmarks share (sourced): checks of what they need, a
+# temporary folder with loop devices over sparse images that is cleaned up
+# on exit, and the measuring helpers. The caller sets build (the build
+# folder) and mfs (its mfs binary) before sourcing.
+
+die() { echo "ERROR: $*" >&2; exit 1; }
+
+# bench_require: root, the mfs build, btrfs-progs, python3, kernel btrfs.
+bench_require() {
+	[ "$(id -u)" -eq 0 ] || die "needs root (loop devices, mount, drop_caches)"
+	[ -x "$mfs" ] || die "$mfs not built (run scripts/build.sh)"
+	command -v mkfs.btrfs >/dev/null ||
+		die "mkfs.btrfs not found (btrfs-progs, scripts/install-deps.sh)"
+	command -v python3 >/dev/null || die "python3 not found"
+	grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null ||
+		die "the kernel has no btrfs"
+}
+
+# bench_tmp NAME: $tmp (removed on exit, with the loop devices in $loops
+# detached and $mnt unmounted), $mnt, and a device registry of its own so
+# the bench's devices stay out of the host's.
+bench_tmp() {
+	tmp=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/mfs-bench-$1.XXXXXX")
+	mnt=$tmp/mnt
+	mkdir -p "$mnt"
+	loops=()
+	mounted=""	# "mfs" or "btrfs" while $mnt is mounted
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT TERM
+	export MFS_REGISTRY=$tmp/registry
+}
+
+bench_unmount() {
+	case "$mounted" in
+	mfs) "$mfs" umount "$mnt" ;;
+	btrfs) umount "$mnt" ;;
+	esac
+	mounted=""
+}
+
+bench_cleanup() {
+	local l
+
+	bench_unmount
+	for l in "${loops[@]}"; do
+		losetup -d "$l" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+
+# bench_loops N SIZE: N sparse images of SIZE in $tmp, each on a loop device ($loops).
+bench_loops() {
+	local i l
+
+	for ((i = 1; i <= $1; i++)); do
+		truncate -s "$2" "$tmp/d$i.img"
+		l=$(losetup -f --show "$tmp/d$i.img") || die "losetup failed"
+		loops+=("$l")
+	done
+}
+
+now_ns() { date +%s%N; }
+
+# The pid of the mfs daemon serving $mnt, from its FS_INFO ioctl.
+daemon_pid() {
+	python3 - "$mnt" <<'PY'
+import fcntl, os, struct, sys
+size = 8 + 16 + 8 + 8 + 4 + 4 + 4096          # struct mfs_ioctl_fs_info
+req = (2 << 30) | (size << 16) | (0xE5 << 8) | 1  # _IOR(0xE5, 1, ...)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+buf = bytearray(size)
+fcntl.ioctl(fd, req, buf)
+print(struct.unpack_from("<Q", buf)[0])
+PY
+}
+
+# User and system CPU seconds of a process so far.
+cpu_of() {
+	awk -v hz="$(getconf CLK_TCK)" '{
+		sub(/^.*\) /, "")	# the comm field may hold spaces
+		printf "%.2f %.2f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
+}
