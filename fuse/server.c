@@ -1243,16 +1243,10 @@ static void fill_fs_info(struct server *s, void *arg)
 {
 	struct mfs_ioctl_fs_info *info = arg;
 
+	mfs_admin_fs_info(s->fs, info);
 	info->daemon_pid = getpid();
-	pthread_mutex_lock(&s->fs->lock);
-	memcpy(info->fsid, s->fs->fsid, sizeof(info->fsid));
-	info->num_devices = s->fs->nr_devices;
-	info->generation = s->fs->generation;
-	info->nodesize = s->fs->nodesize;
-	info->sectorsize = s->fs->sectorsize;
 	snprintf(info->first_device, sizeof(info->first_device), "%s",
 		 s->opts->fsname ? s->opts->fsname : "");
-	pthread_mutex_unlock(&s->fs->lock);
 }
 
 static void fill_space(struct server *s, void *arg)

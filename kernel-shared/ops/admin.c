@@ -347,3 +347,15 @@ int mfs_admin_dev_stats(struct mfs_fs_info *fs, struct mfs_ioctl_dev_stats *ds)
 	/* a reset is on disk when the command returns */
 	return reset ? mfs_sync_fs(fs) : 0;
 }
+
+void mfs_admin_fs_info(struct mfs_fs_info *fs, struct mfs_ioctl_fs_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	pthread_mutex_lock(&fs->lock);
+	memcpy(info->fsid, fs->fsid, sizeof(info->fsid));
+	info->num_devices = fs->nr_devices;
+	info->generation = fs->generation;
+	info->nodesize = fs->nodesize;
+	info->sectorsize = fs->sectorsize;
+	pthread_mutex_unlock(&fs->lock);
+}

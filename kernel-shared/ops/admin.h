@@ -25,5 +25,7 @@ int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
  * returns (-EROFS on a filesystem not open for writing).
  */
 int mfs_admin_dev_stats(struct mfs_fs_info *fs, struct mfs_ioctl_dev_stats *ds);
+/* What FS_INFO says of the filesystem itself (the caller adds pid and device). */
+void mfs_admin_fs_info(struct mfs_fs_info *fs, struct mfs_ioctl_fs_info *info);
 
 #endif
