@@ -498,39 +498,36 @@ static void refresh_total(struct mfs_fs_info *fs, const u64 *left, int n)
 	st->bytes_total = total;
 }
 
-static int run_once(struct mfs_fs_info *fs)
+/* Every chunk from the cursor on (as btrfs counts them considered): starts and lengths. */
+static int chunks_from_cursor(struct mfs_fs_info *fs, u64 cursor, u64 **all, u64 **alen,
+			      int *nall)
+{
+	int i;
+
+	*nall = 0;
+	*all = calloc(fs->nr_chunks + 1, sizeof(**all));
+	*alen = calloc(fs->nr_chunks + 1, sizeof(**alen));
+	if (!*all || !*alen)
+		return -ENOMEM;
+	for (i = 0; i < fs->nr_chunks; i++) {
+		if (fs->chunks[i]->logical < cursor)
+			continue;
+		(*all)[*nall] = fs->chunks[i]->logical;
+		(*alen)[(*nall)++] = fs->chunks[i]->length;
+	}
+	return 0;
+}
+
+/*
+ * Empty chunks of list first: removing them is free and makes room for the
+ * rest. They count as considered here (removed[j]), not again later. (The
+ * last chunk of a type is copied, not removed: it waits for its turn.)
+ */
+static int remove_empty_first(struct mfs_fs_info *fs, const u64 *list, int n, bool *removed)
 {
 	struct mfs_restripe_status *st = fs->restripe;
-	u64 *list = NULL, *all = NULL, *alen = NULL, bytes;
-	bool *removed = NULL;
-	int n = 0, nall = 0, i, j, ret;
+	int j, ret = 0;
 
-	st->start_ns = now_ns();
-	st->bytes_at_start = st->bytes_done;
-	pthread_mutex_lock(&fs->lock);
-	ret = rs_select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes);
-	/* every chunk from the cursor on is considered, as btrfs counts them */
-	if (!ret) {
-		all = calloc(fs->nr_chunks + 1, sizeof(*all));
-		alen = calloc(fs->nr_chunks + 1, sizeof(*alen));
-		if (!all || !alen)
-			ret = -ENOMEM;
-		for (i = 0; !ret && i < fs->nr_chunks; i++) {
-			if (fs->chunks[i]->logical < st->cursor)
-				continue;
-			all[nall] = fs->chunks[i]->logical;
-			alen[nall++] = fs->chunks[i]->length;
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	/*
-	 * Empty chunks first: removing them is free and makes room for the
-	 * rest. They count as considered here, not again below. (The last
-	 * chunk of a type is copied, not removed: it waits for its turn.)
-	 */
-	removed = calloc(n + 1, sizeof(*removed));
-	if (!ret && !removed)
-		ret = -ENOMEM;
 	for (j = 0; !ret && j < n && !st->cancel_req && !st->pause_req; j++) {
 		struct mfs_block_group *bg;
 		bool empty;
@@ -549,6 +546,51 @@ static int run_once(struct mfs_fs_info *fs)
 			st->considered++;
 		pthread_mutex_unlock(&fs->lock);
 	}
+	return ret;
+}
+
+/* How a pass ended, with fs->lock held: finished, cancelled, or paused for resume. */
+static int end_pass(struct mfs_fs_info *fs, int ret)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+
+	if (ret == 0) {
+		ret = finish(fs);
+		if (!ret) {
+			note_replace_end(st);
+			st->state = MFS_RESTRIPE_NONE;
+		}
+	} else if (ret == -ECANCELED) {
+		ret = mfs_restripe_cancel_paused(fs) ?: -ECANCELED;
+	} else {
+		/* paused or failed: the state stays on disk for resume */
+		st->state = MFS_RESTRIPE_PAUSED;
+		rs_persist(fs, true);
+	}
+	st->last_result = ret;
+	st->pause_req = st->cancel_req = 0;
+	return ret;
+}
+
+static int run_once(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 *list = NULL, *all = NULL, *alen = NULL, bytes;
+	bool *removed = NULL;
+	int n = 0, nall = 0, i, j, ret;
+
+	st->start_ns = now_ns();
+	st->bytes_at_start = st->bytes_done;
+	pthread_mutex_lock(&fs->lock);
+	ret = rs_select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes);
+	if (!ret)
+		ret = chunks_from_cursor(fs, st->cursor, &all, &alen, &nall);
+	pthread_mutex_unlock(&fs->lock);
+	removed = calloc(n + 1, sizeof(*removed));
+	if (!ret && !removed)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = remove_empty_first(fs, list, n, removed);
 	for (i = 0, j = 0; !ret && i < nall; i++) {
 		if (st->cancel_req) {
 			ret = -ECANCELED;
@@ -584,21 +626,7 @@ static int run_once(struct mfs_fs_info *fs)
 	free(all);
 	free(alen);
 	pthread_mutex_lock(&fs->lock);
-	if (ret == 0) {
-		ret = finish(fs);
-		if (!ret) {
-			note_replace_end(st);
-			st->state = MFS_RESTRIPE_NONE;
-		}
-	} else if (ret == -ECANCELED) {
-		ret = mfs_restripe_cancel_paused(fs) ?: -ECANCELED;
-	} else {
-		/* paused or failed: the state stays on disk for resume */
-		st->state = MFS_RESTRIPE_PAUSED;
-		rs_persist(fs, true);
-	}
-	st->last_result = ret;
-	st->pause_req = st->cancel_req = 0;
+	ret = end_pass(fs, ret);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
