@@ -229,25 +229,18 @@ int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *
 	ret = mfs_read_inode(fs, ino, &ii);
 	if (ret)
 		goto end;
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret == 0) {
+	ret = inode_find_entry(fs->fs_root, &key, true, name, nlen, &path, &e);
+	exists = ret == 0;
+	if (exists) {
 		u32 isize = leaf_item_size(path.nodes[0], path.slots[0]);
 
-		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]), isize, true,
-				     name, nlen, &e);
-		exists = ret == 0;
-		if (exists) {
-			old_off = e.off;
-			old_size = e.size;
-			if (isize - e.size + sizeof(*e.xi) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
-				ret = -E2BIG;
-		}
-		if (ret == -ENOENT)
-			ret = 0;
-	} else if (ret > 0) {
-		ret = 0;
+		old_off = e.off;
+		old_size = e.size;
+		if (isize - e.size + sizeof(*e.xi) + nlen + size > MFS_MAX_XATTR_ITEM(fs))
+			ret = -E2BIG;
 	}
+	if (ret == -ENOENT)
+		ret = 0;
 	mfs_release_path(&path);
 	if (ret)
 		goto end;
@@ -296,27 +289,19 @@ ssize_t mfs_getxattr(struct mfs_fs_info *fs, u64 ino, const char *name, void *va
 	size_t nlen = strlen(name);
 	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
 	struct mfs_path path;
+	struct mfs_entry e;
 	ssize_t ret;
 
 	pthread_mutex_lock(&fs->lock);
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -ENODATA;
-	if (ret == 0) {
-		struct mfs_entry e;
-
-		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
-				     leaf_item_size(path.nodes[0], path.slots[0]), true, name, nlen, &e);
-		if (ret) {
-			ret = ret == -ENOENT ? -ENODATA : ret;
-		} else {
-			ret = e.value_len;
-			if (size && size < e.value_len)
-				ret = -ERANGE;
-			else if (size)
-				memcpy(value, e.value, e.value_len);
-		}
+	ret = inode_find_entry(fs->fs_root, &key, true, name, nlen, &path, &e);
+	if (ret) {
+		ret = ret == -ENOENT ? -ENODATA : ret;
+	} else {
+		ret = e.value_len;
+		if (size && size < e.value_len)
+			ret = -ERANGE;
+		else if (size)
+			memcpy(value, e.value, e.value_len);
 	}
 	mfs_release_path(&path);
 	pthread_mutex_unlock(&fs->lock);
@@ -371,25 +356,17 @@ int mfs_removexattr(struct mfs_fs_info *fs, u64 ino, const char *name)
 	struct mfs_key key = { ino, MFS_XATTR_ITEM_KEY, mfs_name_hash(name, nlen) };
 	struct mfs_trans_handle *trans;
 	struct mfs_path path;
-	u32 esize = 0;
-	int ret, off = -ENODATA;
+	struct mfs_entry e;
+	u32 esize = 0, off = 0;
+	int ret;
 
 	pthread_mutex_lock(&fs->lock);
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -ENODATA;
-	if (ret == 0) {
-		struct mfs_entry e;
-
-		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
-				     leaf_item_size(path.nodes[0], path.slots[0]), true, name, nlen, &e);
-		if (!ret) {
-			off = e.off;
-			esize = e.size;
-		} else {
-			ret = ret == -ENOENT ? -ENODATA : ret;
-		}
+	ret = inode_find_entry(fs->fs_root, &key, true, name, nlen, &path, &e);
+	if (!ret) {
+		off = e.off;
+		esize = e.size;
+	} else {
+		ret = ret == -ENOENT ? -ENODATA : ret;
 	}
 	mfs_release_path(&path);
 	if (!ret)

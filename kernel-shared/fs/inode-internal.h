@@ -7,6 +7,7 @@
 
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/fs/inode.h"
+#include "kernel-shared/format/items.h"
 
 #define XATTR_CREATE_FLAG	0x1	/* as XATTR_CREATE */
 #define XATTR_REPLACE_FLAG	0x2	/* as XATTR_REPLACE */
@@ -78,6 +79,13 @@ int data_uninline(struct mfs_trans_handle *trans, u64 ino);
 int data_zero_partial_sector(struct mfs_trans_handle *trans, u64 ino, u64 size, u64 from, u64 to);
 
 /* inode.c */
+/*
+ * Search the hashed item at key (DIR_ITEM or XATTR_ITEM) for the entry
+ * called name: 0 with e pointing into path's leaf (release path once done
+ * with e), -ENOENT, or -errno.
+ */
+int inode_find_entry(struct mfs_root *root, const struct mfs_key *key, bool xattr,
+		     const char *name, size_t len, struct mfs_path *path, struct mfs_entry *e);
 /* Append bytes to the item at key (creating it), e.g. a new hashed entry. */
 int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
 		const struct mfs_key *key, const void *data, u32 len);

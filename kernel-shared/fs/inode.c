@@ -135,6 +135,21 @@ u64 mfs_name_hash(const char *name, size_t len)
  * hash (their entries are walked with format/items.h).
  */
 
+int inode_find_entry(struct mfs_root *root, const struct mfs_key *key, bool xattr,
+		     const char *name, size_t len, struct mfs_path *path, struct mfs_entry *e)
+{
+	int ret;
+
+	mfs_init_path(path);
+	ret = mfs_search_slot(NULL, root, key, path, 0, 0);
+	if (ret > 0)
+		return -ENOENT;
+	if (ret)
+		return ret;
+	return mfs_entry_find(leaf_item_data(path->nodes[0], path->slots[0]),
+			      leaf_item_size(path->nodes[0], path->slots[0]), xattr, name, len, e);
+}
+
 /* Append bytes to the item at key (creating it), e.g. a new hashed entry. */
 int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
 		       const struct mfs_key *key, const void *data, u32 len)
@@ -214,24 +229,16 @@ static int find_dir_entry(struct mfs_fs_info *fs, u64 dir, const char *name,
 	size_t len = strlen(name);
 	struct mfs_key key = { dir, MFS_DIR_ITEM_KEY, mfs_name_hash(name, len) };
 	struct mfs_path path;
+	struct mfs_entry e;
 	int ret;
 
 	if (len > MFS_NAME_LEN)
 		return -ENAMETOOLONG;
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -ENOENT;
-	if (ret == 0) {
-		struct mfs_entry e;
-
-		ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
-				     leaf_item_size(path.nodes[0], path.slots[0]), false, name, len, &e);
-		if (!ret) {
-			out->child = le64_to_cpu(e.di->child);
-			out->index = le64_to_cpu(e.di->index);
-			out->type = e.di->type;
-		}
+	ret = inode_find_entry(fs->fs_root, &key, false, name, len, &path, &e);
+	if (!ret) {
+		out->child = le64_to_cpu(e.di->child);
+		out->index = le64_to_cpu(e.di->index);
+		out->type = e.di->type;
 	}
 	mfs_release_path(&path);
 	return ret;
@@ -289,16 +296,7 @@ static int del_dir_entry(struct mfs_trans_handle *trans, u64 dir, const char *na
 	struct mfs_entry e;
 	int ret;
 
-	mfs_init_path(&path);
-	ret = mfs_search_slot(NULL, fs->fs_root, &key, &path, 0, 0);
-	if (ret > 0)
-		ret = -ENOENT;
-	if (ret) {
-		mfs_release_path(&path);
-		return ret;
-	}
-	ret = mfs_entry_find(leaf_item_data(path.nodes[0], path.slots[0]),
-			     leaf_item_size(path.nodes[0], path.slots[0]), false, name, len, &e);
+	ret = inode_find_entry(fs->fs_root, &key, false, name, len, &path, &e);
 	mfs_release_path(&path);
 	if (ret)
 		return ret;
