@@ -214,17 +214,6 @@ static int do_mount(struct mount_args *m)
 		mfs_free_fs_info(fs);
 		return 1;
 	}
-	if (m->degraded && !m->opts.ro) {
-		/* writing with a member missing arrives with degraded support */
-		for (i = 0; i < fs->nr_devices; i++) {
-			if (fs->devices[i]->missing) {
-				error("device %llu is missing: a writable degraded mount is not supported yet, use -o ro,degraded",
-				      (unsigned long long)fs->devices[i]->devid);
-				mfs_free_fs_info(fs);
-				return 1;
-			}
-		}
-	}
 	if (m->read_devid && !mfs_find_device(fs, m->read_devid)) {
 		error("read_policy=devid:%llu: no such device in the filesystem",
 		      (unsigned long long)m->read_devid);

@@ -565,7 +565,7 @@ static void drop_member(struct mfs_fs_info *fs, struct mfs_device *dev)
  * be: the open is refused, or with -o degraded goes on without it.
  * Opened read-only, a stale member is only read where no other copy is.
  */
-static int catch_up_members(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+static int catch_up_members(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl, int *caught_up)
 {
 	struct mfs_catchup_result res;
 	char size[32];
@@ -602,6 +602,7 @@ static int catch_up_members(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 				 (unsigned long long)fs->generation, (unsigned long long)res.lost);
 			return -ESTALE;
 		}
+		(*caught_up)++;
 		snprintf(size, sizeof(size), "%llu KiB", (unsigned long long)(res.bytes / 1024));
 		mfs_log(fs, "device %llu (%s) was behind (generation %llu, the filesystem %llu): caught up, %llu extents (%s) rewritten from the other copies",
 			(unsigned long long)dev->devid, dev->path, (unsigned long long)since,
@@ -687,7 +688,7 @@ static int load_trees(struct mfs_fs_info *fs)
 int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 {
 	struct mfs_fs_info *fs = mfs_alloc_fs_info();
-	int ret, i;
+	int ret, i, caught_up = 0;
 
 	if (!fs)
 		return -ENOMEM;
@@ -714,7 +715,7 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (!ret)
 		ret = load_trees(fs);
 	if (!ret)
-		ret = catch_up_members(fs, ctl);
+		ret = catch_up_members(fs, ctl, &caught_up);
 	if (ret)
 		goto fail;
 	mfs_init_alloc_profiles(fs);
@@ -724,6 +725,21 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (fs->fs_root) {
 		ret = mfs_fs_setup(fs);
 		if (ret && !partial(fs))
+			goto fail;
+	}
+	/*
+	 * A member just caught up holds everything, but its superblock still
+	 * says it is behind: a commit now gives it the current one, or an
+	 * unmount with nothing written would leave it stale on disk (and the
+	 * next open would catch it up all over again).
+	 */
+	if (caught_up) {
+		struct mfs_trans_handle *trans;
+
+		ret = mfs_start_transaction(fs, &trans);
+		if (!ret)
+			ret = mfs_commit_transaction(trans);
+		if (ret)
 			goto fail;
 	}
 	for (i = 0; i < fs->nr_devices; i++)
