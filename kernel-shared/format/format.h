@@ -101,6 +101,13 @@ static inline u64 mfs_sb_offset(int mirror)
 					 MFS_BLOCK_GROUP_RAID6 | \
 					 MFS_BLOCK_GROUP_RAID1C3 | \
 					 MFS_BLOCK_GROUP_RAID1C4)
+/*
+ * In a block group item's flags only, never in a chunk's type: the chunk
+ * got a less redundant profile than the filesystem asks for because
+ * devices were missing when it was allocated (a degraded mount), and must
+ * get the requested one back (format §7.4). Not a btrfs bit.
+ */
+#define MFS_BLOCK_GROUP_REDUCED		(1ULL << 11)
 
 /* Superblock flags. */
 #define MFS_SUPER_FLAG_SEEDING		(1ULL << 32)

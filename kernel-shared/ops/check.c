@@ -360,6 +360,23 @@ static struct mfs_check_block *find_block(struct mfs_check_ctl *ctl, u64 bytenr)
 	return bsearch(&k, ctl->blocks, ctl->nr_blocks, sizeof(k), cmp_block);
 }
 
+/* A block group item's flags: type and profile bits, and REDUCED (format §7.4). */
+static void check_bg_item(struct mfs_check_ctl *ctl, const struct mfs_key *key,
+			  struct extent_buffer *leaf, int slot)
+{
+	const u64 known = MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK |
+			  MFS_BLOCK_GROUP_REDUCED;
+	struct mfs_block_group_item *bi = leaf_item_data(leaf, slot);
+	u64 flags;
+
+	if (leaf_item_size(leaf, slot) != sizeof(*bi))
+		return;		/* the open refused such an item already */
+	flags = le64_to_cpu(bi->flags);
+	if (flags & ~known)
+		problem(ctl, "block group %llu has unknown flags 0x%llx",
+			(unsigned long long)key->objectid, (unsigned long long)(flags & ~known));
+}
+
 static void check_extent_item(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 			      const struct mfs_key *key, struct extent_buffer *leaf,
 			      int slot)
@@ -454,7 +471,9 @@ int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 			for (b = 0; bg && b < fs->nr_bgs; b++)
 				if (fs->bgs[b] == bg)
 					bg_sums[b] += key.offset;
-		} else if (key.type != MFS_BLOCK_GROUP_ITEM_KEY) {
+		} else if (key.type == MFS_BLOCK_GROUP_ITEM_KEY) {
+			check_bg_item(ctl, &key, leaf, slot);
+		} else {
 			problem(ctl, "extent tree: unexpected item type %u at (%llu %u %llu)",
 				key.type, (unsigned long long)key.objectid, key.type,
 				(unsigned long long)key.offset);

@@ -437,11 +437,13 @@ static int read_dev_extents(struct mfs_fs_info *fs)
  * gets the most redundant of them that the present devices can hold, as
  * btrfs chooses (btrfs_reduce_alloc_profile): what the filesystem was
  * asked to keep is never silently weakened, and the choice does not
- * depend on which chunk happens to lie highest.
+ * depend on which chunk happens to lie highest. Chunks allocated reduced
+ * while degraded (format §7.4) do not count: their profile is not the one
+ * asked for, unless no other chunk of the type says what was.
  */
 void mfs_init_alloc_profiles(struct mfs_fs_info *fs)
 {
-	unsigned int seen[3] = { 0, 0, 0 }, ok = 0;
+	unsigned int seen[3] = { 0, 0, 0 }, seen_reduced[3] = { 0, 0, 0 }, ok = 0;
 	u64 *out[3] = { &fs->data_profile, &fs->metadata_profile, &fs->system_profile };
 	int i, present = 0;
 
@@ -454,11 +456,18 @@ void mfs_init_alloc_profiles(struct mfs_fs_info *fs)
 	for (i = 0; i < fs->nr_chunks; i++) {
 		u64 t = fs->chunks[i]->type;
 		int k = (t & MFS_BLOCK_GROUP_DATA) ? 0 : (t & MFS_BLOCK_GROUP_SYSTEM) ? 2 : 1;
+		struct mfs_block_group *bg = mfs_lookup_block_group(fs, fs->chunks[i]->logical);
 
-		seen[k] |= 1U << mfs_bg_flags_to_raid_index(t);
+		if (bg && bg->reduced)
+			seen_reduced[k] |= 1U << mfs_bg_flags_to_raid_index(t);
+		else
+			seen[k] |= 1U << mfs_bg_flags_to_raid_index(t);
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
+		if (!seen[i])
+			seen[i] = seen_reduced[i];
 		*out[i] = mfs_most_redundant_profile(seen[i] & ok ? seen[i] & ok : seen[i]);
+	}
 }
 
 static int read_roots(struct mfs_fs_info *fs)

@@ -982,10 +982,16 @@ static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
 		bg->ro = false;
 		if (!ret)
 			ret = replace_chunk_items(trans, old, new, 1);
-		/* the block group item records the profile */
+		/*
+		 * the block group item records the profile; a reduced chunk
+		 * given another one (a convert) is no longer below what was
+		 * asked for (format §7.4)
+		 */
 		if ((old->type & MFS_BLOCK_GROUP_PROFILE_MASK) !=
-		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK)) {
 			bg->dirty = true;
+			bg->reduced = false;
+		}
 	} else {
 		ret = swap_in_pieces(trans, bg, old, new, nnew);
 	}

@@ -427,6 +427,70 @@ static u64 policy_new_chunk_stripe(struct mfs_fs_info *fs, u64 flags)
 }
 
 /*
+ * Can bg take new extents? Not a restripe's source, and no stripe on a
+ * missing or failed device: a chunk with a missing stripe is never written
+ * (DESIGN §6), so what a degraded mount writes lies wholly on the devices
+ * present and a returning device missed nothing it holds.
+ */
+static bool bg_allocatable(const struct mfs_block_group *bg)
+{
+	return !bg->ro && !mfs_chunk_degraded(bg->map);
+}
+
+/*
+ * Degraded, with too few devices left for the requested profile: the
+ * profiles to fall back to, those the requested one covers (never more
+ * redundant than asked) that the devices present can hold.
+ */
+static unsigned int reduced_profiles(struct mfs_fs_info *fs, u64 profile)
+{
+	int present = mfs_nr_allocatable_devices(fs), i;
+	unsigned int mask = 0;
+
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++) {
+		const struct mfs_raid_attr *a = &mfs_raid_array[i];
+
+		if (a->bg_flag != profile && a->devs_min <= present &&
+		    mfs_profile_covers(profile, a->bg_flag))
+			mask |= 1U << i;
+	}
+	return mask;
+}
+
+/*
+ * A new chunk of type in the profile new chunks of it get. When that does
+ * not fit and devices are missing, the most redundant profile that does,
+ * its block group marked reduced so that the requested profile can come
+ * back (format §7.4); never when all devices are there, where a profile
+ * that does not fit is ENOSPC as it always was.
+ */
+static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
+			   struct mfs_block_group **out)
+{
+	u64 profile = mfs_target_profile(fs, type), p = 0;
+	unsigned int mask;
+	int ret = mfs_alloc_chunk(fs, type | profile, max_stripe, out);
+
+	if (ret != -ENOSPC || !mfs_fs_degraded(fs))
+		return ret;
+	for (mask = reduced_profiles(fs, profile); mask;
+	     mask &= ~(1U << mfs_bg_flags_to_raid_index(p))) {
+		p = mfs_most_redundant_profile(mask);
+		ret = mfs_alloc_chunk(fs, type | p, max_stripe, out);
+		if (ret == -ENOSPC)
+			continue;
+		if (ret)
+			return ret;
+		(*out)->reduced = true;
+		mfs_log(fs, "degraded: new %s chunk at %llu is %s, as the devices present allow; the filesystem asks for %s",
+			mfs_bg_type_name(type), (unsigned long long)(*out)->start,
+			mfs_profile_ui_name(p), mfs_profile_ui_name(profile));
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+/*
  * Before a new data chunk takes unallocated space, metadata gets a chunk of
  * its own if its block groups are short of twice the global reserve: the
  * space reservation (space.c) counts unallocated space as metadata that
@@ -434,29 +498,30 @@ static u64 policy_new_chunk_stripe(struct mfs_fs_info *fs, u64 flags)
  */
 static void keep_metadata_headroom(struct mfs_fs_info *fs)
 {
+	struct mfs_block_group *bg;
 	u64 free = 0;
 	int i;
 
 	for (i = 0; i < fs->nr_bgs; i++) {
-		struct mfs_block_group *bg = fs->bgs[i];
-
-		if (!bg->ro && (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) == MFS_BLOCK_GROUP_METADATA)
+		bg = fs->bgs[i];
+		if (bg_allocatable(bg) &&
+		    (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) == MFS_BLOCK_GROUP_METADATA)
 			free += mfs_free_space_total(bg);
 	}
 	if (free / fs->nodesize >= 2 * mfs_global_reserve_blocks(fs))
 		return;
 	/* no room for one is fine: the reservation sees that too */
-	mfs_alloc_chunk(fs, MFS_BLOCK_GROUP_METADATA |
-			mfs_target_profile(fs, MFS_BLOCK_GROUP_METADATA), 0, NULL);
+	alloc_new_chunk(fs, MFS_BLOCK_GROUP_METADATA, 0, &bg);
 }
 
 /*
- * Find space of a type: chunks of the target profile first; mid-convert,
+ * Find space of a type: chunks of the target profile (or reduced to stand
+ * in for it while degraded) first; mid-convert,
  * then chunks still to be converted whose profile is at least as safe
  * (as btrfs does: no whole new chunk for a few tree blocks while the old
  * ones have room, which a convert on a small filesystem cannot spare);
  * then a new chunk; then any chunk of the type with room (e.g. mid-convert
- * to a more redundant profile).
+ * to a more redundant profile). Never a chunk with a missing stripe.
  */
 static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 		      u64 align, u64 *start, u64 *got)
@@ -469,8 +534,7 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 		if (pass == 2) {
 			if (type & MFS_BLOCK_GROUP_DATA)
 				keep_metadata_headroom(fs);
-			ret = mfs_alloc_chunk(fs, type | profile,
-					      policy_new_chunk_stripe(fs, type), &bg);
+			ret = alloc_new_chunk(fs, type, policy_new_chunk_stripe(fs, type), &bg);
 			if (ret == 0 && bg_find_free(bg, len, min_len, align, start, got) == 0)
 				return take_space(bg, *start, *got);
 			if (ret && ret != -ENOSPC)
@@ -482,9 +546,10 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 
 			bg = fs->bgs[i];
 			p = bg->flags & MFS_BLOCK_GROUP_PROFILE_MASK;
-			if (bg->ro || (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) != type)
+			if (!bg_allocatable(bg) || (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) != type)
 				continue;
-			if (pass == 0 && p != profile)
+			/* a reduced chunk stands in for the profile asked for */
+			if (pass == 0 && p != profile && !bg->reduced)
 				continue;
 			if (pass == 1 && (p == profile || !policy_ahead(fs, bg) ||
 					  !(mfs_profile_covers(p, profile) ||
@@ -824,7 +889,8 @@ int mfs_write_dirty_block_groups(struct mfs_trans_handle *trans, bool *did_work)
 		struct mfs_block_group_item item = {
 			.used = cpu_to_le64(bg->used),
 			.chunk_objectid = cpu_to_le64(MFS_FIRST_CHUNK_TREE_OBJECTID),
-			.flags = cpu_to_le64(bg->flags),
+			.flags = cpu_to_le64(bg->flags |
+					     (bg->reduced ? MFS_BLOCK_GROUP_REDUCED : 0)),
 		};
 		struct mfs_path path;
 
@@ -941,6 +1007,7 @@ int mfs_load_block_groups(struct mfs_fs_info *fs)
 			ret = mfs_add_block_group(fs, map, le64_to_cpu(bi->used), false, &bg);
 			if (ret)
 				break;
+			bg->reduced = !!(le64_to_cpu(bi->flags) & MFS_BLOCK_GROUP_REDUCED);
 		}
 		ret = mfs_next_item(fs->extent_root, &path);
 	}

@@ -98,6 +98,35 @@ int mfs_unreadable_chunks(struct mfs_fs_info *fs)
 	return n;
 }
 
+bool mfs_chunk_degraded(const struct mfs_chunk_map *map)
+{
+	int i;
+
+	for (i = 0; i < map->num_stripes; i++)
+		if (!mfs_dev_usable(map->stripes[i].dev))
+			return true;
+	return false;
+}
+
+bool mfs_fs_degraded(struct mfs_fs_info *fs)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!mfs_dev_usable(fs->devices[i]))
+			return true;
+	return false;
+}
+
+int mfs_nr_allocatable_devices(struct mfs_fs_info *fs)
+{
+	int i, n = 0;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		n += mfs_device_allocatable(fs->devices[i]);
+	return n;
+}
+
 /* ---------------- devices ---------------- */
 
 struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid)

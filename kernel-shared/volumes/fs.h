@@ -113,6 +113,8 @@ struct mfs_block_group {
 	bool dirty;		/* item needs rewriting */
 	bool ro;		/* takes no new allocations (restripe source) */
 	bool new_chunk;		/* chunk/bg items still to be inserted */
+	/* below the requested profile, allocated degraded (MFS_BLOCK_GROUP_REDUCED) */
+	bool reduced;
 	struct mfs_chunk_map *map;
 	/* free space, sorted ranges */
 	struct mfs_free_range *free;

@@ -138,6 +138,16 @@ bool mfs_dev_fail(struct mfs_fs_info *fs, struct mfs_device *dev, int stat, int 
 bool mfs_chunk_readable(const struct mfs_chunk_map *map);
 int mfs_unreadable_chunks(struct mfs_fs_info *fs);
 /*
+ * Has map a stripe on a device that is missing or failed? Such a chunk is
+ * never written (DESIGN §6): a write could not reach every copy, and the
+ * device's return would bring back what it missed.
+ */
+bool mfs_chunk_degraded(const struct mfs_chunk_map *map);
+/* Is a member missing or failed (the filesystem runs degraded)? */
+bool mfs_fs_degraded(struct mfs_fs_info *fs);
+/* How many devices new chunks may go on (mfs_device_allocatable). */
+int mfs_nr_allocatable_devices(struct mfs_fs_info *fs);
+/*
  * The mirrors (1-based, as mfs_read_logical takes them) of logical in the
  * order a read tries them: the read_policy device's copy first, stale and
  * unusable devices' last. Fills mfs_num_copies(map) entries; returns that.
