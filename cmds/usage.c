@@ -51,9 +51,41 @@ struct usage {
 	int ngroups;
 };
 
+/* A reduced chunk (written degraded, format §7.4) is a group of its own. */
 static u64 group_flags(u64 type)
 {
-	return type & (MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK);
+	return type & (MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK |
+		       MFS_BLOCK_GROUP_REDUCED);
+}
+
+/* The profile a group is shown as: "DUP (reduced)" below the one asked for. */
+static const char *group_profile(const struct bg_group *g, char *buf, size_t len)
+{
+	if (!(g->flags & MFS_BLOCK_GROUP_REDUCED))
+		return mfs_profile_ui_name(g->flags);
+	snprintf(buf, len, "%s (reduced)", mfs_profile_ui_name(g->flags));
+	return buf;
+}
+
+/* The profile the filesystem asks for chunks of this type. */
+static u64 requested_profile(const struct mfs_space *sp, u64 flags)
+{
+	if (flags & MFS_BLOCK_GROUP_DATA)
+		return sp->data_profile;
+	if (flags & MFS_BLOCK_GROUP_SYSTEM)
+		return sp->system_profile;
+	return sp->metadata_profile;
+}
+
+/* JSON of a reduced group: that it is, and what it should be. */
+static void json_add_reduced(struct json_object *o, const struct mfs_space *sp,
+			     const struct bg_group *g)
+{
+	if (!(g->flags & MFS_BLOCK_GROUP_REDUCED))
+		return;
+	json_object_object_add(o, "reduced", json_object_new_boolean(1));
+	mfs_json_add_string(o, "requested-profile",
+			    mfs_profile_ui_name(requested_profile(sp, g->flags)));
 }
 
 /* Raw bytes of a chunk: every stripe, copies and parity included. */
@@ -387,10 +419,16 @@ static int df_one(struct mfs_target *t, void *arg, bool first)
 			mfs_json_add_string(o, "bg-profile", mfs_profile_ui_name(g->flags));
 			mfs_json_add_u64(o, "total", g->total);
 			mfs_json_add_u64(o, "used", g->used);
+			json_add_reduced(o, &u.sp, g);
 		} else {
-			printf("%s, %s: total=%s, used=%s\n", mfs_bg_type_name(g->flags),
+			printf("%s, %s: total=%s, used=%s", mfs_bg_type_name(g->flags),
 			       mfs_profile_ui_name(g->flags), pretty_size_mode(g->total, ctx->units),
 			       pretty_size_mode(g->used, ctx->units));
+			/* not a silent profile change: what it is below */
+			if (g->flags & MFS_BLOCK_GROUP_REDUCED)
+				printf(" (reduced: written degraded, the filesystem asks for %s)",
+				       mfs_profile_ui_name(requested_profile(&u.sp, g->flags)));
+			printf("\n");
 		}
 	}
 	/* as btrfs: the reserve last, as a type of its own */
@@ -567,6 +605,7 @@ static int usage_json(const struct usage *u, const char *mnt, struct json_object
 		mfs_json_add_string(go, "bg-profile", mfs_profile_ui_name(g->flags));
 		mfs_json_add_u64(go, "size", g->total);
 		mfs_json_add_u64(go, "used", g->used);
+		json_add_reduced(go, sp, g);
 		devs = mfs_json_add_array(go, "devices");
 		for (k = 0; devs && k < sp->nr_devs; k++) {
 			const struct mfs_ioctl_space_dev *d = &sp->devs[u->order[k]];
@@ -601,13 +640,14 @@ static int usage_json(const struct usage *u, const char *mnt, struct json_object
 static void print_linear(const struct usage *u, unsigned int units)
 {
 	const struct mfs_space *sp = &u->sp;
+	char name[40];
 	int i, k;
 
 	for (i = 0; i < u->ngroups; i++) {
 		const struct bg_group *g = &u->groups[i];
 
 		printf("%s,%s: Size:%s, Used:%s (%.2f%%)\n", mfs_bg_type_name(g->flags),
-		       mfs_profile_ui_name(g->flags), pretty_size_mode(g->total, units),
+		       group_profile(g, name, sizeof(name)), pretty_size_mode(g->total, units),
 		       pretty_size_mode(g->used, units),
 		       g->total ? 100.0 * g->used / g->total : 0.0);
 		for (k = 0; k < sp->nr_devs; k++) {
@@ -698,7 +738,7 @@ static void print_tabular(const struct usage *u, unsigned int units)
 	s64 total_unalloc = 0;
 	u64 total_size = 0, total_slack = 0;
 	struct table tb;
-	char num[32];
+	char num[32], name[40];
 	int i, k;
 
 	if (table_init(&tb, ncols, foot + 3)) {
@@ -707,7 +747,7 @@ static void print_tabular(const struct usage *u, unsigned int units)
 	}
 	for (i = 0; i < u->ngroups; i++) {
 		table_set(&tb, 2 + i, 0, '<', mfs_bg_type_name(u->groups[i].flags));
-		table_set(&tb, 2 + i, 1, '<', mfs_profile_ui_name(u->groups[i].flags));
+		table_set(&tb, 2 + i, 1, '<', group_profile(&u->groups[i], name, sizeof(name)));
 	}
 	table_set(&tb, 0, 1, '<', "Id");
 	table_set(&tb, 1, 1, '<', "Path");

@@ -241,7 +241,8 @@ static void space_chunks(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u64
 			stripe = 0;
 		c->logical = m->logical;
 		c->length = m->length;
-		c->type = m->type;
+		/* chunks written degraded below the profile asked for say so */
+		c->type = m->type | (bg && bg->reduced ? MFS_BLOCK_GROUP_REDUCED : 0);
 		/* live: extents written since the last commit count too */
 		c->used = bg ? min_t(u64, bg->used + bg->reserved, bg->length) : 0;
 		c->num_stripes = m->num_stripes;
