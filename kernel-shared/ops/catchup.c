@@ -216,11 +216,17 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
 	}
 }
 
-/* raid5/6: the device's column of one row, rebuilt from the other columns. */
+/*
+ * raid5/6: the device's column of one row, rebuilt from the other columns.
+ * A column on a device that is gone or itself stale (raid6 with two
+ * members back from a degraded period) is rebuilt alongside, never read:
+ * raid6 has the parity for both.
+ */
 static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 row)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	int n = map->num_stripes, ndata = n - a->nparity, col, ret = 0, failed;
+	int n = map->num_stripes, ndata = n - a->nparity, col, ret = 0, failed = -1;
+	int lost[2], nlost = 0;	/* at most nparity, 2 for raid6 */
 	u64 slen = map->stripe_len;
 	void *blocks[n];
 	u8 *tmp;
@@ -228,25 +234,26 @@ static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 r
 	tmp = malloc((size_t)n * slen);
 	if (!tmp)
 		return -ENOMEM;
-	failed = -1;
 	for (col = 0; col < n; col++) {
 		const struct mfs_map_stripe *s = &map->stripes[(col + row % n) % n];
 
 		blocks[col] = tmp + (size_t)col * slen;
-		if (s->dev == c->dev) {
+		if (s->dev == c->dev)
 			failed = col;
+		if (s->dev == c->dev || !mfs_dev_usable(s->dev) || s->dev->stale_gen) {
+			if (nlost == a->nparity) {
+				ret = -EIO;
+				break;
+			}
+			lost[nlost++] = col;
 			continue;
-		}
-		if (!mfs_dev_usable(s->dev) || s->dev->stale_gen) {
-			ret = -EIO;
-			break;
 		}
 		ret = mfs_io_read(s->dev->io, blocks[col], slen, s->physical + row * slen);
 		if (ret)
 			break;
 	}
 	if (!ret && failed >= 0)
-		ret = mfs_raid56_rebuild(ndata, a->nparity, slen, blocks, 1, &failed);
+		ret = mfs_raid56_rebuild(ndata, a->nparity, slen, blocks, nlost, lost);
 	if (!ret && failed >= 0) {
 		const struct mfs_map_stripe *s = &map->stripes[(failed + row % n) % n];
 		u64 physical = s->physical + row * slen;

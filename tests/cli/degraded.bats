@@ -1,0 +1,221 @@
+#!/usr/bin/env bats
+# Degraded operation (DESIGN §6): with members missing, -o degraded mounts
+# read-write when every chunk can still be read, writes never go into a
+# chunk with a missing stripe (new chunks on the present devices, marked
+# reduced when the profile had to give way), and the members that come
+# back are caught up: nothing stale is ever served.
+
+load helpers
+
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
+# write_files MNT TAG: three files of random data, their sha256 taken from
+# the source before they are written, added to $T/want.
+write_files() {
+	local mnt=$1 tag=$2 i
+
+	mkdir -p "$T/src"
+	for i in 1 2 3; do
+		head -c $((i * 3 * MiB + i * 4097)) /dev/urandom >"$T/src/$tag-$i"
+		(cd "$T/src" && sha256sum "$tag-$i") >>"$T/want"
+		cp "$T/src/$tag-$i" "$mnt/$tag-$i"
+	done
+}
+
+# verify_files MNT: every file of $T/want reads back as written.
+verify_files() {
+	(cd "$1" && sha256sum -c --quiet "$T/want")
+}
+
+# generation IMG: the superblock generation of an image.
+generation() {
+	mfs inspect-internal dump-super "$1" | awk '$1 == "generation" { print $2 }'
+}
+
+# new_extents_off_missing GEN DEVIDS IMG...: no extent allocated after GEN
+# lies in a chunk with a stripe on one of DEVIDS (comma separated); prints
+# how many extents were allocated after GEN, and fails on the first one
+# that went into such a chunk.
+new_extents_off_missing() {
+	local gen=$1 devids=$2
+	shift 2
+	mfs inspect-internal dump-tree -t chunk "$@" >"$T/chunks" 2>/dev/null
+	mfs inspect-internal dump-tree -t extent "$@" >"$T/extents" 2>/dev/null
+	"$MFS_PY" - "$gen" "$devids" "$T/chunks" "$T/extents" <<'PY'
+import re, sys
+gen, missing = int(sys.argv[1]), {int(d) for d in sys.argv[2].split(",")}
+chunks, cur = [], None
+for line in open(sys.argv[3]):
+    m = re.search(r"key \(FIRST_CHUNK_TREE CHUNK_ITEM (\d+)\)", line)
+    if m:
+        cur = [int(m.group(1)), 0, set()]
+        chunks.append(cur)
+        continue
+    m = re.search(r"^\s+length (\d+) owner", line)
+    if m and cur:
+        cur[1] = int(m.group(1))
+    m = re.search(r"stripe \d+ devid (\d+) offset", line)
+    if m and cur:
+        cur[2].add(int(m.group(1)))
+new, key = 0, None
+for line in open(sys.argv[4]):
+    m = re.search(r"key \((\d+) EXTENT_ITEM (\d+)\)", line)
+    if m:
+        key = int(m.group(1))
+        continue
+    m = re.search(r"refs \d+ gen (\d+)", line)
+    if m and key is not None:
+        if int(m.group(1)) > gen:
+            new += 1
+            for start, length, devs in chunks:
+                if start <= key < start + length and devs & missing:
+                    sys.exit("extent %d (gen %s) lies in chunk %d, which has a stripe on missing device(s) %s"
+                             % (key, m.group(1), start, sorted(devs & missing)))
+        key = None
+print(new)
+PY
+}
+
+# degraded_cycle N MKFS_OPTS MISSING...: N images made with MKFS_OPTS, files
+# written, the devices MISSING (numbers) taken away; a plain mount is
+# refused, -o degraded mounts read-write, new files go only into chunks on
+# the devices present; umount, mount degraded again, all verifies; with the
+# devices back a plain mount serves everything right and check is clean.
+degraded_cycle() {
+	local n=$1 opts=$2 d gen new present=() devids
+	shift 2
+	make_images "$n"
+	mkfs.mfs -q -f $opts $(imgs "$n")
+	mfs_mount "$T/img1" "$T/mnt"
+	write_files "$T/mnt" before
+	mfs umount "$T/mnt"
+	for d in "$@"; do
+		mv "$T/img$d" "$T/gone$d"
+	done
+	devids=$(IFS=,; echo "$*")
+	for ((d = 1; d <= n; d++)); do
+		[ -e "$T/img$d" ] && present+=("$T/img$d")
+	done
+
+	# plain: refused, naming a missing device and the way on
+	run --separate-stderr mfs mount "${present[0]}" "$T/mnt" 3>&-
+	assert_failure
+	assert_stderr_regex "^ERROR: device ($(IFS='|'; echo "$*")) is missing"
+	assert_stderr_regex "use -o degraded"
+	run is_mounted "$T/mnt"
+	assert_failure
+
+	gen=$(generation "${present[0]}")
+	run --separate-stderr mfs_mount -o degraded "${present[0]}" "$T/mnt"
+	assert_success
+	write_files "$T/mnt" degraded
+	verify_files "$T/mnt"
+	mfs umount "$T/mnt"
+
+	# what was written went to chunks wholly on the devices present
+	run new_extents_off_missing "$gen" "$devids" "${present[@]}"
+	assert_success
+	((output > 0))
+
+	# again degraded: everything there, and writable
+	mfs_mount -o degraded "${present[0]}" "$T/mnt"
+	verify_files "$T/mnt"
+	write_files "$T/mnt" again
+	verify_files "$T/mnt"
+	mfs umount "$T/mnt"
+	run new_extents_off_missing "$gen" "$devids" "${present[@]}"
+	assert_success
+
+	# the devices come back (older generation): caught up, nothing stale
+	for d in "$@"; do
+		mv "$T/gone$d" "$T/img$d"
+	done
+	mfs_mount "$T/img1" "$T/mnt"
+	verify_files "$T/mnt"
+	mfs umount "$T/mnt"
+	run mfs check --check-data-csum $(imgs "$n")
+	assert_success
+	assert_output --partial "no error found"
+	# every member is current: the next mount has nothing to catch up
+	run --separate-stderr mfs_mount "$T/img1" "$T/mnt"
+	assert_success
+	[[ "$stderr" != *behind* ]]
+	verify_files "$T/mnt"
+	mfs umount "$T/mnt"
+}
+
+@test "raid1, one of two devices missing: degraded read-write, reduced chunks, the device returns" {
+	degraded_cycle 2 "-d raid1 -m raid1" 2
+	# the new chunks were reduced (one device left) and say so
+	run mfs inspect-internal dump-tree -t extent $(imgs 2)
+	assert_output --partial "Data|DUP|REDUCED"
+}
+
+@test "raid1c3, two of three devices missing" {
+	degraded_cycle 3 "-d raid1c3 -m raid1c3" 2 3
+}
+
+@test "raid5, one of three devices missing: new chunks stay raid5 on the two left" {
+	degraded_cycle 3 "-d raid5 -m raid1" 3
+	run mfs inspect-internal dump-tree -t extent $(imgs 3)
+	refute_output --partial "Data|RAID5|REDUCED"
+}
+
+@test "raid6, two of four devices missing" {
+	degraded_cycle 4 "-d raid6 -m raid1c3" 3 4
+}
+
+@test "dup metadata and raid1 data, the device without a dup chunk missing" {
+	# system DUP on device 1, metadata DUP on 2, data RAID1 on 3 and 1
+	degraded_cycle 3 "-d raid1 -m dup" 3
+}
+
+@test "df shows chunks reduced while degraded, text and JSON" {
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mv "$T/img2" "$T/gone2"
+	mfs_mount -o degraded "$T/img1" "$T/mnt"
+	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
+	sync
+	run mfs filesystem df "$T/mnt"
+	assert_success
+	assert_line --regexp "^Data, DUP: total=.*, used=.* \(reduced: written degraded, the filesystem asks for RAID1\)$"
+	assert_line --regexp "^Data, RAID1: total=.*, used=[^(]*$"
+	run mfs --format json filesystem df "$T/mnt"
+	assert_success
+	"$MFS_PY" -c '
+import json, sys
+lines = json.load(sys.stdin)["filesystem-df"]
+red = [l for l in lines if l.get("reduced")]
+assert red and all(l["bg-profile"] == "DUP" and l["requested-profile"] == "RAID1" for l in red), lines
+' <<<"$output"
+	mfs umount "$T/mnt"
+}
+
+@test "raid0 data with a device missing: read-write refused with the count, ro,degraded reads what is left, lost data is EIO" {
+	make_images 2
+	mkfs.mfs -q -f -d raid0 -m raid1 $(imgs 2)
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((4 * MiB)) /dev/urandom >"$T/mnt/f"
+	mfs umount "$T/mnt"
+	mv "$T/img2" "$T/gone2"
+	fp=$(fingerprint "$T/img1")
+	run --separate-stderr mfs mount -o degraded "$T/img1" "$T/mnt" 3>&-
+	assert_failure
+	assert_stderr_line "ERROR: 1 data chunk cannot be read: device 2 missing, and a RAID0 chunk survives the loss of 0 devices at most; mount read-only (-o ro,degraded) to read the rest"
+	run is_mounted "$T/mnt"
+	assert_failure
+	[ "$(fingerprint "$T/img1")" = "$fp" ]
+	run --separate-stderr mfs_mount -o ro,degraded "$T/img1" "$T/mnt"
+	assert_success
+	assert_stderr_regex "^WARNING: 1 data chunk cannot be read: device 2 missing"
+	run cat "$T/mnt/f"
+	assert_failure
+	assert_output --partial "Input/output error"
+	mfs umount "$T/mnt"
+}
