@@ -515,8 +515,8 @@ static void keep_metadata_headroom(struct mfs_fs_info *fs)
 }
 
 /*
- * Find space of a type: chunks of the target profile (or reduced to stand
- * in for it while degraded) first; mid-convert,
+ * Find space of a type: chunks of the target profile (or, while degraded,
+ * chunks reduced to stand in for it) first; mid-convert,
  * then chunks still to be converted whose profile is at least as safe
  * (as btrfs does: no whole new chunk for a few tree blocks while the old
  * ones have room, which a convert on a small filesystem cannot spare);
@@ -548,8 +548,12 @@ static int find_space(struct mfs_fs_info *fs, u64 type, u64 len, u64 min_len,
 			p = bg->flags & MFS_BLOCK_GROUP_PROFILE_MASK;
 			if (!bg_allocatable(bg) || (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) != type)
 				continue;
-			/* a reduced chunk stands in for the profile asked for */
-			if (pass == 0 && p != profile && !bg->reduced)
+			/*
+			 * a reduced chunk stands in for the profile asked for
+			 * while devices are missing; once the array is whole
+			 * new extents go to chunks of that profile again
+			 */
+			if (pass == 0 && p != profile && !(bg->reduced && mfs_fs_degraded(fs)))
 				continue;
 			if (pass == 1 && (p == profile || !policy_ahead(fs, bg) ||
 					  !(mfs_profile_covers(p, profile) ||

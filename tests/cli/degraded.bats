@@ -81,6 +81,43 @@ print(new)
 PY
 }
 
+# new_extents_profiles GEN IMG...: the profiles (type field, e.g.
+# Data|RAID1) of the chunks holding extents allocated after GEN, one a line.
+new_extents_profiles() {
+	local gen=$1
+	shift
+	mfs inspect-internal dump-tree -t chunk "$@" >"$T/chunks" 2>/dev/null
+	mfs inspect-internal dump-tree -t extent "$@" >"$T/extents" 2>/dev/null
+	"$MFS_PY" - "$gen" "$T/chunks" "$T/extents" <<'PY'
+import re, sys
+gen = int(sys.argv[1])
+chunks, cur = [], None
+for line in open(sys.argv[2]):
+    m = re.search(r"key \(FIRST_CHUNK_TREE CHUNK_ITEM (\d+)\)", line)
+    if m:
+        cur = [int(m.group(1)), 0, ""]
+        chunks.append(cur)
+        continue
+    m = re.search(r"^\s+length (\d+) owner .* type (\S+)", line)
+    if m and cur:
+        cur[1], cur[2] = int(m.group(1)), m.group(2)
+seen, key = set(), None
+for line in open(sys.argv[3]):
+    m = re.search(r"key \((\d+) EXTENT_ITEM (\d+)\)", line)
+    if m:
+        key = int(m.group(1))
+        continue
+    m = re.search(r"refs \d+ gen (\d+)", line)
+    if m and key is not None:
+        if int(m.group(1)) > gen:
+            for start, length, typ in chunks:
+                if start <= key < start + length:
+                    seen.add(typ)
+        key = None
+print("\n".join(sorted(seen)))
+PY
+}
+
 # degraded_cycle N MKFS_OPTS MISSING...: N images made with MKFS_OPTS, files
 # written, the devices MISSING (numbers) taken away; a plain mount is
 # refused, -o degraded mounts read-write, new files go only into chunks on
@@ -154,6 +191,39 @@ degraded_cycle() {
 	# the new chunks were reduced (one device left) and say so
 	run mfs inspect-internal dump-tree -t extent $(imgs 2)
 	assert_output --partial "Data|DUP|REDUCED"
+}
+
+@test "raid1 whole again: new data goes to new RAID1 chunks, not to the reduced ones" {
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mv "$T/img2" "$T/gone2"
+	mfs_mount -o degraded "$T/img1" "$T/mnt"
+	write_files "$T/mnt" degraded
+	mfs umount "$T/mnt"
+	mv "$T/gone2" "$T/img2"
+	run mfs inspect-internal dump-tree -t extent $(imgs 2)
+	assert_output --partial "Data|DUP|REDUCED"
+	gen=$(generation "$T/img1")
+	mfs_mount "$T/img1" "$T/mnt"
+	# more than the RAID1 data chunks hold: the rest needs a new chunk,
+	# which must be RAID1 although the reduced DUP chunk has room
+	free=$(mfs --format json filesystem df "$T/mnt" | "$MFS_PY" -c '
+import json, sys
+print(sum(l["total"] - l["used"] for l in json.load(sys.stdin)["filesystem-df"]
+          if l["bg-type"] == "Data" and l["bg-profile"] == "RAID1" and not l.get("reduced")))')
+	n=$(( free / (4 * MiB) + 6 ))
+	for ((i = 0; i < n; i++)); do
+		head -c $((4 * MiB)) /dev/urandom >"$T/src-whole-$i"
+		(cd "$T" && sha256sum "src-whole-$i") | sed "s|src-whole-$i|whole-$i|" >>"$T/want"
+		cp "$T/src-whole-$i" "$T/mnt/whole-$i"
+		rm "$T/src-whole-$i"
+	done
+	verify_files "$T/mnt"
+	mfs umount "$T/mnt"
+	run new_extents_profiles "$gen" $(imgs 2)
+	assert_success
+	assert_line "Data|RAID1"
+	refute_line --partial "DUP"
 }
 
 @test "raid1c3, two of three devices missing" {
