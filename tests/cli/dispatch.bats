@@ -71,7 +71,7 @@ load helpers
 		filesystem label --help;usage: mfs filesystem label <device> [<newlabel>]
 		device --help;usage: mfs device <command> [<args>]
 		device scan --help;usage: mfs device scan [-d|--all-devices] [<device>...]
-		device ready --help;usage: mfs device ready <device>
+		device ready --help;usage: mfs device ready [--udev] <device>
 		inspect-internal --help;usage: mfs inspect-internal <command> <args>
 		inspect-internal dump-super --help;usage: mfs inspect-internal dump-super [options] <device> [<device>...]
 		inspect-internal dump-tree --help;usage: mfs inspect-internal dump-tree [options] <device> [<device>...]
