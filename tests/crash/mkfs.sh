@@ -64,12 +64,13 @@ only_torn() {
 # "torn UUID" (every error one that superblocks not written yet explain) or
 # "bad UUID". When the check cannot even say which filesystem it found (it
 # could not open it), the images' superblocks do: torn if only some of them
-# carry the new filesystem's.
+# carry the new filesystem's. What the check said is left in $tmp/check.all.
 classify() {
 	local out err rc uuid img fsid first="" with_new=0
 	out=$(timeout 60 "$mfs" check --check-data-csum "$@" 2>"$tmp/check.err")
 	rc=$?
 	err=$(cat "$tmp/check.err")
+	{ echo "$out"; echo "$err"; } >"$tmp/check.all"
 	uuid=$(echo "$out" | awk '$1 == "UUID:" { print $2; exit }')
 	if [ $rc -eq 0 ]; then
 		echo "clean $uuid"
@@ -95,7 +96,6 @@ classify() {
 		echo "torn $uuid"
 	else
 		echo "bad $uuid"
-		{ echo "$out"; echo "$err"; } | sed 's/^/# /' | head -20 >&2
 	fi
 }
 
@@ -189,6 +189,7 @@ run_config() {
 		tap OK "$name: $n of $((count + 1)) crash points and $nr reordered states, each old, none, torn or clean in order"
 	else
 		tap FAIL "$name: $why"
+		grep . "$tmp/check.all" 2>/dev/null | sed 's/^/# /' | head -20 >&2
 	fi
 }
 
