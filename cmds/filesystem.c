@@ -560,6 +560,64 @@ static const u8 *interrupted_change(const struct mfs_scan *scan, const u8 *fsid)
 	return NULL;
 }
 
+/*
+ * The uuid the filesystem gets: an interrupted change's (it goes where it
+ * was going; -U may only repeat it), else -U's, else a new one. -1 after
+ * an error message.
+ */
+static int choose_new_fsid(const struct mfs_super_block *sb, const u8 *first, const u8 *other,
+			   bool given, u8 *new_fsid, const char *dev)
+{
+	const u8 *target = NULL;
+	char str[37];
+
+	if (other)
+		target = le64_to_cpu(sb->flags) & MFS_SUPER_FLAG_CHANGING_FSID ? other : first;
+	if (target && given && memcmp(target, new_fsid, MFS_FSID_SIZE)) {
+		uuid_unparse(target, str);
+		error("an earlier change of this filesystem's uuid to %s was interrupted: finish it first (run this again without -U)",
+		      str);
+		return -1;
+	}
+	if (target)
+		memcpy(new_fsid, target, MFS_FSID_SIZE);
+	else if (!given)
+		uuid_generate(new_fsid);
+	if (!other && !memcmp(new_fsid, first, MFS_FSID_SIZE)) {
+		uuid_unparse(first, str);
+		error("the filesystem on %s already has uuid %s", dev, str);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The members to open: the named devices lead, those found by scanning
+ * that carry the filesystem's fsid (or an interrupted change's other one)
+ * follow. NULL when out of memory.
+ */
+static const char **change_uuid_members(const struct mfs_scan *scan, const char * const *named,
+					int ndev, const u8 *first, const u8 *other, int *n)
+{
+	const char **cand = calloc(scan->nr + ndev, sizeof(*cand));
+	int i, j;
+
+	*n = 0;
+	for (i = 0; cand && i < ndev; i++)
+		cand[(*n)++] = named[i];
+	for (i = 0; cand && i < scan->nr; i++) {
+		const u8 *f = scan->devs[i].sb.fsid;
+
+		if (memcmp(f, first, MFS_FSID_SIZE) && (!other || memcmp(f, other, MFS_FSID_SIZE)))
+			continue;
+		for (j = 0; j < ndev && !mfs_same_path(scan->devs[i].path, named[j]); j++)
+			;
+		if (j == ndev)
+			cand[(*n)++] = scan->devs[i].path;
+	}
+	return cand;
+}
+
 static int cmd_filesystem_change_uuid(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -567,15 +625,15 @@ static int cmd_filesystem_change_uuid(const struct cmd_struct *cmd, int argc, ch
 		{ NULL, 0, NULL, 0 }
 	};
 	u8 new_fsid[MFS_FSID_SIZE], first[MFS_FSID_SIZE];
-	const u8 *other, *target = NULL;
 	struct mfs_open_ctl ctl = { 0 };
 	struct mfs_super_block sb;
 	struct mfs_fs_info *fs;
 	struct mfs_scan scan;
 	const char **cand;
+	const u8 *other;
 	char old_str[37], new_str[37];
 	bool given = false;
-	int c, i, j, n, ndev, ret;
+	int c, n, ndev, ret;
 
 	while ((c = getopt_long(argc, argv, "U:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -600,41 +658,13 @@ static int cmd_filesystem_change_uuid(const struct cmd_struct *cmd, int argc, ch
 	memcpy(first, sb.fsid, MFS_FSID_SIZE);
 	if (mfs_scan_all((const char * const *)argv + optind, ndev, &scan))
 		return 1;
-	/* an interrupted change goes where it was going */
 	other = interrupted_change(&scan, first);
-	if (other)
-		target = le64_to_cpu(sb.flags) & MFS_SUPER_FLAG_CHANGING_FSID ? other : first;
-	if (target && given && memcmp(target, new_fsid, MFS_FSID_SIZE)) {
-		uuid_unparse(target, new_str);
-		error("an earlier change of this filesystem's uuid to %s was interrupted: finish it first (run this again without -U)",
-		      new_str);
+	if (choose_new_fsid(&sb, first, other, given, new_fsid, argv[optind])) {
 		mfs_scan_free(&scan);
 		return 1;
 	}
-	if (target)
-		memcpy(new_fsid, target, MFS_FSID_SIZE);
-	else if (!given)
-		uuid_generate(new_fsid);
-	if (!other && !memcmp(new_fsid, first, MFS_FSID_SIZE)) {
-		uuid_unparse(first, old_str);
-		error("the filesystem on %s already has uuid %s", argv[optind], old_str);
-		mfs_scan_free(&scan);
-		return 1;
-	}
-	/* named devices lead, members found by scanning follow */
-	cand = calloc(scan.nr + ndev, sizeof(*cand));
-	for (i = 0, n = 0; cand && i < ndev; i++)
-		cand[n++] = argv[optind + i];
-	for (i = 0; cand && i < scan.nr; i++) {
-		const u8 *f = scan.devs[i].sb.fsid;
-
-		if (memcmp(f, first, MFS_FSID_SIZE) && (!other || memcmp(f, other, MFS_FSID_SIZE)))
-			continue;
-		for (j = 0; j < ndev && !mfs_same_path(scan.devs[i].path, argv[optind + j]); j++)
-			;
-		if (j == ndev)
-			cand[n++] = scan.devs[i].path;
-	}
+	cand = change_uuid_members(&scan, (const char * const *)argv + optind, ndev, first, other,
+				   &n);
 	ctl.paths = cand;
 	ctl.npaths = cand ? n : 0;
 	ctl.nnamed = ndev;
