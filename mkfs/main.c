@@ -305,6 +305,31 @@ struct mkfs_opts {
 	u8 fsid[MFS_FSID_SIZE];
 };
 
+static int check_label(const char *label)
+{
+	if (strlen(label) >= MFS_LABEL_SIZE) {
+		error("label %s is too long (max %d)", label, MFS_LABEL_SIZE - 1);
+		return -1;
+	}
+	if (strchr(label, '\n')) {
+		error("label must not contain a newline");
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_u32_size(const char *what, const char *arg, u32 *out)
+{
+	u64 v;
+
+	if (parse_size(arg, &v) || v > UINT32_MAX) {
+		error("invalid %s: %s", what, arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 /* The options: 0 to go on, 1 to exit 0 (-V, -O list-all), -1 after an error. */
 static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **argv,
 			      struct mkfs_opts *o)
@@ -344,14 +369,8 @@ static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **arg
 			o->meta_set = true;
 			break;
 		case 'L':
-			if (strlen(optarg) >= MFS_LABEL_SIZE) {
-				error("label %s is too long (max %d)", optarg, MFS_LABEL_SIZE - 1);
+			if (check_label(optarg))
 				return -1;
-			}
-			if (strchr(optarg, '\n')) {
-				error("label must not contain a newline");
-				return -1;
-			}
 			o->label = optarg;
 			break;
 		case 'U':
@@ -361,19 +380,13 @@ static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **arg
 			}
 			break;
 		case 'n':
-		case 's': {
-			u64 v;
-
-			if (parse_size(optarg, &v) || v > UINT32_MAX) {
-				error("invalid %s: %s", c == 'n' ? "nodesize" : "sectorsize", optarg);
+			if (parse_u32_size("nodesize", optarg, &o->nodesize))
 				return -1;
-			}
-			if (c == 'n')
-				o->nodesize = v;
-			else
-				o->sectorsize = v;
 			break;
-		}
+		case 's':
+			if (parse_u32_size("sectorsize", optarg, &o->sectorsize))
+				return -1;
+			break;
 		case 'b':
 			if (parse_size(optarg, &o->byte_count) || !o->byte_count) {
 				error("invalid byte count: %s", optarg);
