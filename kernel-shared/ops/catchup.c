@@ -222,6 +222,52 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
  * members back from a degraded period) is rebuilt alongside, never read:
  * raid6 has the parity for both.
  */
+/*
+ * A row with more columns on members that are behind than its parity
+ * covers. Such members may well hold everything: a crash between the
+ * superblock writes of a commit leaves members whose superblock alone is
+ * behind, their data having been flushed before any superblock went out
+ * (the commit's step 2). raid5/6 rows are written whole, once, so a row
+ * written while a member was away does not match its parity on that
+ * member's old column. Read every column as it is: 0 when the parity
+ * matches (the row is whole, nothing to rebuild), -EIO when it does not
+ * or a column cannot be read.
+ */
+static int row_whole_as_is(const struct mfs_chunk_map *map, u64 row)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, col, ret = 0;
+	u64 slen = map->stripe_len;
+	void *blocks[n];
+	u8 *tmp, *stored;
+
+	tmp = malloc((size_t)n * slen);
+	stored = malloc((size_t)a->nparity * slen);
+	if (!tmp || !stored) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (col = 0; col < n && !ret; col++) {
+		const struct mfs_map_stripe *s = &map->stripes[(col + row % n) % n];
+
+		blocks[col] = tmp + (size_t)col * slen;
+		if (!mfs_dev_usable(s->dev))
+			ret = -EIO;
+		else
+			ret = mfs_io_read(s->dev->io, blocks[col], slen, s->physical + row * slen);
+	}
+	if (ret)
+		goto out;
+	memcpy(stored, blocks[ndata], (size_t)a->nparity * slen);
+	ret = mfs_raid56_gen(ndata, a->nparity, slen, blocks);
+	if (!ret && memcmp(stored, blocks[ndata], (size_t)a->nparity * slen))
+		ret = -EIO;
+out:
+	free(stored);
+	free(tmp);
+	return ret;
+}
+
 static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 row)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
@@ -242,8 +288,8 @@ static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 r
 			failed = col;
 		if (s->dev == c->dev || !mfs_dev_usable(s->dev) || s->dev->stale_gen) {
 			if (nlost == a->nparity) {
-				ret = -EIO;
-				break;
+				free(tmp);
+				return row_whole_as_is(map, row);
 			}
 			lost[nlost++] = col;
 			continue;
