@@ -37,53 +37,10 @@ generation() {
 	mfs inspect-internal dump-super "$1" | awk '$1 == "generation" { print $2 }'
 }
 
-# new_extents_off_missing GEN DEVIDS IMG...: no extent allocated after GEN
-# lies in a chunk with a stripe on one of DEVIDS (comma separated); prints
-# how many extents were allocated after GEN, and fails on the first one
-# that went into such a chunk.
-new_extents_off_missing() {
-	local gen=$1 devids=$2
-	shift 2
-	mfs inspect-internal dump-tree -t chunk "$@" >"$T/chunks" 2>/dev/null
-	mfs inspect-internal dump-tree -t extent "$@" >"$T/extents" 2>/dev/null
-	"$MFS_PY" - "$gen" "$devids" "$T/chunks" "$T/extents" <<'PY'
-import re, sys
-gen, missing = int(sys.argv[1]), {int(d) for d in sys.argv[2].split(",")}
-chunks, cur = [], None
-for line in open(sys.argv[3]):
-    m = re.search(r"key \(FIRST_CHUNK_TREE CHUNK_ITEM (\d+)\)", line)
-    if m:
-        cur = [int(m.group(1)), 0, set()]
-        chunks.append(cur)
-        continue
-    m = re.search(r"^\s+length (\d+) owner", line)
-    if m and cur:
-        cur[1] = int(m.group(1))
-    m = re.search(r"stripe \d+ devid (\d+) offset", line)
-    if m and cur:
-        cur[2].add(int(m.group(1)))
-new, key = 0, None
-for line in open(sys.argv[4]):
-    m = re.search(r"key \((\d+) EXTENT_ITEM (\d+)\)", line)
-    if m:
-        key = int(m.group(1))
-        continue
-    m = re.search(r"refs \d+ gen (\d+)", line)
-    if m and key is not None:
-        if int(m.group(1)) > gen:
-            new += 1
-            for start, length, devs in chunks:
-                if start <= key < start + length and devs & missing:
-                    sys.exit("extent %d (gen %s) lies in chunk %d, which has a stripe on missing device(s) %s"
-                             % (key, m.group(1), start, sorted(devs & missing)))
-        key = None
-print(new)
-PY
-}
-
-# new_extents_profiles GEN IMG...: the profiles (type field, e.g.
-# Data|RAID1) of the chunks holding extents allocated after GEN, one a line.
-new_extents_profiles() {
+# new_extents GEN IMG...: every extent allocated after GEN, a line each:
+# "EXTENT GEN CHUNK TYPE DEVIDS" with the chunk holding it, its type
+# (Data|RAID1) and the devids of its stripes (comma separated).
+new_extents() {
 	local gen=$1
 	shift
 	mfs inspect-internal dump-tree -t chunk "$@" >"$T/chunks" 2>/dev/null
@@ -95,13 +52,16 @@ chunks, cur = [], None
 for line in open(sys.argv[2]):
     m = re.search(r"key \(FIRST_CHUNK_TREE CHUNK_ITEM (\d+)\)", line)
     if m:
-        cur = [int(m.group(1)), 0, ""]
+        cur = [int(m.group(1)), 0, "?", set()]
         chunks.append(cur)
         continue
     m = re.search(r"^\s+length (\d+) owner .* type (\S+)", line)
     if m and cur:
         cur[1], cur[2] = int(m.group(1)), m.group(2)
-seen, key = set(), None
+    m = re.search(r"stripe \d+ devid (\d+) offset", line)
+    if m and cur:
+        cur[3].add(int(m.group(1)))
+key = None
 for line in open(sys.argv[3]):
     m = re.search(r"key \((\d+) EXTENT_ITEM (\d+)\)", line)
     if m:
@@ -110,12 +70,35 @@ for line in open(sys.argv[3]):
     m = re.search(r"refs \d+ gen (\d+)", line)
     if m and key is not None:
         if int(m.group(1)) > gen:
-            for start, length, typ in chunks:
-                if start <= key < start + length:
-                    seen.add(typ)
+            held = [c for c in chunks if c[0] <= key < c[0] + c[1]]
+            start, _, typ, devs = held[0] if held else (0, 0, "none", set())
+            print(key, m.group(1), start, typ, ",".join(map(str, sorted(devs))) or "-")
         key = None
-print("\n".join(sorted(seen)))
 PY
+}
+
+# new_extents_off_missing GEN DEVIDS IMG...: no extent allocated after GEN
+# lies in a chunk with a stripe on one of DEVIDS (comma separated); prints
+# how many extents were allocated after GEN, and fails on the first one
+# that went into such a chunk.
+new_extents_off_missing() {
+	local gen=$1 devids=$2 key egen chunk typ devs n=0
+	shift 2
+	new_extents "$gen" "$@" >"$T/new" || return 1
+	while read -r key egen chunk typ devs; do
+		n=$((n + 1))
+		if grep -qxF -f <(tr , '\n' <<<"$devids") <(tr , '\n' <<<"$devs"); then
+			echo "extent $key (gen $egen) lies in chunk $chunk, which has a stripe on missing device(s) of $devids ($devs)"
+			return 1
+		fi
+	done <"$T/new"
+	echo "$n"
+}
+
+# new_extents_profiles GEN IMG...: the types (e.g. Data|RAID1) of the
+# chunks holding extents allocated after GEN, one a line.
+new_extents_profiles() {
+	new_extents "$@" | awk '{ print $4 }' | sort -u
 }
 
 # degraded_cycle N MKFS_OPTS MISSING...: N images made with MKFS_OPTS, files
