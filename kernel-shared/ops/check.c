@@ -38,8 +38,85 @@ void mfs_check_free(struct mfs_check_ctl *ctl)
 
 /* ---------------- phase 1: superblocks ---------------- */
 
+static void check_warning(struct mfs_check_ctl *ctl, const char *fmt, ...)
+{
+	char buf[1536];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	ctl->warnings++;
+	if (ctl->warn)
+		ctl->warn(ctl->arg, buf);
+}
+
+/*
+ * The generation of superblock copy m of dev, 0 when it is missing or bad
+ * or belongs to another filesystem.
+ */
+static u64 copy_generation(struct mfs_fs_info *fs, struct mfs_device *dev, int m)
+{
+	struct mfs_super_block sb;
+
+	if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > dev->total_bytes ||
+	    mfs_read_super_copy(dev->io, m, &sb) ||
+	    memcmp(sb.fsid, fs->fsid, MFS_FSID_SIZE))
+		return 0;
+	return le64_to_cpu(sb.generation);
+}
+
+/*
+ * Was the last commit cut short while writing superblocks? Then some
+ * present member still holds a copy one generation behind.
+ */
+static bool supers_interrupted(struct mfs_fs_info *fs)
+{
+	int i, m;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		if (dev->missing)
+			continue;
+		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
+			u64 gen = copy_generation(fs, dev, m);
+
+			if (gen && gen + 1 == fs->generation)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A copy that was never written: an error, unless the last commit was
+ * interrupted in its superblock writes and another copy on the same device
+ * is current. That is a device joining in that commit (its copies go out
+ * before the others', so a crash can land some of them only), and the
+ * next commit writes the rest.
+ */
+static void missing_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+			 struct mfs_device *dev, int m, bool interrupted)
+{
+	int other;
+
+	for (other = 0; interrupted && other < MFS_SUPER_MIRROR_MAX; other++) {
+		if (other == m || copy_generation(fs, dev, other) != fs->generation)
+			continue;
+		check_warning(ctl, "superblock copy %d at %llu on device %llu (%s) is not written yet: the last commit was interrupted writing superblocks; the next commit writes it",
+			      m, (unsigned long long)mfs_sb_offset(m),
+			      (unsigned long long)dev->devid, dev->path);
+		return;
+	}
+	problem(ctl, "superblock copy %d at %llu on device %llu (%s) is missing",
+		m, (unsigned long long)mfs_sb_offset(m), (unsigned long long)dev->devid,
+		dev->path);
+}
+
 int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 {
+	bool interrupted = supers_interrupted(fs);
 	struct mfs_super_block sb;
 	int i, m, ret;
 
@@ -59,9 +136,7 @@ int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 				break;
 			ret = mfs_read_super_copy(dev->io, m, &sb);
 			if (ret == -ENOENT) {
-				problem(ctl, "superblock copy %d at %llu on device %llu (%s) is missing",
-					m, (unsigned long long)off, (unsigned long long)dev->devid,
-					dev->path);
+				missing_copy(fs, ctl, dev, m, interrupted);
 				continue;
 			}
 			if (ret) {
@@ -80,17 +155,11 @@ int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 			 * leaves copies one generation behind: the filesystem is
 			 * consistent and the next commit rewrites them.
 			 */
-			if (le64_to_cpu(sb.generation) + 1 == fs->generation) {
-				char msg[256];
-
-				snprintf(msg, sizeof(msg),
-					 "superblock copy %d on device %llu (%s) is one generation behind (%llu); the next commit rewrites it",
-					 m, (unsigned long long)dev->devid, dev->path,
-					 (unsigned long long)le64_to_cpu(sb.generation));
-				ctl->warnings++;
-				if (ctl->warn)
-					ctl->warn(ctl->arg, msg);
-			} else if (le64_to_cpu(sb.generation) != fs->generation)
+			if (le64_to_cpu(sb.generation) + 1 == fs->generation)
+				check_warning(ctl, "superblock copy %d on device %llu (%s) is one generation behind (%llu); the next commit rewrites it",
+					      m, (unsigned long long)dev->devid, dev->path,
+					      (unsigned long long)le64_to_cpu(sb.generation));
+			else if (le64_to_cpu(sb.generation) != fs->generation)
 				problem(ctl, "superblock copy %d on device %llu (%s) has generation %llu, expected %llu",
 					m, (unsigned long long)dev->devid, dev->path,
 					(unsigned long long)le64_to_cpu(sb.generation),
