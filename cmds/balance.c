@@ -75,6 +75,109 @@ static int parse_u64(const char *s, u64 *v)
 	return *end || errno ? -EINVAL : 0;
 }
 
+/* usage=MAX or usage=MIN..MAX, percents */
+static int parse_usage(const char *val, struct mfs_ioctl_balance_filter *f)
+{
+	u64 a = 0, b;
+
+	if (strstr(val, "..") ? parse_range(val, &a, &b) : parse_u64(val, &b))
+		return -EINVAL;
+	if (b > 100)
+		return -EINVAL;
+	f->usage_min = a;
+	f->usage_max = b;
+	return 0;
+}
+
+/* A byte range MIN..MAX with either end optional, as in btrfs. */
+static int parse_byte_range(const char *val, u64 *start, u64 *end)
+{
+	if (!strstr(val, "..") || parse_range(val, start, end))
+		return -EINVAL;
+	return 0;
+}
+
+/* limit=N or limit=MIN..MAX chunks */
+static int parse_limit(const char *val, struct mfs_ioctl_balance_filter *f)
+{
+	if (strstr(val, ".."))
+		return parse_range(val, &f->limit_min, &f->limit_max);
+	return parse_u64(val, &f->limit_max);
+}
+
+static int parse_stripes(const char *val, struct mfs_ioctl_balance_filter *f)
+{
+	u64 a, b;
+
+	if (parse_range(val, &a, &b) || b > UINT32_MAX)
+		return -EINVAL;
+	f->stripes_min = a;
+	f->stripes_max = b;
+	return 0;
+}
+
+static int parse_convert(const char *val, struct mfs_ioctl_balance_filter *f)
+{
+	u64 bit;
+
+	if (mfs_parse_profile(val, &bit)) {
+		error("invalid convert argument: %s (valid: %s)", val, mfs_profile_names());
+		return -EINVAL;
+	}
+	f->target = mfs_profile_to_filter_bit(bit);
+	return 0;
+}
+
+/*
+ * One NAME=VALUE (or NAME) of a filter list into f. The value checks
+ * print their own message; the others share "invalid NAME argument".
+ */
+static int parse_one_filter(const char *tok, const char *val, struct mfs_ioctl_balance_filter *f)
+{
+	int ret;
+
+	if (!strcmp(tok, "soft") && !val) {
+		f->flags |= MFS_BALANCE_ARGS_SOFT;
+		return 0;
+	}
+	if (!val) {
+		error("unrecognized balance option: %s", tok);
+		return -EINVAL;
+	}
+	if (!strcmp(tok, "convert")) {
+		f->flags |= MFS_BALANCE_ARGS_CONVERT;
+		return parse_convert(val, f);
+	}
+	if (!strcmp(tok, "profiles")) {
+		f->flags |= MFS_BALANCE_ARGS_PROFILES;
+		ret = parse_profiles(val, &f->profiles);
+	} else if (!strcmp(tok, "usage")) {
+		f->flags |= MFS_BALANCE_ARGS_USAGE;
+		ret = parse_usage(val, f);
+	} else if (!strcmp(tok, "devid")) {
+		f->flags |= MFS_BALANCE_ARGS_DEVID;
+		ret = parse_u64(val, &f->devid) || !f->devid ? -EINVAL : 0;
+	} else if (!strcmp(tok, "drange")) {
+		f->flags |= MFS_BALANCE_ARGS_DRANGE;
+		ret = parse_byte_range(val, &f->pstart, &f->pend);
+	} else if (!strcmp(tok, "vrange")) {
+		f->flags |= MFS_BALANCE_ARGS_VRANGE;
+		ret = parse_byte_range(val, &f->vstart, &f->vend);
+	} else if (!strcmp(tok, "limit")) {
+		f->flags |= MFS_BALANCE_ARGS_LIMIT;
+		ret = parse_limit(val, f);
+	} else if (!strcmp(tok, "stripes")) {
+		f->flags |= MFS_BALANCE_ARGS_STRIPES;
+		ret = parse_stripes(val, f);
+	} else {
+		error("unrecognized balance option: %s", tok);
+		return -EINVAL;
+	}
+	if (ret)
+		error("invalid %s argument: %s", tok, val);
+	return ret ? -EINVAL : 0;
+}
+
 int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *f)
 {
 	char *copy, *tok, *save = NULL;
@@ -84,90 +187,14 @@ int mfs_parse_balance_filters(const char *arg, struct mfs_ioctl_balance_filter *
 	if (!arg || !*arg)
 		return 0;
 	copy = strdup(arg);
+	if (!copy)
+		return -ENOMEM;
 	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
 		char *val = strchr(tok, '=');
-		u64 a, b;
 
 		if (val)
 			*val++ = 0;
-		if (!strcmp(tok, "profiles") && val) {
-			if (parse_profiles(val, &f->profiles)) {
-				error("invalid profiles argument: %s", val);
-				ret = -EINVAL;
-			}
-			f->flags |= MFS_BALANCE_ARGS_PROFILES;
-		} else if (!strcmp(tok, "usage") && val) {
-			if (strstr(val, "..")) {
-				if (parse_range(val, &a, &b) || b > 100) {
-					error("invalid usage argument: %s", val);
-					ret = -EINVAL;
-				}
-			} else if (parse_u64(val, &b) || b > 100) {
-				error("invalid usage argument: %s", val);
-				ret = -EINVAL;
-			} else {
-				a = 0;
-			}
-			f->usage_min = a;
-			f->usage_max = b;
-			f->flags |= MFS_BALANCE_ARGS_USAGE;
-		} else if (!strcmp(tok, "devid") && val) {
-			if (parse_u64(val, &f->devid) || !f->devid) {
-				error("invalid devid argument: %s", val);
-				ret = -EINVAL;
-			}
-			f->flags |= MFS_BALANCE_ARGS_DEVID;
-		} else if (!strcmp(tok, "drange") && val) {
-			/* a byte range is MIN..MAX with either end optional, as in btrfs */
-			if (!strstr(val, "..") || parse_range(val, &f->pstart, &f->pend)) {
-				error("invalid drange argument: %s", val);
-				ret = -EINVAL;
-			}
-			if (!strstr(val, ".."))
-				f->pend = f->pstart + 1;
-			f->flags |= MFS_BALANCE_ARGS_DRANGE;
-		} else if (!strcmp(tok, "vrange") && val) {
-			if (!strstr(val, "..") || parse_range(val, &f->vstart, &f->vend)) {
-				error("invalid vrange argument: %s", val);
-				ret = -EINVAL;
-			}
-			if (!strstr(val, ".."))
-				f->vend = f->vstart + 1;
-			f->flags |= MFS_BALANCE_ARGS_VRANGE;
-		} else if (!strcmp(tok, "convert") && val) {
-			u64 bit;
-
-			if (mfs_parse_profile(val, &bit)) {
-				error("invalid convert argument: %s (valid: %s)", val,
-				      mfs_profile_names());
-				ret = -EINVAL;
-			}
-			f->target = mfs_profile_to_filter_bit(bit);
-			f->flags |= MFS_BALANCE_ARGS_CONVERT;
-		} else if (!strcmp(tok, "soft") && !val) {
-			f->flags |= MFS_BALANCE_ARGS_SOFT;
-		} else if (!strcmp(tok, "limit") && val) {
-			if (strstr(val, "..")) {
-				if (parse_range(val, &f->limit_min, &f->limit_max))
-					ret = -EINVAL;
-			} else if (parse_u64(val, &f->limit_max)) {
-				ret = -EINVAL;
-			}
-			if (ret)
-				error("invalid limit argument: %s", val);
-			f->flags |= MFS_BALANCE_ARGS_LIMIT;
-		} else if (!strcmp(tok, "stripes") && val) {
-			if (parse_range(val, &a, &b) || b > UINT32_MAX) {
-				error("invalid stripes argument: %s", val);
-				ret = -EINVAL;
-			}
-			f->stripes_min = a;
-			f->stripes_max = b;
-			f->flags |= MFS_BALANCE_ARGS_STRIPES;
-		} else {
-			error("unrecognized balance option: %s", tok);
-			ret = -EINVAL;
-		}
+		ret = parse_one_filter(tok, val, f);
 	}
 	free(copy);
 	if (!ret && (f->flags & MFS_BALANCE_ARGS_DRANGE) && !(f->flags & MFS_BALANCE_ARGS_DEVID)) {

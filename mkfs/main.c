@@ -330,6 +330,49 @@ static int parse_u32_size(const char *what, const char *arg, u32 *out)
 	return 0;
 }
 
+/*
+ * An option whose value is checked here (profiles, label, uuid, sizes,
+ * checksum): 0, -EINVAL after the error message, -ENOENT for no such option.
+ */
+static int parse_value_option(int c, const char *arg, struct mkfs_opts *o)
+{
+	switch (c) {
+	case 'd':
+		o->data_set = true;
+		return parse_profile_arg("data", arg, &o->data_profile) ? -EINVAL : 0;
+	case 'm':
+		o->meta_set = true;
+		return parse_profile_arg("metadata", arg, &o->meta_profile) ? -EINVAL : 0;
+	case 'L':
+		o->label = arg;
+		return check_label(arg) ? -EINVAL : 0;
+	case 'U':
+		if (uuid_parse(arg, o->fsid)) {
+			error("could not parse UUID: %s", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'n':
+		return parse_u32_size("nodesize", arg, &o->nodesize) ? -EINVAL : 0;
+	case 's':
+		return parse_u32_size("sectorsize", arg, &o->sectorsize) ? -EINVAL : 0;
+	case 'b':
+		if (parse_size(arg, &o->byte_count) || !o->byte_count) {
+			error("invalid byte count: %s", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_CSUM:
+		o->csum_type = mfs_csum_parse(arg);
+		if (o->csum_type < 0) {
+			error("unknown checksum type %s (valid: crc32c, xxhash, sha256, blake2)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* The options: 0 to go on, 1 to exit 0 (-V, -O list-all), -1 after an error. */
 static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **argv,
 			      struct mkfs_opts *o)
@@ -354,53 +397,10 @@ static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **arg
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "d:m:L:U:n:s:b:O:r:fKqvV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd':
-			if (parse_profile_arg("data", optarg, &o->data_profile))
-				return -1;
-			o->data_set = true;
-			break;
-		case 'm':
-			if (parse_profile_arg("metadata", optarg, &o->meta_profile))
-				return -1;
-			o->meta_set = true;
-			break;
-		case 'L':
-			if (check_label(optarg))
-				return -1;
-			o->label = optarg;
-			break;
-		case 'U':
-			if (uuid_parse(optarg, o->fsid)) {
-				error("could not parse UUID: %s", optarg);
-				return -1;
-			}
-			break;
-		case 'n':
-			if (parse_u32_size("nodesize", optarg, &o->nodesize))
-				return -1;
-			break;
-		case 's':
-			if (parse_u32_size("sectorsize", optarg, &o->sectorsize))
-				return -1;
-			break;
-		case 'b':
-			if (parse_size(optarg, &o->byte_count) || !o->byte_count) {
-				error("invalid byte count: %s", optarg);
-				return -1;
-			}
-			break;
-		case OPT_CSUM:
-			o->csum_type = mfs_csum_parse(optarg);
-			if (o->csum_type < 0) {
-				error("unknown checksum type %s (valid: crc32c, xxhash, sha256, blake2)",
-				      optarg);
-				return -1;
-			}
-			break;
 		case 'O':
 			if (strcmp(optarg, "list-all") == 0) {
 				list_features();
@@ -430,7 +430,11 @@ static int parse_mkfs_options(const struct cmd_struct *cmd, int argc, char **arg
 		case OPT_HELP:
 			usage(cmd, 0);
 		default:
-			usage_unknown_option(cmd, argv);
+			ret = parse_value_option(c, optarg, o);
+			if (ret == -ENOENT)
+				usage_unknown_option(cmd, argv);
+			if (ret)
+				return -1;
 		}
 	}
 	return 0;
