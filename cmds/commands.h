@@ -16,6 +16,7 @@ extern const struct cmd_struct cmd_struct_device_replace;
 #define cmd_struct_balance_group (cmd_struct_balance)
 extern const struct cmd_struct cmd_struct_umount;
 extern const struct cmd_struct cmd_struct_monitor;
+extern const struct cmd_struct cmd_struct_restore;
 
 int cmd_mkfs_main(int argc, char **argv);
 /* check as fsck.mfs: fsck(8) exit codes and options */
