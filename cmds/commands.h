@@ -17,6 +17,7 @@ extern const struct cmd_struct cmd_struct_device_replace;
 extern const struct cmd_struct cmd_struct_umount;
 extern const struct cmd_struct cmd_struct_monitor;
 extern const struct cmd_struct cmd_struct_restore;
+extern const struct cmd_struct cmd_struct_rescue;
 
 int cmd_mkfs_main(int argc, char **argv);
 /* check as fsck.mfs: fsck(8) exit codes and options */

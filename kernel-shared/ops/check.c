@@ -16,17 +16,39 @@
 
 #define problem mfs_check_problem
 
-void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
+/* A problem (counted as an error) or a warning, formatted, to the caller. */
+static void emit(struct mfs_check_ctl *ctl, bool warn, const char *fmt, va_list ap)
 {
 	char buf[1536];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	if (warn) {
+		ctl->warnings++;
+		if (ctl->warn)
+			ctl->warn(ctl->arg, buf);
+		return;
+	}
 	ctl->errors++;
 	if (ctl->report)
 		ctl->report(ctl->arg, buf);
+}
+
+void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit(ctl, false, fmt, ap);
+	va_end(ap);
+}
+
+static void check_warning(struct mfs_check_ctl *ctl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit(ctl, true, fmt, ap);
+	va_end(ap);
 }
 
 void mfs_check_free(struct mfs_check_ctl *ctl)
@@ -38,53 +60,22 @@ void mfs_check_free(struct mfs_check_ctl *ctl)
 
 /* ---------------- phase 1: superblocks ---------------- */
 
-static void check_warning(struct mfs_check_ctl *ctl, const char *fmt, ...)
-{
-	char buf[1536];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	ctl->warnings++;
-	if (ctl->warn)
-		ctl->warn(ctl->arg, buf);
-}
-
-/*
- * The generation of superblock copy m of dev, 0 when it is missing or bad
- * or belongs to another filesystem.
- */
-static u64 copy_generation(struct mfs_fs_info *fs, struct mfs_device *dev, int m)
-{
-	struct mfs_super_block sb;
-
-	if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > dev->total_bytes ||
-	    mfs_read_super_copy(dev->io, m, &sb) ||
-	    memcmp(sb.fsid, fs->fsid, MFS_FSID_SIZE))
-		return 0;
-	return le64_to_cpu(sb.generation);
-}
-
 /*
  * Was the last commit cut short while writing superblocks? Then some
  * present member still holds a copy one generation behind.
  */
 static bool supers_interrupted(struct mfs_fs_info *fs)
 {
-	int i, m;
+	struct mfs_super_block sb;
+	int i, m, err;
 
 	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-
-		if (dev->missing)
+		if (fs->devices[i]->missing)
 			continue;
-		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
-			u64 gen = copy_generation(fs, dev, m);
-
-			if (gen && gen + 1 == fs->generation)
+		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++)
+			if (mfs_super_copy_state(fs, fs->devices[i], m, &sb, &err) ==
+			    MFS_SB_COPY_BEHIND)
 				return true;
-		}
 	}
 	return false;
 }
@@ -99,10 +90,11 @@ static bool supers_interrupted(struct mfs_fs_info *fs)
 static void missing_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 			 struct mfs_device *dev, int m, bool interrupted)
 {
-	int other;
+	struct mfs_super_block sb;
+	int other, err;
 
 	for (other = 0; interrupted && other < MFS_SUPER_MIRROR_MAX; other++) {
-		if (other == m || copy_generation(fs, dev, other) != fs->generation)
+		if (other == m || mfs_super_copy_state(fs, dev, other, &sb, &err) != MFS_SB_COPY_OK)
 			continue;
 		check_warning(ctl, "superblock copy %d at %llu on device %llu (%s) is not written yet: the last commit was interrupted writing superblocks; the next commit writes it",
 			      m, (unsigned long long)mfs_sb_offset(m),
@@ -114,11 +106,55 @@ static void missing_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		dev->path);
 }
 
+/* Copy m of dev, reported by its state. */
+static void check_super_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+			     struct mfs_device *dev, int m, bool interrupted)
+{
+	unsigned long long devid = dev->devid;
+	struct mfs_super_block sb;
+	int err;
+
+	switch (mfs_super_copy_state(fs, dev, m, &sb, &err)) {
+	case MFS_SB_COPY_OK:
+	case MFS_SB_COPY_BEYOND:
+		break;
+	case MFS_SB_COPY_MISSING:
+		missing_copy(fs, ctl, dev, m, interrupted);
+		break;
+	case MFS_SB_COPY_CORRUPT:
+		problem(ctl, "superblock copy %d at %llu on device %llu (%s) is corrupt: %s",
+			m, (unsigned long long)mfs_sb_offset(m), devid, dev->path,
+			err == -EUCLEAN ? "checksum or field mismatch" : strerror(-err));
+		break;
+	case MFS_SB_COPY_FOREIGN:
+		problem(ctl, "superblock copy %d on device %llu belongs to another filesystem",
+			m, devid);
+		break;
+	/*
+	 * A crash between the superblock writes of one commit leaves copies
+	 * one generation behind: the filesystem is consistent and the next
+	 * commit rewrites them.
+	 */
+	case MFS_SB_COPY_BEHIND:
+		check_warning(ctl, "superblock copy %d on device %llu (%s) is one generation behind (%llu); the next commit rewrites it",
+			      m, devid, dev->path, (unsigned long long)le64_to_cpu(sb.generation));
+		break;
+	case MFS_SB_COPY_OTHER_GEN:
+		problem(ctl, "superblock copy %d on device %llu (%s) has generation %llu, expected %llu",
+			m, devid, dev->path, (unsigned long long)le64_to_cpu(sb.generation),
+			(unsigned long long)fs->generation);
+		break;
+	case MFS_SB_COPY_WRONG_DEVID:
+		problem(ctl, "superblock copy %d on %s names devid %llu, expected %llu",
+			m, dev->path, (unsigned long long)le64_to_cpu(sb.dev_item.devid), devid);
+		break;
+	}
+}
+
 int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 {
 	bool interrupted = supers_interrupted(fs);
-	struct mfs_super_block sb;
-	int i, m, ret;
+	int i, m;
 
 	for (i = 0; i < fs->nr_problems; i++)
 		problem(ctl, "%s", fs->problems[i]);
@@ -129,46 +165,8 @@ int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 			problem(ctl, "device %llu is missing", (unsigned long long)dev->devid);
 			continue;
 		}
-		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
-			u64 off = mfs_sb_offset(m);
-
-			if (off + MFS_SUPER_INFO_SIZE > dev->total_bytes)
-				break;
-			ret = mfs_read_super_copy(dev->io, m, &sb);
-			if (ret == -ENOENT) {
-				missing_copy(fs, ctl, dev, m, interrupted);
-				continue;
-			}
-			if (ret) {
-				problem(ctl, "superblock copy %d at %llu on device %llu (%s) is corrupt: %s",
-					m, (unsigned long long)off, (unsigned long long)dev->devid,
-					dev->path, ret == -EUCLEAN ? "checksum or field mismatch" : strerror(-ret));
-				continue;
-			}
-			if (memcmp(sb.fsid, fs->fsid, MFS_FSID_SIZE)) {
-				problem(ctl, "superblock copy %d on device %llu belongs to another filesystem",
-					m, (unsigned long long)dev->devid);
-				continue;
-			}
-			/*
-			 * A crash between the superblock writes of one commit
-			 * leaves copies one generation behind: the filesystem is
-			 * consistent and the next commit rewrites them.
-			 */
-			if (le64_to_cpu(sb.generation) + 1 == fs->generation)
-				check_warning(ctl, "superblock copy %d on device %llu (%s) is one generation behind (%llu); the next commit rewrites it",
-					      m, (unsigned long long)dev->devid, dev->path,
-					      (unsigned long long)le64_to_cpu(sb.generation));
-			else if (le64_to_cpu(sb.generation) != fs->generation)
-				problem(ctl, "superblock copy %d on device %llu (%s) has generation %llu, expected %llu",
-					m, (unsigned long long)dev->devid, dev->path,
-					(unsigned long long)le64_to_cpu(sb.generation),
-					(unsigned long long)fs->generation);
-			if (le64_to_cpu(sb.dev_item.devid) != dev->devid)
-				problem(ctl, "superblock copy %d on %s names devid %llu, expected %llu",
-					m, dev->path, (unsigned long long)le64_to_cpu(sb.dev_item.devid),
-					(unsigned long long)dev->devid);
-		}
+		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++)
+			check_super_copy(fs, ctl, dev, m, interrupted);
 	}
 	if (le64_to_cpu(fs->super.num_devices) != (u64)fs->nr_devices)
 		problem(ctl, "superblock says %llu devices, the chunk tree has %d",

@@ -95,6 +95,34 @@ int mfs_read_super_copy(struct mfs_io_dev *io, int mirror, struct mfs_super_bloc
 	return mfs_check_super(sb, off);
 }
 
+enum mfs_sb_copy_state mfs_super_copy_state(struct mfs_fs_info *fs, struct mfs_device *dev, int m,
+					    struct mfs_super_block *sb, int *err)
+{
+	u64 gen;
+	int ret;
+
+	*err = 0;
+	if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+		return MFS_SB_COPY_BEYOND;
+	ret = mfs_read_super_copy(dev->io, m, sb);
+	if (ret == -ENOENT)
+		return MFS_SB_COPY_MISSING;
+	if (ret) {
+		*err = ret;
+		return MFS_SB_COPY_CORRUPT;
+	}
+	if (memcmp(sb->fsid, fs->fsid, MFS_FSID_SIZE))
+		return MFS_SB_COPY_FOREIGN;
+	gen = le64_to_cpu(sb->generation);
+	if (gen + 1 == fs->generation)
+		return MFS_SB_COPY_BEHIND;
+	if (gen != fs->generation)
+		return MFS_SB_COPY_OTHER_GEN;
+	if (le64_to_cpu(sb->dev_item.devid) != dev->devid)
+		return MFS_SB_COPY_WRONG_DEVID;
+	return MFS_SB_COPY_OK;
+}
+
 int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirror)
 {
 	struct mfs_super_block tmp;

@@ -13,6 +13,24 @@ int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirro
 /* Structural checks on a superblock read from bytenr (untrusted input). */
 int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr);
 void mfs_csum_super(struct mfs_super_block *sb);
+/* What one superblock copy of an open filesystem's member holds. */
+enum mfs_sb_copy_state {
+	MFS_SB_COPY_OK,
+	MFS_SB_COPY_BEHIND,		/* one generation behind (a commit cut short) */
+	MFS_SB_COPY_OTHER_GEN,		/* any other generation but the filesystem's */
+	MFS_SB_COPY_WRONG_DEVID,	/* names another devid */
+	MFS_SB_COPY_MISSING,		/* never written: no mfs magic there */
+	MFS_SB_COPY_CORRUPT,		/* checksum or field mismatch, or unreadable */
+	MFS_SB_COPY_FOREIGN,		/* another filesystem's */
+	MFS_SB_COPY_BEYOND,		/* past the device's end: there is none */
+};
+/*
+ * The state of copy m on dev against fs (its fsid, generation, devid);
+ * sb gets the copy when it could be read, *err the read's error for
+ * MFS_SB_COPY_CORRUPT.
+ */
+enum mfs_sb_copy_state mfs_super_copy_state(struct mfs_fs_info *fs, struct mfs_device *dev, int m,
+					    struct mfs_super_block *sb, int *err);
 /* Write the superblock (all copies that fit) to every present device. */
 int mfs_write_all_supers(struct mfs_fs_info *fs);
 /*

@@ -31,8 +31,23 @@ sorted() {
 	printf '%s\n' "$@" | sort -u
 }
 
+# unique_prefix WORD WORD...: the shortest prefix (3 letters or more) of the
+# first word that none of the others starts with
+unique_prefix() {
+	local w=$1 n o ok
+	shift
+	for ((n = 3; n < ${#w}; n++)); do
+		ok=1
+		for o in "$@"; do
+			[ "$o" != "$w" ] && [ "${o:0:n}" = "${w:0:n}" ] && ok=0
+		done
+		[ $ok -eq 1 ] && break
+	done
+	echo "${w:0:n}"
+}
+
 @test "completion: every command and subcommand --help lists, prefixes resolved" {
-	local cmd line bad=""
+	local cmd line bad="" top
 
 	# the top level: the groups and commands of 'mfs --help'
 	run comp "mfs "
@@ -41,11 +56,13 @@ sorted() {
 		grep -qx -- "$cmd" <<<"$output" || bad+=" mfs:$cmd"
 	done
 	# each group's commands, also through an abbreviated group name
+	top=$(helptext commands | awk '$1 == "mfs" { print $2 }' | sort -u)
 	while read -r line; do
 		set -- $line
 		[ $# -eq 3 ] || continue
 		grep -qx -- "$3" <<<"$(comp "mfs $2 ")" || bad+=" [$line]"
-		grep -qx -- "$3" <<<"$(comp "mfs ${2:0:3} ")" || bad+=" [abbreviated: $line]"
+		grep -qx -- "$3" <<<"$(comp "mfs $(unique_prefix "$2" $top) ")" ||
+			bad+=" [abbreviated: $line]"
 	done < <(helptext commands)
 	[ -z "$bad" ] || { echo "not offered:$bad" >&2; return 1; }
 
