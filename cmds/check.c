@@ -9,6 +9,7 @@
 #include "common/messages.h"
 #include "common/open.h"
 #include "kernel-shared/ops/check.h"
+#include "kernel-shared/ops/open.h"
 #include "kernel-shared/tree/disk-io.h"
 
 static const char * const cmd_check_usage[] = {
@@ -18,8 +19,9 @@ static const char * const cmd_check_usage[] = {
 	"Other member devices are found by scanning; image files can be listed.",
 	"",
 	OPTLINE("--readonly", "run in read-only mode (default)"),
+	OPTLINE("--repair", "repair what has a trustworthy source: superblock and tree block copies, block group used bytes; asks first"),
 	OPTLINE("-s|--super N", "use superblock copy N (0, 1 or 2)"),
-	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent)"),
+	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair, do not ask"),
 	OPTLINE("--check-data-csum", "also verify every copy of every data sector"),
 	OPTLINE("-q|--quiet", "print only errors and the summary"),
 	NULL
@@ -37,6 +39,12 @@ static void report_warning(void *arg, const char *msg)
 	warning("%s", msg);
 }
 
+static void report_fix(void *arg, const char *msg)
+{
+	(void)arg;
+	printf("[repair] %s\n", msg);
+}
+
 enum { EXIT_CLEAN = 0, EXIT_ERRORS, EXIT_CANNOT_RUN };
 
 struct check_opts {
@@ -44,6 +52,8 @@ struct check_opts {
 	bool force;
 	bool quiet;
 	bool data_csum;
+	bool repair;
+	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
 };
 
 static void phase(const struct check_opts *o, int n, const char *what)
@@ -52,22 +62,122 @@ static void phase(const struct check_opts *o, int n, const char *what)
 		fprintf(stderr, "[%d/%d] %s\n", n, o->data_csum ? 6 : 5, what);
 }
 
-/* Runs the phases; returns EXIT_CLEAN, EXIT_ERRORS or EXIT_CANNOT_RUN. */
-static int run_check(const struct check_opts *o, char **devs, int ndevs)
+/* Phases 1 to 5 (6 with --check-data-csum); 0 or the -errno that stopped them. */
+static int run_phases(struct mfs_fs_info *fs, const struct check_opts *o,
+		      struct mfs_check_ctl *ctl)
 {
-	struct mfs_check_ctl ctl = { .report = report_problem, .warn = report_warning };
-	struct mfs_fs_info *fs;
+	static const struct {
+		const char *what;
+		int (*fn)(struct mfs_fs_info *, struct mfs_check_ctl *);
+	} phases[] = {
+		{ "checking superblocks", mfs_check_supers },
+		{ "checking chunks and device extents", mfs_check_chunks },
+		{ "checking tree blocks", mfs_check_trees },
+		{ "checking extents and block groups", mfs_check_extents },
+		{ "checking fs tree", mfs_check_fs_tree },
+		{ "checking data checksums", mfs_check_data_csums },
+	};
+	int i, n = o->data_csum ? 6 : 5, ret = 0;
+
+	for (i = 0; i < n && !ret; i++) {
+		phase(o, i + 1, phases[i].what);
+		ret = phases[i].fn(fs, ctl);
+	}
+	return ret;
+}
+
+static void print_summary(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl)
+{
+	printf("found %llu bytes used, %s\n",
+	       (unsigned long long)le64_to_cpu(fs->super.bytes_used),
+	       ctl->errors ? "error(s) found" : "no error found");
+	printf("total csum bytes: %llu\n", (unsigned long long)ctl->csum_bytes);
+	printf("total tree bytes: %llu\n", (unsigned long long)ctl->tree_bytes);
+	printf("total data bytes: %llu\n", (unsigned long long)ctl->data_bytes);
+	if (ctl->errors)
+		printf("%llu error(s) found\n", (unsigned long long)ctl->errors);
+}
+
+/*
+ * --repair, after a check (read-only) that found errors: refused where the
+ * open had to skip structures or a member is missing, and nothing to do
+ * when no fix has a trustworthy source. True when it goes no further.
+ */
+static bool repair_refused(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		if (fs->devices[i]->missing) {
+			error("cannot repair with device %llu missing: nothing was written",
+			      (unsigned long long)fs->devices[i]->devid);
+			return true;
+		}
+	}
+	if (fs->nr_problems) {
+		error("cannot repair: the filesystem could not be opened whole (see above); nothing was written");
+		return true;
+	}
+	if (!ctl->nr_fixes) {
+		printf("no error found can be repaired safely; nothing was written\n");
+		return true;
+	}
+	return false;
+}
+
+static int open_fs(const struct check_opts *o, char **devs, int ndevs, bool writable,
+		   struct mfs_fs_info **fs)
+{
 	unsigned int flags = MFS_OPEN_PARTIAL;
-	char uuid[37];
+
+	if (writable)
+		flags |= MFS_OPEN_WRITABLE;
+	else if (o->force && !o->repair)
+		flags |= MFS_OPEN_NO_EXCL;
+	return mfs_open_for_cmd_mirror((const char * const *)devs, ndevs, flags,
+				       o->super_mirror, fs);
+}
+
+/* The fixes ctl recorded, on the filesystem opened writable: how many, or -errno. */
+static int apply_repair(const struct check_opts *o, char **devs, int ndevs,
+			struct mfs_check_ctl *ctl)
+{
+	struct mfs_fs_info *fs;
+	u64 applied = 0;
 	int ret;
 
-	if (o->force)
-		flags |= MFS_OPEN_NO_EXCL;
+	ret = open_fs(o, devs, ndevs, true, &fs);
+	if (ret)
+		return ret;
+	ret = mfs_check_repair(fs, ctl, report_fix, &applied);
+	if (ret)
+		error("repair stopped: %s", strerror(-ret));
+	if (mfs_close_fs(fs) && !ret) {
+		error("committing the repair failed");
+		ret = -EIO;
+	}
+	return ret ? ret : (int)applied;
+}
+
+/*
+ * Runs the phases on the filesystem opened read-only; with --repair and
+ * errors, applies the fixes on it opened writable and checks again.
+ * Returns EXIT_CLEAN, EXIT_ERRORS or EXIT_CANNOT_RUN; *repaired: the
+ * number of fixes applied.
+ */
+static int run_check(const struct check_opts *o, char **devs, int ndevs, int *repaired)
+{
+	struct mfs_check_ctl ctl = { .report = report_problem, .warn = report_warning,
+				     .repair = o->repair };
+	struct check_opts again = *o;
+	struct mfs_fs_info *fs;
+	char uuid[37];
+	int ret, unused;
+
+	*repaired = 0;
 	if (!o->quiet)
 		fprintf(stderr, "Opening filesystem to check...\n");
-	ret = mfs_open_for_cmd_mirror((const char * const *)devs, ndevs, flags,
-				      o->super_mirror, &fs);
-	if (ret)
+	if (open_fs(o, devs, ndevs, false, &fs))
 		return EXIT_CANNOT_RUN;
 	if (o->super_mirror >= 0 && !o->quiet)
 		printf("using SB copy %d, bytenr %llu\n", o->super_mirror,
@@ -78,45 +188,26 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs)
 		printf("UUID: %s\n", uuid);
 		fflush(stdout);
 	}
-	phase(o, 1, "checking superblocks");
-	ret = mfs_check_supers(fs, &ctl);
-	if (!ret) {
-		phase(o, 2, "checking chunks and device extents");
-		ret = mfs_check_chunks(fs, &ctl);
-	}
-	if (!ret) {
-		phase(o, 3, "checking tree blocks");
-		ret = mfs_check_trees(fs, &ctl);
-	}
-	if (!ret) {
-		phase(o, 4, "checking extents and block groups");
-		ret = mfs_check_extents(fs, &ctl);
-	}
-	if (!ret) {
-		phase(o, 5, "checking fs tree");
-		ret = mfs_check_fs_tree(fs, &ctl);
-	}
-	if (!ret && o->data_csum) {
-		phase(o, 6, "checking data checksums");
-		ret = mfs_check_data_csums(fs, &ctl);
-	}
-	if (ret) {
+	ret = run_phases(fs, o, &ctl);
+	if (ret)
 		error("check aborted: %s", strerror(-ret));
+	else
+		print_summary(fs, &ctl);
+	if (ret || !o->repair || !ctl.errors || repair_refused(fs, &ctl)) {
 		mfs_check_free(&ctl);
 		mfs_free_fs_info(fs);
-		return EXIT_CANNOT_RUN;
+		return ret ? EXIT_CANNOT_RUN : ctl.errors ? EXIT_ERRORS : EXIT_CLEAN;
 	}
-	printf("found %llu bytes used, %s\n",
-	       (unsigned long long)le64_to_cpu(fs->super.bytes_used),
-	       ctl.errors ? "error(s) found" : "no error found");
-	printf("total csum bytes: %llu\n", (unsigned long long)ctl.csum_bytes);
-	printf("total tree bytes: %llu\n", (unsigned long long)ctl.tree_bytes);
-	printf("total data bytes: %llu\n", (unsigned long long)ctl.data_bytes);
-	if (ctl.errors)
-		printf("%llu error(s) found\n", (unsigned long long)ctl.errors);
-	mfs_check_free(&ctl);
 	mfs_free_fs_info(fs);
-	return ctl.errors ? EXIT_ERRORS : EXIT_CLEAN;
+	ret = apply_repair(o, devs, ndevs, &ctl);
+	mfs_check_free(&ctl);
+	if (ret <= 0)
+		return EXIT_ERRORS;
+	*repaired = ret;
+	printf("Repaired %d problem(s); checking again\n", ret);
+	fflush(stdout);
+	again.repair = false;
+	return run_check(&again, devs, ndevs, &unused);
 }
 
 static int parse_mirror(const char *arg, int *out)
@@ -136,12 +227,30 @@ static int parse_mirror(const char *arg, int *out)
 	return 0;
 }
 
-enum { OPT_READONLY = 256, OPT_FORCE, OPT_CHECK_DATA_CSUM };
+enum { OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM };
+
+/* --repair without --force: the admin says yes first, as btrfs warns first. */
+static bool repair_confirmed(void)
+{
+	char answer[16];
+
+	fprintf(stderr,
+		"WARNING:\n\n"
+		"\t--repair writes to the devices. It repairs only what it has a good\n"
+		"\tsource for (another copy, sound extent items) and leaves the rest,\n"
+		"\tbut no fsck can repair every kind of damage: restore what you can\n"
+		"\t('mfs restore') before you go on if the data matters.\n\n"
+		"Do you want to continue? [y/N]: ");
+	if (!fgets(answer, sizeof(answer), stdin))
+		return false;
+	return answer[0] == 'y' || answer[0] == 'Y';
+}
 
 static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "readonly", no_argument, NULL, OPT_READONLY },
+		{ "repair", no_argument, NULL, OPT_REPAIR },
 		{ "super", required_argument, NULL, 's' },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "check-data-csum", no_argument, NULL, OPT_CHECK_DATA_CSUM },
@@ -149,11 +258,16 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct check_opts o = { .super_mirror = -1 };
-	int c, ret;
+	bool readonly = false;
+	int c, ret, repaired;
 
 	while ((c = getopt_long(argc, argv, "s:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_READONLY:
+			readonly = true;
+			break;
+		case OPT_REPAIR:
+			o.repair = true;
 			break;
 		case 's':
 			if (parse_mirror(optarg, &o.super_mirror))
@@ -174,7 +288,15 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	if (check_argc_min(argc - optind, 1))
 		return 1;
-	ret = run_check(&o, argv + optind, argc - optind);
+	if (o.repair && readonly) {
+		error("repair options are not compatible with --readonly");
+		return 1;
+	}
+	if (o.repair && !o.force && !repair_confirmed()) {
+		printf("Aborted; nothing was written\n");
+		return 1;
+	}
+	ret = run_check(&o, argv + optind, argc - optind, &repaired);
 	return ret == EXIT_CLEAN ? 0 : 1;
 }
 DEFINE_COMMAND(check, "check", cmd_check, cmd_check_usage, NULL, 0);
@@ -183,13 +305,13 @@ static const char * const cmd_fsck_usage[] = {
 	"fsck.mfs [-anpyfv] [-s N] <device>",
 	"",
 	"Check an unmounted filesystem, as fsck(8) runs it: 'mfs check' with",
-	"fsck's exit codes (0 clean, 4 errors left uncorrected, 8 operational",
-	"error, 16 usage error). Nothing is repaired yet.",
+	"fsck's exit codes (0 clean, 1 errors corrected, 4 errors left",
+	"uncorrected, 8 operational error, 16 usage error).",
 	"",
-	OPTLINE("-a", "repair without asking (accepted for boot scripts; nothing is repaired)"),
+	OPTLINE("-a", "repair without asking what 'mfs check --repair' repairs"),
 	OPTLINE("-p", "same as -a"),
-	OPTLINE("-y", "answer yes to every question (accepted; nothing is repaired)"),
-	OPTLINE("-n", "check only (the default)"),
+	OPTLINE("-y", "same as -a"),
+	OPTLINE("-n", "check only, write nothing (the default)"),
 	OPTLINE("-f", "check even if the filesystem seems clean (always done)"),
 	OPTLINE("-v", "print the phases and the summary"),
 	OPTLINE("-s N", "use superblock copy N (0, 1 or 2)"),
@@ -203,21 +325,29 @@ static const struct cmd_struct fsck_helper = {
 };
 
 /*
- * fsck.mfs: the same check with fsck(8) conventions. Repair options are
- * accepted so boot scripts work, but nothing is repaired yet.
- * Exit: 0 clean, 4 errors left uncorrected, 8 operational error, 16 usage.
+ * fsck.mfs: the same check with fsck(8) conventions; -a, -p and -y repair
+ * without asking, -n (the default) writes nothing.
+ * Exit: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8
+ * operational error, 16 usage.
  */
 int cmd_fsck_main(int argc, char **argv)
 {
 	struct check_opts o = { .super_mirror = -1, .quiet = true };
-	int c, ret;
+	bool no = false;
+	int c, ret, repaired;
 
 	if (mfs_help_requested(argc, argv))
 		usage(&fsck_helper, 0);
 	opterr = 0;
 	while ((c = getopt(argc, argv, "anpyfvs:")) != -1) {
 		switch (c) {
-		case 'a': case 'n': case 'p': case 'y': case 'f':
+		case 'a': case 'p': case 'y':
+			o.repair = true;
+			break;
+		case 'n':
+			no = true;
+			break;
+		case 'f':
 			break;
 		case 'v':
 			o.quiet = false;
@@ -235,8 +365,10 @@ int cmd_fsck_main(int argc, char **argv)
 		fprintf(stderr, "usage: %s\n", cmd_fsck_usage[0]);
 		return 16;
 	}
-	ret = run_check(&o, argv + optind, argc - optind);
+	if (no)
+		o.repair = false;
+	ret = run_check(&o, argv + optind, argc - optind, &repaired);
 	if (ret == EXIT_CLEAN)
-		return 0;
+		return repaired ? 1 : 0;
 	return ret == EXIT_ERRORS ? 4 : 8;
 }

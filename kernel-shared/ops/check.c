@@ -53,6 +53,9 @@ static void check_warning(struct mfs_check_ctl *ctl, const char *fmt, ...)
 
 void mfs_check_free(struct mfs_check_ctl *ctl)
 {
+	free(ctl->fixes);
+	ctl->fixes = NULL;
+	ctl->nr_fixes = ctl->max_fixes = 0;
 	free(ctl->blocks);
 	ctl->blocks = NULL;
 	ctl->nr_blocks = ctl->max_blocks = 0;
@@ -113,8 +116,11 @@ static void check_super_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 	unsigned long long devid = dev->devid;
 	struct mfs_super_block sb;
 	int err;
+	enum mfs_sb_copy_state st = mfs_super_copy_state(fs, dev, m, &sb, &err);
 
-	switch (mfs_super_copy_state(fs, dev, m, &sb, &err)) {
+	if (st != MFS_SB_COPY_OK && st != MFS_SB_COPY_BEYOND)
+		mfs_check_add_fix(ctl, MFS_FIX_SUPERS, 0, 0, 0);
+	switch (st) {
 	case MFS_SB_COPY_OK:
 	case MFS_SB_COPY_BEYOND:
 		break;
@@ -342,10 +348,14 @@ static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl
 			what = strerror(-ret);
 		else
 			what = copy_fault(fs, buf, bytenr, chk, why, sizeof(why));
-		if (what)
-			problem(ctl, "%s tree block %llu level %d: copy %d (%s %llu): %s",
-				tree_name(chk->owner), (unsigned long long)bytenr, chk->level, m,
-				where, (unsigned long long)map->stripes[idx].devid, what);
+		if (!what)
+			continue;
+		problem(ctl, "%s tree block %llu level %d: copy %d (%s %llu): %s",
+			tree_name(chk->owner), (unsigned long long)bytenr, chk->level, m,
+			where, (unsigned long long)map->stripes[idx].devid, what);
+		/* raid5/6: the data column; bad parity is scrub's to rebuild */
+		if (m == 1 || !mfs_profile(map->type)->nparity)
+			mfs_check_add_tree_fix(ctl, bytenr, m, chk);
 	}
 	free(buf);
 }
@@ -505,9 +515,11 @@ static void check_extent_item(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 {
 	struct mfs_key key = { 0, 0, 0 };
+	u64 errors_before = ctl->errors;
 	struct mfs_path path;
 	u64 *bg_sums, prev_end = 0;
 	u64 i;
+	bool derivable;
 	int ret, b;
 
 	if (!fs->extent_root)
@@ -556,13 +568,18 @@ int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 				tree_name(ctl->blocks[i].owner),
 				(unsigned long long)ctl->blocks[i].bytenr);
 	}
+	/* a used figure is derived from the extent items only when they are sound */
+	derivable = ctl->errors == errors_before;
 	for (b = 0; b < fs->nr_bgs; b++) {
 		struct mfs_block_group *bg = fs->bgs[b];
 
-		if (bg->used != bg_sums[b])
-			problem(ctl, "block group %llu (%s): used %llu but its extents add up to %llu",
-				(unsigned long long)bg->start, mfs_bg_type_name(bg->flags),
-				(unsigned long long)bg->used, (unsigned long long)bg_sums[b]);
+		if (bg->used == bg_sums[b])
+			continue;
+		problem(ctl, "block group %llu (%s): used %llu but its extents add up to %llu",
+			(unsigned long long)bg->start, mfs_bg_type_name(bg->flags),
+			(unsigned long long)bg->used, (unsigned long long)bg_sums[b]);
+		if (derivable)
+			mfs_check_add_fix(ctl, MFS_FIX_BG_USED, bg->start, bg_sums[b], 0);
 	}
 	free(bg_sums);
 	return 0;

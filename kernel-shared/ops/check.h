@@ -15,6 +15,23 @@ struct mfs_check_block {
 	int seen;
 };
 
+/* What --repair can do about a problem a phase found (check-repair.c). */
+enum mfs_check_fix_kind {
+	MFS_FIX_SUPERS = 1,	/* rewrite every superblock copy from the open one */
+	MFS_FIX_TREE_COPY,	/* copy `mirror` of tree block `bytenr` from a good copy */
+	MFS_FIX_BG_USED,	/* block group `bytenr`: used = `value` */
+};
+
+struct mfs_check_fix {
+	enum mfs_check_fix_kind kind;
+	u64 bytenr;
+	u64 value;
+	int mirror;
+	/* MFS_FIX_TREE_COPY: what the parent's pointer says of the block */
+	struct mfs_tree_check chk;
+	struct mfs_key first_key;
+};
+
 struct mfs_check_ctl {
 	void (*report)(void *arg, const char *msg);
 	/* not an error: e.g. a superblock copy the last commit did not reach */
@@ -27,6 +44,10 @@ struct mfs_check_ctl {
 	u64 tree_bytes;
 	u64 data_bytes;		/* data extents referenced by file extent items */
 	u64 csum_bytes;		/* data bytes covered by checksum items */
+	/* --repair: the phases record what can be fixed, mfs_check_repair applies it */
+	bool repair;
+	struct mfs_check_fix *fixes;
+	int nr_fixes, max_fixes;
 	/* tree blocks reached by the walk (phase 3), used by phase 4 */
 	struct mfs_check_block *blocks;
 	u64 nr_blocks, max_blocks;
@@ -49,6 +70,20 @@ int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
 /* Optional phase (check-data.c): every copy of every checksummed data sector. */
 int mfs_check_data_csums(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);
 void mfs_check_free(struct mfs_check_ctl *ctl);
+
+/* Record a fix (with ctl->repair); the phases call it beside the problem. */
+void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 bytenr,
+		       u64 value, int mirror);
+/* The fix of copy `mirror` of a tree block, verified against chk when read. */
+void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
+			    const struct mfs_tree_check *chk);
+/*
+ * Apply the recorded fixes to fs (opened writable), each in the order
+ * found; a message per fix through ctl->warn-like `done` callback. The
+ * number applied in *applied; -errno when writing failed.
+ */
+int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+		     void (*done)(void *arg, const char *msg), u64 *applied);
 
 /* Count one problem and hand it to ctl->report (for the phases' files). */
 void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)

@@ -60,9 +60,9 @@ load helpers
 	run --separate-stderr mfs check --super=x "$T/plain"
 	assert_failure 1
 	assert_stderr_line "ERROR: invalid superblock copy: x"
-	run --separate-stderr mfs check --repair "$T/plain"
+	run --separate-stderr mfs check --init-extent-tree "$T/plain"
 	assert_failure 1
-	assert_stderr_line "mfs check: unrecognized option '--repair'"
+	assert_stderr_line "mfs check: unrecognized option '--init-extent-tree'"
 	run --separate-stderr mfs check "$T/plain"
 	assert_failure 1
 	assert_stderr_line "ERROR: not a valid mfs filesystem: $T/plain"

@@ -1,0 +1,170 @@
+/*
+ * mfs check --repair: the fixes the phases recorded beside their problems,
+ * applied to a filesystem opened writable. Only what has a trustworthy
+ * source is fixed: a superblock copy from the superblock the open
+ * verified, a tree block copy from a copy that verifies against its
+ * parent's pointer, a block group's used bytes from extent items that
+ * were found sound. Everything else is left as it is and reported again
+ * by the check that follows.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernel-shared/ops/check.h"
+#include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/tree/alloc.h"
+#include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/volumes/volumes.h"
+
+void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 bytenr,
+		       u64 value, int mirror)
+{
+	struct mfs_check_fix *f;
+	int i;
+
+	if (!ctl->repair)
+		return;
+	for (i = 0; i < ctl->nr_fixes; i++) {
+		f = &ctl->fixes[i];
+		if (f->kind == kind && f->bytenr == bytenr && f->mirror == mirror)
+			return;		/* once: e.g. the superblocks for many bad copies */
+	}
+	if (ctl->nr_fixes == ctl->max_fixes) {
+		int max = ctl->max_fixes ? ctl->max_fixes * 2 : 32;
+
+		f = realloc(ctl->fixes, max * sizeof(*f));
+		if (!f)
+			return;		/* not fixed: the second check says so */
+		ctl->fixes = f;
+		ctl->max_fixes = max;
+	}
+	ctl->fixes[ctl->nr_fixes++] = (struct mfs_check_fix){ .kind = kind, .bytenr = bytenr,
+							 .value = value, .mirror = mirror };
+}
+
+void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
+			    const struct mfs_tree_check *chk)
+{
+	struct mfs_check_fix *f;
+
+	mfs_check_add_fix(ctl, MFS_FIX_TREE_COPY, bytenr, 0, mirror);
+	if (!ctl->nr_fixes)
+		return;
+	f = &ctl->fixes[ctl->nr_fixes - 1];
+	if (f->kind != MFS_FIX_TREE_COPY || f->bytenr != bytenr || f->mirror != mirror)
+		return;
+	f->chk = *chk;
+	f->chk.first_key = NULL;
+	if (chk->first_key) {
+		f->first_key = *chk->first_key;
+		f->chk.first_key = &f->first_key;
+	}
+}
+
+static void say(void (*done)(void *, const char *), void *arg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(void (*done)(void *, const char *), void *arg, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!done)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	done(arg, buf);
+}
+
+/* Copy f->mirror of a tree block, from the block as a verified read gives it. */
+static int fix_tree_copy(struct mfs_fs_info *fs, const struct mfs_check_fix *f)
+{
+	struct mfs_tree_check chk = f->chk;
+	struct extent_buffer *eb;
+	int ret;
+
+	/* the first key's pointer follows the fixes array, which may have moved */
+	chk.first_key = f->chk.first_key ? &f->first_key : NULL;
+	ret = mfs_read_tree_block(fs, f->bytenr, &chk, &eb);
+	if (ret)
+		return ret;
+	ret = mfs_write_logical_mirror(fs, f->bytenr, eb->data, fs->nodesize, f->mirror);
+	mfs_eb_put(fs, eb);
+	return ret;
+}
+
+/* The used bytes of the block groups that need them, in one transaction. */
+static int fix_bg_used(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfixed)
+{
+	struct mfs_trans_handle *trans;
+	int i, ret;
+
+	*nfixed = 0;
+	for (i = 0; i < ctl->nr_fixes; i++)
+		if (ctl->fixes[i].kind == MFS_FIX_BG_USED)
+			break;
+	if (i == ctl->nr_fixes)
+		return 0;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	for (i = 0; i < ctl->nr_fixes; i++) {
+		struct mfs_check_fix *f = &ctl->fixes[i];
+		struct mfs_block_group *bg;
+
+		if (f->kind != MFS_FIX_BG_USED)
+			continue;
+		bg = mfs_lookup_block_group(fs, f->bytenr);
+		if (!bg || bg->start != f->bytenr)
+			continue;
+		bg->used = f->value;
+		bg->dirty = true;
+		(*nfixed)++;
+	}
+	return mfs_commit_transaction(trans);
+}
+
+int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+		     void (*done)(void *arg, const char *msg), u64 *applied)
+{
+	int i, n, ret = 0, first_err = 0;
+
+	*applied = 0;
+	for (i = 0; i < ctl->nr_fixes; i++) {
+		const struct mfs_check_fix *f = &ctl->fixes[i];
+
+		if (f->kind == MFS_FIX_TREE_COPY) {
+			ret = fix_tree_copy(fs, f);
+			if (!ret)
+				say(done, ctl->arg, "tree block %llu: copy %d rewritten from a good copy",
+				    (unsigned long long)f->bytenr, f->mirror);
+		} else if (f->kind == MFS_FIX_SUPERS) {
+			ret = mfs_write_all_supers(fs);
+			if (!ret)
+				say(done, ctl->arg, "superblocks: every copy rewritten from generation %llu",
+				    (unsigned long long)fs->generation);
+		} else {
+			continue;
+		}
+		if (ret) {
+			say(done, ctl->arg, "%s %llu: not repaired: %s",
+			    f->kind == MFS_FIX_SUPERS ? "superblocks of generation" : "tree block",
+			    (unsigned long long)(f->kind == MFS_FIX_SUPERS ? fs->generation : f->bytenr),
+			    strerror(-ret));
+			first_err = first_err ? first_err : ret;
+			continue;
+		}
+		(*applied)++;
+	}
+	ret = mfs_flush_all_devices(fs);
+	if (!ret)
+		ret = fix_bg_used(fs, ctl, &n);
+	if (!ret && n) {
+		say(done, ctl->arg, "block groups: used bytes of %d set from their extent items", n);
+		*applied += n;
+	}
+	return ret ? ret : first_err;
+}

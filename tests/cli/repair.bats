@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# mfs check --repair and fsck.mfs -y/-p/-a/-n: what has a trustworthy
+# source is repaired (superblock copies, tree block copies, block group
+# used bytes), a second check is clean, the files are intact; what has
+# none is left alone and nothing is written.
+
+load helpers
+
+CORRUPT="$MFS_BUILD/tests/fsck/mfs-corrupt"
+
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
+# A raid1 filesystem on 2 images with files; their sums in $T/sums.
+make_fs() {
+	make_images 2 512M
+	mkfs.mfs -q -d raid1 -m raid1 $(imgs 2)
+	mfs_mount $(imgs 2) "$T/mnt"
+	mkdir -p "$T/mnt/d"
+	for i in $(seq 1 40); do
+		head -c $((i * 3001)) /dev/urandom >"$T/mnt/d/f$i"
+	done
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+}
+
+files_intact() {
+	mfs_mount $(imgs 2) "$T/mnt"
+	diff -u "$T/sums" <(tree_sums "$T/mnt")
+	mfs umount "$T/mnt"
+}
+
+@test "check --repair: bad superblock copies; asks first, 'no' writes nothing" {
+	make_fs
+	zero "$T/img2" 65536 4096
+	corrupt "$T/img1" $((67108864 + 300))
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --repair $(imgs 2) <<<"n"
+	assert_failure 1
+	assert_output "Aborted; nothing was written"
+	assert_stderr_regex '^Do you want to continue\? \[y/N\]: ?$'
+	md5sum -c --quiet "$T/before"
+
+	run --separate-stderr mfs check --repair $(imgs 2) <<<"y"
+	assert_success
+	assert_line "[repair] superblocks: every copy rewritten from generation $(super_field "$T/img1" generation)"
+	assert_line "Repaired 1 problem(s); checking again"
+	assert_line "found $(super_field "$T/img1" bytes_used) bytes used, no error found"
+	assert_stderr_line "ERROR: superblock copy 0 at 65536 on device 2 ($T/img2) is missing"
+	run --separate-stderr mfs check $(imgs 2)
+	assert_success
+	refute grep -q '^ERROR' <<<"$stderr"
+	files_intact
+}
+
+@test "fsck.mfs -y: bad tree block copies rewritten from the good ones, exit 1 (corrected)" {
+	make_fs
+	run corrupt_copies --what metadata "$T/img1" 2
+	assert_success
+	run --separate-stderr mfs check $(imgs 2)
+	assert_failure 1
+	nbad=$(grep -c '^ERROR: .* tree block [0-9]* level [0-9]*: copy 2 ' <<<"$stderr")
+	[ "$nbad" -gt 2 ]
+	run --separate-stderr fsck.mfs -y "$T/img1"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^\[repair\] tree block [0-9]*: copy 2 rewritten from a good copy$' <<<"$output")" -eq "$nbad" ]
+	run --separate-stderr mfs check $(imgs 2)
+	assert_success
+	run --separate-stderr fsck.mfs -n "$T/img1"
+	[ "$status" -eq 0 ]
+	files_intact
+}
+
+@test "check --repair --force: a block group's used bytes from its extent items" {
+	make_fs
+	local bg len used
+	read -r bg len used < <(mfs inspect-internal dump-tree -t extent "$T/img1" | awk '
+		/BLOCK_GROUP_ITEM/ { s = $0; sub(/.*key \(/, "", s); split(s, k, /[ )]/) }
+		/block group used/ && /Data/ { print k[1], k[3], $4; exit }')
+	[ -n "$bg" ] && [ "$used" -gt 0 ]
+	"$CORRUPT" -d "$T/img2" "$T/img1" set extent "$bg" BLOCK_GROUP_ITEM "$len" u64@0 $((used + 8192))
+	run --separate-stderr mfs check $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: block group $bg (Data): used $((used + 8192)) but its extents add up to $used"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_success
+	assert_line "[repair] block groups: used bytes of 1 set from their extent items"
+	run mfs check $(imgs 2)
+	assert_success
+	files_intact
+}
+
+@test "check --repair: damage with no good source is left alone, nothing written, exit 4 from fsck" {
+	make_fs
+	cp --sparse=always "$T/img1" "$T/img1.orig"
+	cp --sparse=always "$T/img2" "$T/img2.orig"
+	# every copy of the data: the errors have no source to repair from
+	run corrupt_copies --what data "$T/img1" 1,2
+	assert_success
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --repair --force --check-data-csum $(imgs 2)
+	assert_failure 1
+	assert_line "no error found can be repaired safely; nothing was written"
+	md5sum -c --quiet "$T/before"
+	# every copy of the fs tree's blocks: the open itself cannot load it whole
+	cp --sparse=always "$T/img1.orig" "$T/img1"
+	cp --sparse=always "$T/img2.orig" "$T/img2"
+	run corrupt_copies --what metadata --owner 5 "$T/img1" 1,2
+	assert_success
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr fsck.mfs -y "$T/img1"
+	[ "$status" -eq 4 ]
+	assert_stderr_line "ERROR: cannot repair: the filesystem could not be opened whole (see above); nothing was written"
+	md5sum -c --quiet "$T/before"
+}
+
+@test "check --repair: refused with --readonly, with a member missing, on a mounted filesystem" {
+	make_fs
+	zero "$T/img2" 65536 4096
+	run --separate-stderr mfs check --repair --readonly --force $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: repair options are not compatible with --readonly"
+	cp --sparse=always "$T/img2" "$T/img2.keep"
+	rm "$T/img2"
+	rm -f "$MFS_REGISTRY"
+	md5sum "$T/img1" >"$T/before"
+	run --separate-stderr mfs check --repair --force "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot repair with device 2 missing: nothing was written"
+	md5sum -c --quiet "$T/before"
+	mv "$T/img2.keep" "$T/img2"
+	mfs_mount $(imgs 2) "$T/mnt"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: $T/img1 is mounted or in use by another program"
+}
