@@ -22,6 +22,8 @@ struct mfs_io_dev {
 	u64 fail_nth[MFS_IO_NR_OPS];	/* 0 = never; else fail the Nth op (1-based) */
 	bool fail_sticky[MFS_IO_NR_OPS];/* keep failing from the Nth on */
 	u64 fail_after_open[MFS_IO_NR_OPS];	/* N counted from mfs_io_arm_faults; 0 = none */
+	bool armed;			/* mfs_io_arm_faults was called */
+	u64 armed_at[MFS_IO_NR_OPS];	/* op_count then, for MFS_IO_COUNT */
 	pthread_mutex_t lock;
 };
 
@@ -65,6 +67,12 @@ int mfs_io_discard(struct mfs_io_dev *dev, u64 off, u64 len);
 void mfs_io_set_fault(struct mfs_io_dev *dev, enum mfs_io_op op, u64 nth, bool sticky);
 /* Start the +N faults of MFS_FAULT on dev: the open is over. */
 void mfs_io_arm_faults(struct mfs_io_dev *dev);
+/*
+ * MFS_IO_COUNT=FILE appends a line to FILE for each fault the hook injects
+ * ("fault PATH OP N", N counted like MFS_FAULT's +N) and, as an armed
+ * device is closed, the ops it issued since it was armed ("count PATH
+ * read R write W flush F"): what a test sweeps +N over.
+ */
 
 /*
  * Write log: when MFS_WRITE_LOG names a file (or after mfs_io_log_open),
