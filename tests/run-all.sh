@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, bats CLI tests (one file at a time),
-# crash-replay tests, the unit tests again built with ASan+UBSan, and the
-# ThreadSanitizer race test. Every runner has a time limit and its TAP plan
-# is compared with the results it printed, so a hang, a crash or a test
-# that never ran is a named failure. Ends with "N passed, N failed, N skipped".
+# crash-replay tests, the fault-injection sweep, the unit tests again built
+# with ASan+UBSan, and the ThreadSanitizer race test. Every runner has a
+# time limit and its TAP plan is compared with the results it printed, so a
+# hang, a crash or a test that never ran is a named failure. Ends with "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -11,6 +11,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TIMEOUT_UNIT=${MFS_TIMEOUT_UNIT:-300}
 TIMEOUT_BATS=${MFS_TIMEOUT_BATS:-3600}
 TIMEOUT_CRASH=${MFS_TIMEOUT_CRASH:-3600}
+TIMEOUT_FAULT=${MFS_TIMEOUT_FAULT:-900}
 TIMEOUT_TSAN=${MFS_TIMEOUT_TSAN:-1800}
 
 passed=0
@@ -136,6 +137,9 @@ main() {
 		[ -f "$t" ] || continue
 		run_tap "crash/$(basename "$t")" "$TIMEOUT_CRASH" bash "$t"
 	done
+
+	echo "== fault injection sweep (sampled)"
+	run_tap "fault/sweep.sh" "$TIMEOUT_FAULT" bash tests/fault/sweep.sh
 
 	echo "== bats CLI tests"
 	for t in tests/cli/*.bats; do
