@@ -135,12 +135,15 @@ restore() {
 	rm -f "$tmp/count" "$tmp/op.err" "$tmp/daemon.log" "$tmp"/asan*
 }
 
-# The profiles of each block group type and the devids with their images
-# of the filesystem mounted at $tmp/mnt, on one line.
+# The profiles of each block group type of the filesystem mounted at
+# $tmp/mnt and, where the operation changes the members (with_devices=1),
+# the devids with their images, on one line.
 layout() {
-	local df show
+	local df show=""
 	df=$(timeout 60 "$mfs" filesystem df "$tmp/mnt") || return 1
-	show=$(timeout 60 "$mfs" filesystem show "$tmp/mnt") || return 1
+	if [ "${with_devices:-1}" = 1 ]; then
+		show=$(timeout 60 "$mfs" filesystem show "$tmp/mnt") || return 1
+	fi
 	{
 		awk -F'[,:] *' '$1 != "GlobalReserve" { print $1 ":" $2 }' <<<"$df" | sort -u
 		echo "|"
@@ -370,6 +373,8 @@ run_config() {
 	fi
 	target=""
 	[ "$kind" = replace ] && target=$tmp/img/d$((ndev + 1)).img
+	with_devices=0
+	case $kind in delete|replace) with_devices=1 ;; esac
 	if ! make_fs "$ndev" "$profile" "$target"; then
 		tap FAIL "$name: setup"
 		return
@@ -452,6 +457,8 @@ fi
 # leaves them out until it is fixed; full mode runs them.
 declare -A known_defect=(
 	["balance, raid6"]="a single EIO that fails a device mid-balance leaves the raid6 chunks allocated on the other three devices empty and allocated: the balance stops with ENOSPC and its resume never gets the space back"
+	["device delete, raid6"]="the same as balance, raid6: after one EIO the delete stops with ENOSPC and its resume never gets the space back"
+	["replace, raid6"]="chunks allocated reduced (raid5) while a member is out stay raid5 after the replace and the member's return (DESIGN 6: never left below the profile)"
 )
 make_sources
 start=$(date +%s)
@@ -464,6 +471,7 @@ run_config "balance, raid6" balance 4 raid6 512M
 run_config "convert raid1 -> raid5" convert5 4 raid1
 run_config "device delete, raid1" delete 4 raid1
 run_config "device delete, raid5" delete 4 raid5
+run_config "device delete, raid6" delete 5 raid6
 run_config "replace, raid1" replace 4 raid1
 run_config "replace, raid5" replace 4 raid5
 run_config "replace, raid6" replace 4 raid6
