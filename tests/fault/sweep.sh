@@ -230,9 +230,10 @@ choose_faults() {	# choose_faults NAME COUNTS
 # What was wrong with the outcome of a faulted run (exit status RC), if
 # anything; sets outcome to ok, failed or paused.
 judge_outcome() {	# judge_outcome RC
-	local rc=$1
-	if ls "$tmp"/asan* >/dev/null 2>&1; then
-		echo "a sanitizer report: $(head -c 300 "$(ls "$tmp"/asan* | head -1)" | tr '\n' ' ')"
+	local rc=$1 reports
+	reports=$(compgen -G "$tmp/asan*")
+	if [ -n "$reports" ]; then
+		echo "a sanitizer report: $(head -c 300 "$(head -1 <<<"$reports")" | tr '\n' ' ')"
 		return 1
 	fi
 	if grep -qE "daemon serving .* is gone|Transport endpoint is not connected" "$tmp/op.err"; then
