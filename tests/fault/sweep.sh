@@ -455,7 +455,9 @@ else
 	echo "# sweep.sh: sampled mode (make fault-test runs the full one): $SAMPLE faults per op type per configuration, seed $CRASH_SEED"
 fi
 # Configurations that find a known engine defect: sampled mode (the suite)
-# leaves them out until it is fixed; full mode runs them.
+# leaves them out until it is fixed; full mode runs them. (device delete,
+# raid5 finds the ENOSPC one too in full mode, at d1.img write 6 to 8; its
+# sample misses those, so the suite keeps it.)
 declare -A known_defect=(
 	["balance, raid6"]="a single EIO that fails a device mid-balance leaves the raid6 chunks allocated on the other three devices empty and allocated: the balance stops with ENOSPC and its resume never gets the space back"
 	["device delete, raid6"]="the same as balance, raid6: after one EIO the delete stops with ENOSPC and its resume never gets the space back"
