@@ -792,9 +792,11 @@ static void check_links(struct fs_check *c, const struct ino_rec *r)
 	} else {
 		expected = r->links;
 	}
-	if (r->nlink != expected)
+	if (r->nlink != expected) {
 		problem(c->ctl, "inode %llu (%s) has link count %u, expected %llu",
 			ino, mode_kind(r->mode), r->nlink, (unsigned long long)expected);
+		mfs_check_add_fix(c->ctl, MFS_FIX_NLINK, ino, expected, 0);
+	}
 }
 
 static void check_inode(struct fs_check *c, const struct ino_rec *r)
@@ -807,16 +809,20 @@ static void check_inode(struct fs_check *c, const struct ino_rec *r)
 	}
 	if (r->bad)
 		return;
-	if (S_ISDIR(r->mode) && r->size != r->name_bytes)
+	if (S_ISDIR(r->mode) && r->size != r->name_bytes) {
 		problem(c->ctl, "directory %llu has size %llu, its entries' names add up to %llu",
 			ino, (unsigned long long)r->size, (unsigned long long)r->name_bytes);
+		mfs_check_add_fix(c->ctl, MFS_FIX_DIR_SIZE, ino, r->name_bytes, 0);
+	}
 	if ((S_ISCHR(r->mode) || S_ISBLK(r->mode) || S_ISFIFO(r->mode) ||
 	     S_ISSOCK(r->mode)) && r->size)
 		problem(c->ctl, "inode %llu (%s) has size %llu, expected 0",
 			ino, mode_kind(r->mode), (unsigned long long)r->size);
-	if (r->nbytes != r->extent_bytes)
+	if (r->nbytes != r->extent_bytes) {
 		problem(c->ctl, "inode %llu has nbytes %llu, its file extents add up to %llu",
 			ino, (unsigned long long)r->nbytes, (unsigned long long)r->extent_bytes);
+		mfs_check_add_fix(c->ctl, MFS_FIX_NBYTES, ino, r->extent_bytes, 0);
+	}
 	check_links(c, r);
 }
 

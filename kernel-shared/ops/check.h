@@ -20,6 +20,10 @@ enum mfs_check_fix_kind {
 	MFS_FIX_SUPERS = 1,	/* rewrite every superblock copy from the open one */
 	MFS_FIX_TREE_COPY,	/* copy `mirror` of tree block `bytenr` from a good copy */
 	MFS_FIX_BG_USED,	/* block group `bytenr`: used = `value` */
+	/* inode `bytenr` (its number): a field set from what the fs tree walk counted */
+	MFS_FIX_NLINK,
+	MFS_FIX_DIR_SIZE,
+	MFS_FIX_NBYTES,
 };
 
 struct mfs_check_fix {
