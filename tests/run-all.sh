@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, bats CLI tests (one file at a time),
-# crash-replay tests, the unit tests again built with ASan+UBSan, and the
+# crash-replay tests, the fsck corpus, the unit tests again built with ASan+UBSan, and the
 # ThreadSanitizer race test. Every runner has a time limit and its TAP plan
 # is compared with the results it printed, so a hang, a crash or a test
 # that never ran is a named failure. Ends with "N passed, N failed, N skipped".
@@ -136,6 +136,9 @@ main() {
 		[ -f "$t" ] || continue
 		run_tap "crash/$(basename "$t")" "$TIMEOUT_CRASH" bash "$t"
 	done
+
+	echo "== fsck corpus"
+	run_tap "fsck/run.sh" "$TIMEOUT_CRASH" bash tests/fsck/run.sh
 
 	echo "== bats CLI tests"
 	for t in tests/cli/*.bats; do

@@ -1063,9 +1063,29 @@ void mfs_check_walk_failed(struct mfs_check_ctl *ctl, const char *tree, int ret)
 	problem(ctl, "%s tree cannot be walked: %s", tree, strerror(-ret));
 }
 
+/*
+ * The inode fixes (link count, directory size, nbytes) are derived from
+ * the directory entries and file extents, and the block group fixes from
+ * the extent items: trusted only when the inode fixes' problems are the
+ * only ones this phase found. Otherwise both are dropped, and what
+ * disagrees stays for the admin to look at.
+ */
+static void keep_derived_fixes_if_alone(struct mfs_check_ctl *ctl, u64 errors_before,
+					int fixes_before)
+{
+	if (ctl->errors - errors_before == (u64)(ctl->nr_fixes - fixes_before))
+		return;
+	mfs_check_drop_fixes(ctl, MFS_FIX_NLINK);
+	mfs_check_drop_fixes(ctl, MFS_FIX_DIR_SIZE);
+	mfs_check_drop_fixes(ctl, MFS_FIX_NBYTES);
+	mfs_check_drop_fixes(ctl, MFS_FIX_BG_USED);
+}
+
 int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 {
 	struct fs_check c = { .fs = fs, .ctl = ctl };
+	u64 errors_before = ctl->errors;
+	int fixes_before = ctl->nr_fixes;
 	int ret;
 
 	/* an unreadable root was reported when the filesystem was opened */
@@ -1105,6 +1125,7 @@ int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 		}
 	}
 out:
+	keep_derived_fixes_if_alone(ctl, errors_before, fixes_before);
 	free_fs_check(&c);
 	return ret;
 }

@@ -45,6 +45,16 @@ void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, 
 							 .value = value, .mirror = mirror };
 }
 
+void mfs_check_drop_fixes(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind)
+{
+	int i, n = 0;
+
+	for (i = 0; i < ctl->nr_fixes; i++)
+		if (ctl->fixes[i].kind != kind)
+			ctl->fixes[n++] = ctl->fixes[i];
+	ctl->nr_fixes = n;
+}
+
 void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
 			    const struct mfs_tree_check *chk)
 {
