@@ -270,12 +270,21 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 		}
 		return -EUCLEAN;
 	}
-	if (mfs_read_map(old, r->start, buf, r->len, 1))
-		memset(buf, 0, r->len), ret = -EIO;
-	else
-		ret = 0;
+	/*
+	 * The first copy; where a piece of it cannot be read (a missing
+	 * device: its column of a raid5/6 row, its copy of a mirror), that
+	 * piece from another copy, or rebuilt. Sectors that do not match
+	 * their checksums are tried in every other copy below.
+	 */
+	ret = mfs_read_map(old, r->start, buf, r->len, 1);
+	if (ret) {
+		count_bad_copy(fs, old, r->start, 1, MFS_DEV_STAT_READ_ERRS);
+		ret = mfs_read_map(old, r->start, buf, r->len, 0);
+	}
+	if (ret)
+		memset(buf, 0, r->len);
 	if (!csums)
-		return ret == -EIO ? mfs_read_map(old, r->start, buf, r->len, 2) : 0;
+		return ret;
 	n = r->len / MFS_SECTOR;
 	for (s = 0; s < n; s++) {
 		u8 got[MFS_CSUM_SIZE];
@@ -286,8 +295,9 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 		mfs_csum_compute(fs->csum_type, sb, MFS_SECTOR, got);
 		if (ret == 0 && !memcmp(got, want, fs->csum_size))
 			continue;
-		count_bad_copy(fs, old, r->start + s * MFS_SECTOR, 1,
-			       ret ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS);
+		if (!ret)
+			count_bad_copy(fs, old, r->start + s * MFS_SECTOR, 1,
+				       MFS_DEV_STAT_CORRUPTION_ERRS);
 		for (m = 2; m <= copies && !ok; m++) {
 			if (mfs_read_map(old, r->start + s * MFS_SECTOR, sb, MFS_SECTOR, m)) {
 				count_bad_copy(fs, old, r->start + s * MFS_SECTOR, m,

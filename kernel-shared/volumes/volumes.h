@@ -197,6 +197,7 @@ void mfs_free_chunk_layout(struct mfs_chunk_map **maps, int nmaps, const struct 
 bool mfs_stripe_holds_old(const struct mfs_chunk_map *old, const struct mfs_chunk_map *new, int j);
 /* Does the new layout keep stripe i of the old one in place? */
 bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new);
+/* mirror 0: each piece from the first copy that reads (missing devices, rebuilds) */
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);
 int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len);
 u64 mfs_map_stripe_size(const struct mfs_chunk_map *map);
