@@ -110,11 +110,16 @@ static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_
 				.length = cpu_to_le64(nss),
 			};
 
+			/* a stripe kept on a missing device (a replace of another one) has no s->dev */
+			struct mfs_device *dev = mfs_find_device(fs, s->devid);
+
 			ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
 			if (ret)
 				return ret;
-			s->dev->bytes_used += nss;
-			s->dev->dirty = true;
+			if (dev) {
+				dev->bytes_used += nss;
+				dev->dirty = true;
+			}
 		}
 	}
 	return 0;
@@ -459,7 +464,17 @@ static void *write_stripe_part(void *arg)
 	struct mfs_map_stripe *s = &w->map->stripes[sw->i];
 	u64 slen = w->map->stripe_len;
 
-	sw->ret = s->dev && s->dev->io ?
+	/*
+	 * A stripe of a missing device is one a replace of another device
+	 * keeps where it was (new layouts place nothing on missing devices):
+	 * it cannot be written, and a device that comes back is caught up for
+	 * this chunk (its dev extent is newer than the device's superblock).
+	 */
+	if (!s->dev) {
+		sw->ret = 0;
+		return NULL;
+	}
+	sw->ret = s->dev->io ?
 		  mfs_io_write_direct(s->dev->io, slot(w, win, sw->i, win->row0), win->rows * slen,
 				      s->physical + win->row0 * slen) : -EIO;
 	return NULL;
