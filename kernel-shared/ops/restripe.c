@@ -382,18 +382,19 @@ static void wipe_supers(struct mfs_device *dev)
 /*
  * Take the (now empty) devices of a delete out of the filesystem; of a
  * replace, the one the stripes left (devids[0]), and the other becomes
- * an ordinary member.
+ * an ordinary member - a finished replace's target under its source's
+ * devid.
  */
 static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
 			struct mfs_device **gone, int *ngone)
 {
 	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_device *stays = NULL;
 	int i, j, ret, ndrop = st->args.nr_devids;
 
 	*ngone = 0;
 	if (st->args.op == MFS_RESTRIPE_OP_REPLACE) {
-		struct mfs_device *stays = mfs_find_device(fs, st->args.devids[1]);
-
+		stays = mfs_find_device(fs, st->args.devids[1]);
 		ndrop = 1;
 		if (stays) {
 			stays->flags &= ~(MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE);
@@ -424,6 +425,8 @@ static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
 		}
 		gone[(*ngone)++] = dev;
 	}
+	if (stays && *ngone && !(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING))
+		return rs_replace_take_devid(trans, stays, st->args.devids[0]);
 	return 0;
 }
 

@@ -40,6 +40,12 @@ int mfs_write_sys_array(struct mfs_fs_info *fs);
 
 struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid);
 int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev);
+/*
+ * dev becomes device devid in memory (a replace's target taking its
+ * source's devid): its place in fs->devices and the stripes of the chunk
+ * maps that name it. No other device may hold devid.
+ */
+void mfs_device_set_devid(struct mfs_fs_info *fs, struct mfs_device *dev, u64 devid);
 int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset);
 int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
 /* Largest unallocated hole on dev, skipping reserved ranges. */
