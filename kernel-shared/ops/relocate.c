@@ -1008,12 +1008,15 @@ static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
 		if (!ret)
 			ret = replace_chunk_items(trans, old, new, 1);
 		/*
-		 * the block group item records the profile; a reduced chunk
-		 * given another one (a convert) is no longer below what was
-		 * asked for (format §7.4)
+		 * the block group item records the profile, and whether it is
+		 * below what was asked for (format §7.4): a reduced chunk
+		 * given the profile asked for (a convert) is reduced no more
 		 */
 		if ((old->type & MFS_BLOCK_GROUP_PROFILE_MASK) !=
-		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK)) {
+		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+			bg->dirty = true;
+		if (bg->reduced && (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK) ==
+				   mfs_target_profile(fs, new[0]->type)) {
 			bg->dirty = true;
 			bg->reduced = false;
 		}

@@ -128,8 +128,11 @@ static bool chunk_selected(struct mfs_fs_info *fs, const struct mfs_restripe_arg
 	if ((f->flags & MFS_BALANCE_ARGS_STRIPES) &&
 	    ((u32)map->num_stripes < f->stripes_min || (u32)map->num_stripes > f->stripes_max))
 		return false;
+	if ((f->flags & MFS_BALANCE_ARGS_REDUCED) && !bg->reduced)
+		return false;
+	/* a chunk written reduced is below what was asked for, whatever its profile */
 	if ((f->flags & MFS_BALANCE_ARGS_CONVERT) && (f->flags & MFS_BALANCE_ARGS_SOFT) &&
-	    profile == mfs_filter_bit_to_profile(f->target))
+	    profile == mfs_filter_bit_to_profile(f->target) && !bg->reduced)
 		return false;
 	if (f->flags & MFS_BALANCE_ARGS_LIMIT) {
 		if (counts[tidx] >= f->limit_max)
