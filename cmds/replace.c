@@ -422,7 +422,9 @@ static int replace_ctl(const struct cmd_struct *cmd, int argc, char **argv, unsi
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_exact(argc - optind, 1))
 		return 1;
-	if (mfs_target_open((const char * const *)argv + optind, 1, true, &t))
+	/* unmounted, the source of the replace may be missing */
+	if (mfs_target_open_flags((const char * const *)argv + optind, 1,
+				  MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED, &t))
 		return 1;
 	if (replace_status(&t, &st))
 		goto out;

@@ -288,9 +288,9 @@ static int check_delete_minimum(struct mfs_fs_info *fs, int ndev, char *msg, siz
 		 dlow ? "-dconvert=" : "", dlow ? mfs_profile(dto)->name : "",
 		 dlow && mlow ? " " : "", mlow ? "-mconvert=" : "", mlow ? mfs_profile(mto)->name : "");
 	snprintf(msg, msglen,
-		 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start %s <mnt>'",
+		 "unable to go below %s devices on %s (%s chunks): %d would remain; convert first, e.g. 'mfs balance start %s <mnt>'",
 		 first->devs_min < 5 ? word[first->devs_min] : "many", first->ui_name,
-		 type_word(first_type), opts);
+		 type_word(first_type), ndev, opts);
 	return -EINVAL;
 }
 

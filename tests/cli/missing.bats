@@ -141,6 +141,8 @@ devid_path() {
 	assert_output --regexp '^Started on .*, finished on .*, 0 write errs, 0 uncorr\. read errs$'
 	run mfs device stats "$T/mnt"
 	assert_line --regexp "^\[$T/new\]\.write_io_errs +0$"
+	run mfs device stats -T "$T/mnt"
+	assert_line --regexp "^ *2 +$T/new +0 +0 +0 +0 +0$"
 	umnt
 	run devids_in_chunks "$T/img1"
 	assert_output "$(printf '1\n2\n3')"
@@ -230,7 +232,7 @@ devid_path() {
 	fp=$(fingerprint "$T/img1")
 	run --separate-stderr mfs device delete missing "$T/img1"
 	assert_failure
-	assert_stderr_regex "^ERROR: device delete: unable to go below two devices on RAID1 \((data|metadata|system) chunks\)"
+	assert_stderr_regex "^ERROR: device delete: unable to go below two devices on RAID1 \((data|metadata|system) chunks\): 1 would remain; "
 	assert_untouched "$T/img1" "$fp"
 	mnt -o degraded "$T/img1"
 	run --separate-stderr mfs device delete missing "$T/mnt"
