@@ -1,6 +1,7 @@
 /*
- * Device add and grow, and the start of a replace: the device-level
- * operations that go with the restriper.
+ * Device add and grow, and the start and end of a replace (the target
+ * taking the source's devid): the device-level operations that go with
+ * the restriper.
  */
 #include <pthread.h>
 #include <stdlib.h>
