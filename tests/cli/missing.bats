@@ -206,6 +206,26 @@ devid_path() {
 	whole "$T/img1" 2
 }
 
+@test "raid1 on two devices, one missing: replace missing gives the reduced chunks raid1 again" {
+	fs_with 2 1G 30 -d raid1 -m raid1
+	lose 2
+	degraded_write 12
+	run mfs filesystem df "$T/mnt"
+	assert_output --partial "reduced"
+	truncate -s 1G "$T/new"
+	run --separate-stderr mfs replace start -B missing "$T/new" "$T/mnt"
+	assert_success
+	verify_online
+	run mfs filesystem df "$T/mnt"
+	refute_output --partial "reduced"
+	refute_output --partial "DUP"
+	assert_equal "$(devid_path "$T/mnt" 2)" "$T/new"
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2')"
+	whole "$T/img1" 2
+}
+
 @test "balance -dconvert=raid1,soft converts chunks written reduced, once the device is back" {
 	fs_with 2 1G 20 -d raid1 -m raid1
 	lose 2
