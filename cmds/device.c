@@ -400,6 +400,21 @@ static int resolve_devid(struct mfs_space *sp, const char *arg, const u64 *taken
 	return -ENOENT;
 }
 
+/*
+ * Unmounted, a member named by devid or as "missing" may be one that is
+ * not there: the filesystem opens without it (degraded), as a mount would
+ * need -o degraded. A member named by path is there, and all must be.
+ */
+static unsigned int delete_open_flags(char **devs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(devs[i], "missing") || strspn(devs[i], "0123456789") == strlen(devs[i]))
+			return MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED;
+	return MFS_OPEN_WRITABLE;
+}
+
 static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -454,7 +469,8 @@ static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv
 	}
 	where = argv[argc - 1];
 	a = calloc(1, sizeof(*a));
-	if (!a || mfs_target_open(&where, 1, true, &t)) {
+	if (!a || mfs_target_open_flags(&where, 1, delete_open_flags(argv + optind, argc - optind - 1),
+					&t)) {
 		free(a);
 		return 1;
 	}

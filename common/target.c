@@ -107,6 +107,12 @@ static int try_online(const char *path, struct mfs_target *t)
 
 int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t)
 {
+	return mfs_target_open_flags(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, t);
+}
+
+int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int flags,
+			  struct mfs_target *t)
+{
 	char mnt[PATH_MAX];
 	struct stat st;
 	int ret;
@@ -123,7 +129,7 @@ int mfs_target_open(const char * const *paths, int npaths, bool writable, struct
 	    try_online(mnt, t) == 0)
 		return 0;
 	snprintf(t->mnt, sizeof(t->mnt), "%s", paths[0]);
-	ret = mfs_open_for_cmd(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, &t->fs);
+	ret = mfs_open_for_cmd(paths, npaths, flags, &t->fs);
 	if (!ret)
 		memcpy(t->fsid, t->fs->fsid, MFS_FSID_SIZE);
 	return ret;

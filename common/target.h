@@ -42,6 +42,13 @@ struct mfs_space {
  * ERROR line on failure.
  */
 int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t);
+/*
+ * The same with the engine's open flags (MFS_OPEN_*) for an unmounted
+ * filesystem: MFS_OPEN_DEGRADED for the commands that deal with a missing
+ * member (device delete missing, replace of a missing device).
+ */
+int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int flags,
+			  struct mfs_target *t);
 /* Offline: commit and close. */
 int mfs_target_close(struct mfs_target *t);
 

@@ -419,6 +419,7 @@ static_assert(sizeof(struct mfs_file_extent_item) == 50, "file extent item");
 #define MFS_BALANCE_ARGS_SOFT		(1U << 6)
 #define MFS_BALANCE_ARGS_LIMIT		(1U << 7)
 #define MFS_BALANCE_ARGS_STRIPES	(1U << 8)
+#define MFS_BALANCE_ARGS_REDUCED	(1U << 9)	/* only chunks written reduced (7.4) */
 /* "single" as a profile-mask bit (its bg flag is 0) */
 #define MFS_AVAIL_ALLOC_BIT_SINGLE	(1ULL << 48)
 

@@ -154,6 +154,26 @@ int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev)
 	return 0;
 }
 
+void mfs_device_set_devid(struct mfs_fs_info *fs, struct mfs_device *dev, u64 devid)
+{
+	int i, s;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		for (s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].devid == dev->devid)
+				fs->chunks[i]->stripes[s].devid = devid;
+	for (i = 0; i < fs->nr_devices && fs->devices[i] != dev; i++)
+		;
+	if (i == fs->nr_devices)
+		return;
+	/* fs->devices stays sorted by devid: take it out, put it back in its slot */
+	memmove(&fs->devices[i], &fs->devices[i + 1], (fs->nr_devices - i - 1) * sizeof(dev));
+	dev->devid = devid;
+	for (i = fs->nr_devices - 1; i > 0 && fs->devices[i - 1]->devid > devid; i--)
+		fs->devices[i] = fs->devices[i - 1];
+	fs->devices[i] = dev;
+}
+
 int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset)
 {
 	int i;

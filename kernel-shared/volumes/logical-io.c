@@ -977,20 +977,30 @@ bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 	return mfs_dev_usable(dev) && (fs->open_flags & MFS_OPEN_WRITABLE);
 }
 
-/* Read through a given map (no open rows: the range takes no writes). */
+/*
+ * Read through a given map (no open rows: the range takes no writes).
+ * mirror 0: each piece from the first copy that reads, so that a range
+ * across columns of a raid5/6 row with one column missing (the others
+ * read directly, the missing one rebuilt) reads whole.
+ */
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror)
 {
+	int copies = mfs_num_copies(map);
 	u8 *p = buf;
 
 	while (len) {
 		struct mfs_io_map io;
 		u64 n;
-		int ret = mfs_map_block(map, logical, &io);
+		int ret = mfs_map_block(map, logical, &io), m;
 
 		if (ret)
 			return ret;
 		n = min_t(u64, len, io.length);
-		ret = read_mirror(map, &io, logical, p, n, mirror);
+		if (mirror)
+			ret = read_mirror(map, &io, logical, p, n, mirror);
+		else
+			for (m = 1, ret = -EIO; ret && m <= copies; m++)
+				ret = read_mirror(map, &io, logical, p, n, m);
 		if (ret)
 			return ret;
 		logical += n;

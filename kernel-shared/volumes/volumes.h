@@ -40,6 +40,12 @@ int mfs_write_sys_array(struct mfs_fs_info *fs);
 
 struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid);
 int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev);
+/*
+ * dev becomes device devid in memory (a replace's target taking its
+ * source's devid): its place in fs->devices and the stripes of the chunk
+ * maps that name it. No other device may hold devid.
+ */
+void mfs_device_set_devid(struct mfs_fs_info *fs, struct mfs_device *dev, u64 devid);
 int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset);
 int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
 /* Largest unallocated hole on dev, skipping reserved ranges. */
@@ -197,6 +203,7 @@ void mfs_free_chunk_layout(struct mfs_chunk_map **maps, int nmaps, const struct 
 bool mfs_stripe_holds_old(const struct mfs_chunk_map *old, const struct mfs_chunk_map *new, int j);
 /* Does the new layout keep stripe i of the old one in place? */
 bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new);
+/* mirror 0: each piece from the first copy that reads (missing devices, rebuilds) */
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);
 int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len);
 u64 mfs_map_stripe_size(const struct mfs_chunk_map *map);
