@@ -107,6 +107,12 @@ static int try_online(const char *path, struct mfs_target *t)
 
 int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t)
 {
+	return mfs_target_open_flags(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, t);
+}
+
+int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int open_flags,
+			  struct mfs_target *t)
+{
 	char mnt[PATH_MAX];
 	struct stat st;
 	int ret;
@@ -123,7 +129,7 @@ int mfs_target_open(const char * const *paths, int npaths, bool writable, struct
 	    try_online(mnt, t) == 0)
 		return 0;
 	snprintf(t->mnt, sizeof(t->mnt), "%s", paths[0]);
-	ret = mfs_open_for_cmd(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, &t->fs);
+	ret = mfs_open_for_cmd(paths, npaths, open_flags, &t->fs);
 	if (!ret)
 		memcpy(t->fsid, t->fs->fsid, MFS_FSID_SIZE);
 	return ret;
@@ -148,6 +154,14 @@ int mfs_target_close(struct mfs_target *t)
 static int do_ioctl(struct mfs_target *t, unsigned long cmd, void *arg)
 {
 	return ioctl(t->fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+int mfs_target_health(struct mfs_target *t, struct mfs_ioctl_health *h)
+{
+	if (t->online)
+		return do_ioctl(t, MFS_IOC_HEALTH, h);
+	mfs_admin_health(t->fs, h);
+	return 0;
 }
 
 /* The first page: sizes the arrays and gives the figures that are not paged. */
