@@ -492,6 +492,23 @@ static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 	return -ENOSPC;
 }
 
+u64 mfs_new_chunk_capacity(struct mfs_fs_info *fs, u64 type)
+{
+	u64 profile = mfs_target_profile(fs, type), p = 0;
+	u64 bytes = mfs_simulate_alloc(fs, type | profile);
+	unsigned int mask;
+
+	/* what alloc_new_chunk falls back to when the profile no longer fits */
+	if (bytes || (!mfs_fs_degraded(fs) && !mfs_fs_has_failing(fs)))
+		return bytes;
+	for (mask = reduced_profiles(fs, profile); mask && !bytes;
+	     mask &= ~(1U << mfs_bg_flags_to_raid_index(p))) {
+		p = mfs_most_redundant_profile(mask);
+		bytes = mfs_simulate_alloc(fs, type | p);
+	}
+	return bytes;
+}
+
 /*
  * Before a new data chunk takes unallocated space, metadata gets a chunk of
  * its own if its block groups are short of twice the global reserve: the

@@ -372,6 +372,42 @@ assert d["devid"] == 2 and d["state"] == "failing" and d["mount-errors"] == 768,
 	assert_success
 }
 
+@test "failing threshold: raid1 on two devices, one failing: new data goes to reduced chunks on the other" {
+	make_images 2 256M
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	head -c $((3 * MiB)) /dev/urandom >"$T/f"
+	sha256sum <"$T/f" >"$T/sum"
+	mfs_mount "$T/img1" "$T/mnt"
+	cp "$T/f" "$T/mnt/f"
+	mfs umount "$T/mnt"
+	damage_copy 1
+	mfs_mount -o read_policy=devid:1,fail_threshold=5 "$T/img1" "$T/mnt"
+	same_file "$T/mnt"
+	run json_states "$T/mnt"
+	assert_output "1 failing
+2 ok"
+	# more than the RAID1 data chunk has left: a new chunk is needed, and
+	# RAID1 no longer fits without the failing device
+	head -c $((60 * MiB)) /dev/urandom >"$T/g"
+	cp "$T/g" "$T/mnt/g"
+	cmp "$T/g" "$T/mnt/g"
+	run --separate-stderr status_json "$T/mnt"
+	assert_failure 1
+	"$MFS_PY" <<<"$output" -c '
+import json, sys
+s = json.load(sys.stdin)["filesystem-status"][0]
+g = {(x["bg-type"], x["bg-profile"]): x for x in s["redundancy"]}
+assert g[("Data", "DUP")]["reduced"] > 0 and g[("Data", "DUP")]["full"] == 0, g
+'
+	mfs umount "$T/mnt"
+	run chunk_layout "$T/img1"
+	assert_output --regexp 'Data\|DUP'
+	refute_output --regexp 'Data\|DUP[^ ]* .*1:[0-9]+'
+	mfs_mount "$T/img1" "$T/mnt"
+	same_file "$T/mnt"
+	cmp "$T/g" "$T/mnt/g"
+}
+
 @test "failing threshold: the default is 100 errors; 0 never marks a device failing" {
 	raid1_fs 2
 	damage_copy 1
