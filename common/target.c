@@ -156,6 +156,14 @@ static int do_ioctl(struct mfs_target *t, unsigned long cmd, void *arg)
 	return ioctl(t->fd, cmd, arg) < 0 ? -errno : 0;
 }
 
+int mfs_target_health(struct mfs_target *t, struct mfs_ioctl_health *h)
+{
+	if (t->online)
+		return do_ioctl(t, MFS_IOC_HEALTH, h);
+	mfs_admin_health(t->fs, h);
+	return 0;
+}
+
 /* The first page: sizes the arrays and gives the figures that are not paged. */
 static int space_first_page(struct mfs_space *sp, const struct mfs_ioctl_space *page)
 {

@@ -53,6 +53,8 @@ int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int fl
 int mfs_target_close(struct mfs_target *t);
 
 int mfs_target_space(struct mfs_target *t, struct mfs_space *sp);
+/* The members' states and the redundancy left (MFS_IOC_HEALTH). */
+int mfs_target_health(struct mfs_target *t, struct mfs_ioctl_health *h);
 void mfs_space_free(struct mfs_space *sp);
 
 int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_args *a);

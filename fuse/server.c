@@ -1254,6 +1254,11 @@ static void fill_space(struct server *s, void *arg)
 	mfs_admin_space(s->fs, arg);
 }
 
+static void fill_health(struct server *s, void *arg)
+{
+	mfs_admin_health(s->fs, arg);
+}
+
 static void fill_restripe_start(struct server *s, void *arg)
 {
 	struct mfs_ioctl_restripe_args *a = arg;
@@ -1325,6 +1330,7 @@ static const struct ioctl_op {
 	{ MFS_IOC_DEV_STATS, .admin = true, .on_ro = true, .raw = ioctl_dev_stats },
 	{ MFS_IOC_FS_INFO, .on_ro = true, .fill = fill_fs_info },
 	{ MFS_IOC_SPACE, .on_ro = true, .fill = fill_space },
+	{ MFS_IOC_HEALTH, .on_ro = true, .fill = fill_health },
 	{ MFS_IOC_SYNC, .on_ro = true, .raw = ioctl_sync },
 	{ MFS_IOC_RESTRIPE_START, .admin = true, .fill = fill_restripe_start },
 	{ MFS_IOC_REPLACE_START, .admin = true, .fill = fill_replace_start },

@@ -117,6 +117,22 @@ struct mfs_ioctl_dev_add {
 #define MFS_IOC_DEV_ADD		_IOWR(MFS_IOCTL_MAGIC, 13, struct mfs_ioctl_dev_add)
 
 /*
+ * A member's state as the admin sees it (filesystem show, filesystem
+ * status, device ready; DESIGN §6): the first of these that applies.
+ * failing: failed this mount (a write or flush error), or its errors this
+ * mount went past the mount's fail_threshold; rebuilding: came back behind
+ * the others and is being caught up.
+ */
+#define MFS_DEV_HEALTH_OK		0
+#define MFS_DEV_HEALTH_MISSING		1
+#define MFS_DEV_HEALTH_FAILING		2
+#define MFS_DEV_HEALTH_REBUILDING	3
+#define MFS_DEV_HEALTH_REPLACING	4	/* the source of a replace */
+#define MFS_DEV_HEALTH_REPLACE_TARGET	5
+#define MFS_DEV_HEALTH_DELETING		6
+#define MFS_DEV_HEALTH_NR		7
+
+/*
  * ---- space: devices and chunks, a page at a time ----
  * A filesystem has any number of devices (device add has no limit) and a
  * raid0/10/5/6 chunk has a stripe on each of them, so devices, chunks and
@@ -137,7 +153,8 @@ struct mfs_ioctl_space_dev {
 	uint64_t flags;
 	uint64_t missing;
 	uint64_t device_size;		/* size of the underlying device */
-	char path[512];
+	uint64_t state;			/* MFS_DEV_HEALTH_* */
+	char path[504];
 };
 struct mfs_ioctl_space_chunk {
 	uint64_t logical;
@@ -202,5 +219,42 @@ struct mfs_ioctl_dev_stats {
 };
 #define MFS_IOC_DEV_STATS	_IOWR(MFS_IOCTL_MAGIC, 30, struct mfs_ioctl_dev_stats)
 _Static_assert(sizeof(struct mfs_ioctl_dev_stats) < 16384, "restricted ioctl size");
+
+/*
+ * ---- health (mfs filesystem status) ----
+ * Each member's state, and per block-group type and profile the bytes in
+ * use by the redundancy left to them with the devices usable now: full
+ * (all the profile survives), reduced (less, but some: raid6 missing one,
+ * or a chunk written degraded below the requested profile), none (one more
+ * device loss loses data: raid1 missing one) and lost (unreadable).
+ */
+#define MFS_HEALTH_MAX_DEVS	64
+#define MFS_HEALTH_MAX_GROUPS	32
+struct mfs_ioctl_health_dev {
+	uint64_t devid;
+	uint64_t state;			/* MFS_DEV_HEALTH_* */
+	uint64_t mount_errors;		/* errors this mount (toward fail_threshold) */
+	char path[160];			/* "" when missing */
+};
+struct mfs_ioctl_health_group {
+	uint64_t flags;			/* block group type | profile */
+	uint64_t chunks;
+	uint64_t unreadable_chunks;
+	uint64_t full, reduced, none, lost;	/* used bytes */
+};
+struct mfs_ioctl_health {
+	uint64_t total_devices;		/* members of the filesystem */
+	uint64_t present_devices;	/* not missing */
+	uint64_t failing_devices;
+	uint64_t rebuilding_devices;
+	uint64_t unreadable_chunks;
+	uint64_t fail_threshold;	/* 0: never */
+	uint64_t nr_devices;		/* in devs[], by devid (the first MFS_HEALTH_MAX_DEVS) */
+	uint64_t nr_groups;		/* in groups[] */
+	struct mfs_ioctl_health_dev devs[MFS_HEALTH_MAX_DEVS];
+	struct mfs_ioctl_health_group groups[MFS_HEALTH_MAX_GROUPS];
+};
+#define MFS_IOC_HEALTH		_IOR(MFS_IOCTL_MAGIC, 50, struct mfs_ioctl_health)
+_Static_assert(sizeof(struct mfs_ioctl_health) < 16384, "restricted ioctl size");
 
 #endif

@@ -690,6 +690,7 @@ struct mfs_fs_info *mfs_alloc_fs_info(void)
 	}
 	fs->eb_cache_limit = 256 * SZ_1M;
 	fs->row_sealed = mfs_seal_row;
+	fs->fail_threshold = MFS_DEFAULT_FAIL_THRESHOLD;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->map_lock, NULL);
 	pthread_cond_init(&fs->inflight_done, NULL);

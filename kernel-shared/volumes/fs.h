@@ -44,6 +44,13 @@ struct mfs_device {
 	 */
 	bool failed;
 	/*
+	 * Its errors this mount (mount_errors) went past fs->fail_threshold:
+	 * still read and written, but nothing new is allocated on it. Read
+	 * without fs->lock.
+	 */
+	bool failing;
+	u64 mount_errors;	/* read, write, flush and corruption errors this mount */
+	/*
 	 * Its superblock was behind the filesystem's: it may lack what was
 	 * written after this generation, so it is read only as a last resort
 	 * until it is caught up (0: current).
@@ -219,6 +226,11 @@ struct mfs_fs_info {
 	 */
 	int caller_times;
 	u64 dev_stats_dirty;		/* device error counters changed */
+	/*
+	 * A device with more errors than this in one mount is failing
+	 * (mount option fail_threshold; 0: never).
+	 */
+	u64 fail_threshold;
 
 	/* balance/convert/delete/resize in progress (restripe.c) */
 	struct mfs_restripe_status *restripe;

@@ -130,8 +130,27 @@ bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 /* ---- device health (DESIGN §6) ---- */
 /* Present, open and not failed this mount: reads and writes may go to it. */
 bool mfs_dev_usable(const struct mfs_device *dev);
-/* Count one error of kind stat (MFS_DEV_STAT_*); safe without fs->lock. */
+/*
+ * Count one error of kind stat (MFS_DEV_STAT_*); past fs->fail_threshold
+ * errors this mount (generation errors, old copies, aside) the device is
+ * failing. Safe without fs->lock.
+ */
 void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat);
+/* The default of fs->fail_threshold (the mount option fail_threshold). */
+#define MFS_DEFAULT_FAIL_THRESHOLD	100
+/* Before the filesystem is in use: set it, and judge the errors counted so far. */
+void mfs_set_fail_threshold(struct mfs_fs_info *fs, u64 threshold);
+/* Failed this mount, or failing: the state the admin sees as failing. */
+bool mfs_dev_failing(const struct mfs_device *dev);
+/* Any member failing (mfs_dev_failing)? */
+bool mfs_fs_has_failing(struct mfs_fs_info *fs);
+/* dev's state as the admin sees it, MFS_DEV_HEALTH_* (format/ioctl.h). */
+int mfs_device_health(const struct mfs_device *dev);
+/*
+ * How many more device losses map survives with the devices usable now,
+ * at most what its profile survives whole; -1 when it cannot be read.
+ */
+int mfs_chunk_failures_left(const struct mfs_chunk_map *map);
 /*
  * A write or flush to dev failed (err): count it, and when the other
  * devices still hold every chunk, mark it failed for the rest of the mount
