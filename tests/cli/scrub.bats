@@ -1,0 +1,243 @@
+#!/usr/bin/env bats
+# Scrub: bit-rot on one device (two for raid6 and raid1c3) is found on every
+# copy and repaired - data, metadata and raid5/6 parity - the errors are
+# counted on the devices that hold them, a second scrub finds nothing, every
+# file reads back and check is clean. -r changes nothing; an error no copy
+# can correct names its file and exits 3. Offline (images) and online
+# (mounted, background, pause and resume).
+
+load helpers
+
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
+# make_fs PROFILE NDEVS [SIZE]: PROFILE for data and metadata, populated
+# (selfheal's populate); the files' sums in $T/sums
+make_fs() {
+	make_images "$2" "${3:-1G}"
+	mkfs.mfs -q -f -d "$1" -m "$1" $(imgs "$2")
+	mfs_mount "$T/img1" "$T/mnt"
+	populate "$T/mnt"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+}
+
+# summary_value LABEL: the number after "LABEL" in $output's summary
+summary_value() {
+	awk -v l="$1" 'index($0, l) == 1 { print $NF; exit }' <<<"$output"
+}
+
+# error_class CLASS: the count of CLASS (csum, verify, read, parity) on the
+# "Error summary:" line of $output, 0 when absent
+error_class() {
+	grep -m1 '^Error summary:' <<<"$output" | tr ' ' '\n' |
+		awk -F= -v c="$1" '$1 == c { n = $2 } END { print n + 0 }'
+}
+
+# assert_intact N: check reads every copy clean, every file reads back
+assert_intact() {
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	assert_output --partial "no error found"
+	mfs_mount "$T/img1" "$T/mnt"
+	run bash -c "cd '$T/mnt' && sha256sum -c --quiet '$T/sums'"
+	assert_success
+	mfs umount "$T/mnt"
+}
+
+# scrub_repairs PROFILE NDEVS BAD_DEVIDS [corrupt-copies.py options]:
+# damage, one offline scrub repairs all of it, counted exactly, a second
+# finds nothing
+scrub_repairs() {
+	local profile=$1 n=$2 bad=$3 expected sectors blocks verify
+	shift 3
+
+	make_fs "$profile" "$n"
+	run corrupt_copies "$@" "$T/img1" "$bad"
+	assert_success
+	assert_line --regexp '^tree_blocks [1-9][0-9]* data_extents [1-9][0-9]*$'
+	sectors=$(awk '$1 == "damaged" { s += $5 } END { print s }' <<<"$output")
+	blocks=$(awk '$1 == "damaged" { s += $7 } END { print s }' <<<"$output")
+	# each damaged sector and tree block is met once, on its device
+	expected=$(awk '$1 == "damaged" { print $3, $5 + $7 }' <<<"$output")
+	run mfs check --check-data-csum "$T/img1"
+	assert_failure
+
+	# (the tree blocks the open reads - tree roots - it heals itself, and
+	# counts: the scrub meets the others)
+	run --separate-stderr mfs scrub start -B $(imgs "$n")
+	assert_success
+	verify=$(error_class verify)
+	((verify > 0 && verify <= blocks && blocks - verify < 16))
+	assert_stderr_line "WARNING: errors detected during scrubbing, $((sectors + verify)) corrected"
+	assert_equal "$(error_class csum)" "$sectors"
+	assert_equal "$(summary_value '  Corrected:')" "$((sectors + verify))"
+	assert_equal "$(summary_value '  Uncorrectable:')" 0
+	assert_line --regexp '^Status: +finished$'
+	assert_corruption_errs "$T/img1" "$n" "$expected"
+
+	run mfs scrub start -B $(imgs "$n")
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+	assert_corruption_errs "$T/img1" "$n" "$expected"
+	assert_intact
+}
+
+@test "raid1: one device's copies damaged: scrub repairs all, a second finds none" {
+	scrub_repairs raid1 2 2
+}
+
+@test "raid10: the second copy of a pair damaged: repaired" {
+	scrub_repairs raid10 4 4 --copy 2
+}
+
+@test "raid5: one device's data columns damaged: rebuilt from parity and repaired" {
+	scrub_repairs raid5 3 2
+}
+
+@test "raid6: two devices damaged: rebuilt with P and Q and repaired" {
+	scrub_repairs raid6 4 1,3
+}
+
+@test "raid1c3: two of the three copies damaged: repaired from the third" {
+	scrub_repairs raid1c3 3 2,3
+}
+
+@test "dup: the second copy damaged: repaired" {
+	scrub_repairs dup 1 1 --copy 2
+}
+
+@test "metadata only (raid1), the first copies: every tree block repaired" {
+	local blocks verify
+
+	make_fs raid1 2
+	run corrupt_copies --what metadata --copy 1 "$T/img1" 1
+	assert_success
+	blocks=$(awk '$1 == "damaged" { print $7 }' <<<"$output")
+	((blocks > 0))
+	# the open heals the tree roots it reads first (their first copies);
+	# the scrub all the others
+	run mfs scrub start -B $(imgs 2)
+	assert_success
+	verify=$(error_class verify)
+	((verify > 0 && verify <= blocks && blocks - verify < 16))
+	assert_equal "$(error_class csum)" 0
+	assert_equal "$(summary_value '  Corrected:')" "$verify"
+	assert_corruption_errs "$T/img1" 2 "1 $blocks"
+	assert_intact
+}
+
+# parity_only PROFILE N: every P (and Q) strip of the data damaged on all devices
+parity_only() {
+	local profile=$1 n=$2 copies=$3 d parity
+
+	make_images "$n"
+	mkfs.mfs -q -f -d "$profile" -m raid1 $(imgs "$n")
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+	run corrupt_copies --what data --copy "$copies" "$T/img1" "$(seq -s, 1 "$n")"
+	assert_success
+	run mfs check --check-data-csum "$T/img1"
+	assert_failure
+	run mfs scrub start -B -d $(imgs "$n")
+	assert_success
+	parity=$(error_class parity)
+	((parity > 0))
+	assert_equal "$(error_class csum)" 0
+	assert_equal "$(summary_value '  Corrected:')" "$parity"
+	# each bad strip counted on the device that holds it
+	total=0
+	for ((d = 1; d <= n; d++)); do
+		total=$((total + $(dev_stat "$T/img1" "$d" corruption_errs)))
+	done
+	assert_equal "$total" "$parity"
+	run mfs scrub start -B $(imgs "$n")
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+	assert_intact
+}
+
+@test "raid5: parity damaged alone: found, counted and rewritten" {
+	parity_only raid5 3 p
+}
+
+@test "raid6: P and Q damaged alone: found, counted and rewritten" {
+	parity_only raid6 4 p,q
+}
+
+@test "-r: errors reported, nothing on disk changes; then a scrub repairs" {
+	local before
+
+	make_fs raid1 2
+	run corrupt_copies --copy 2 "$T/img1" 2
+	assert_success
+	before=$(sha256sum "$T/img1" "$T/img2")
+	run --separate-stderr mfs scrub start -B -r $(imgs 2)
+	assert_success
+	assert_stderr_line "WARNING: errors detected during scrubbing, 0 corrected"
+	(($(error_class csum) > 0))
+	assert_equal "$(summary_value '  Corrected:')" 0
+	assert_equal "$(sha256sum "$T/img1" "$T/img2")" "$before"
+	run mfs scrub start -B $(imgs 2)
+	assert_success
+	(($(summary_value '  Corrected:') > 0))
+	assert_intact
+}
+
+@test "both copies of a file bad (raid1): its path is named, exit 3, nothing else harmed" {
+	local sectors
+
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mfs_mount "$T/img1" "$T/mnt"
+	mkdir "$T/mnt/dir"
+	head -c $((2 * MiB)) /dev/urandom >"$T/mnt/dir/victim"
+	mfs umount "$T/mnt"
+	# the only data so far: the victim's
+	run corrupt_copies --what data "$T/img1" 1,2
+	assert_success
+	sectors=$(awk '$1 == "damaged" && $3 == 1 { print $5 }' <<<"$output")
+	mfs_mount "$T/img1" "$T/mnt"
+	populate "$T/mnt"
+	(cd "$T/mnt" && sha256sum big/* small/s1 small/a/b/c/m3) >"$T/sums"
+	mfs umount "$T/mnt"
+
+	run --separate-stderr mfs scrub start -B $(imgs 2)
+	assert_equal "$status" 3
+	assert_stderr_line "ERROR: there are $sectors uncorrectable errors"
+	assert_line "Uncorrectable error in: /dir/victim"
+	assert_equal "$(summary_value '  Uncorrectable:')" "$sectors"
+	assert_equal "$(error_class csum)" "$((2 * sectors))"
+	refute_line --regexp 'Uncorrectable error in: /(big|small)'
+	# counted against both devices, the rest intact
+	assert_corruption_errs "$T/img1" 2 "1 $sectors
+2 $sectors"
+	mfs_mount "$T/img1" "$T/mnt"
+	run bash -c "cd '$T/mnt' && sha256sum -c --quiet '$T/sums'"
+	assert_success
+	run cat "$T/mnt/dir/victim"
+	assert_failure
+	mfs umount "$T/mnt"
+}
+
+@test "scrub usage errors: no path, bad --limit, nothing to resume or cancel offline" {
+	run mfs scrub start
+	assert_failure
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	run --separate-stderr mfs scrub start --limit 12x $(imgs 2)
+	assert_equal "$status" 1
+	assert_stderr_line "ERROR: invalid --limit value: 12x"
+	run mfs scrub resume $(imgs 2)
+	assert_equal "$status" 2
+	assert_output --partial "nothing to resume"
+	run --separate-stderr mfs scrub cancel $(imgs 2)
+	assert_equal "$status" 2
+	assert_stderr_regex "^ERROR: scrub cancel failed on .*: not running$"
+}
