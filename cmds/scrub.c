@@ -71,7 +71,9 @@ struct show_opts {
 static const char *state_name(const struct mfs_ioctl_scrub_status *st)
 {
 	switch (st->state) {
-	case MFS_SCRUB_RUNNING: return "running";
+	case MFS_SCRUB_RUNNING:
+		return st->cancel_req ? "running, cancel requested" :
+		       st->pause_req ? "running, pause requested" : "running";
 	case MFS_SCRUB_PAUSED: return "paused";
 	case MFS_SCRUB_FINISHED: return "finished";
 	case MFS_SCRUB_CANCELED: return "aborted";
@@ -98,6 +100,10 @@ static void print_errors(const struct mfs_ioctl_scrub_counts *c, const char *ind
 	if (!c->read_errors && !c->csum_errors && !c->verify_errors && !c->parity_errors &&
 	    !c->uncorrectable_errors) {
 		printf("%s%-18s%s\n", indent, "Error summary:", "no errors found");
+		/* copies on missing devices: there, but not checked */
+		if (c->unverified_errors)
+			printf("%s  %-16s%llu\n", indent, "Unverified:",
+			       (unsigned long long)c->unverified_errors);
 		return;
 	}
 	printf("%s%-17s", indent, "Error summary:");

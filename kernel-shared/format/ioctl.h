@@ -246,6 +246,7 @@ struct mfs_ioctl_scrub_status {
 	uint32_t flags;			/* the run's MFS_SCRUB_* */
 	int32_t last_result;
 	uint32_t resumed;		/* the run continues an interrupted one */
+	uint32_t pause_req, cancel_req;	/* asked for, not yet done */
 	uint64_t start_time;		/* seconds since the epoch */
 	uint64_t elapsed_ns;		/* scrubbing time, pauses left out */
 	uint64_t bytes_total;		/* used bytes of the filesystem */

@@ -683,6 +683,8 @@ static void status_locked(const struct mfs_fs_info *fs, struct mfs_ioctl_scrub_s
 	if (!sc)
 		return;
 	*st = sc->st;
+	st->pause_req = sc->pause_req;
+	st->cancel_req = sc->cancel_req;
 	if (sc->st.state == MFS_SCRUB_RUNNING && sc->run_start_ns)
 		st->elapsed_ns = sc->elapsed_before + (now_ns() - sc->run_start_ns);
 }

@@ -241,3 +241,125 @@ parity_only() {
 	assert_equal "$status" 2
 	assert_stderr_regex "^ERROR: scrub cancel failed on .*: not running$"
 }
+
+# scrub_state MNT: the Status: of mfs scrub status
+scrub_state() {
+	mfs scrub status "$1" | awk '$1 == "Status:" { print $2 }'
+}
+
+@test "online (raid1): scrub -B of the mount point repairs while files are written" {
+	local expected
+
+	make_fs raid1 2
+	run corrupt_copies --copy 2 "$T/img1" 2
+	assert_success
+	expected=$(awk '$1 == "damaged" { print $3, $5 + $7 }' <<<"$output")
+	mfs_mount "$T/img1" "$T/mnt"
+	# user I/O goes on beside the scrub
+	(for i in $(seq 1 40); do head -c 100000 /dev/urandom >"$T/mnt/new$i"; done) &
+	run --separate-stderr mfs scrub start -B -d "$T/mnt"
+	wait $!
+	assert_success
+	assert_line --regexp '^Status: +finished$'
+	assert_line --regexp "^Scrub device $T/img2 \\(id 2\\) history\$"
+	(($(error_class csum) > 0))
+	assert_equal "$(summary_value '  Uncorrectable:')" 0
+	run mfs device stats -c "$T/mnt"
+	assert_equal "$status" 64
+	assert_line --regexp "^\[$T/img2\]\.corruption_errs +[1-9][0-9]*\$"
+	run mfs scrub status "$T/mnt"
+	assert_success
+	assert_line --regexp '^Status: +finished$'
+	run mfs scrub start -B "$T/mnt"
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+	mfs umount "$T/mnt"
+	assert_corruption_errs "$T/img1" 2 "$expected"
+	assert_intact
+}
+
+@test "online: background scrub, pause, status, refusals while paused, resume to the end" {
+	local total done1
+
+	make_fs raid1 2
+	run corrupt_copies --copy 2 "$T/img1" 2
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	# held after its second step, the scrub is part of the way through
+	echo 2 >"$T/hold-scrub"
+	run mfs scrub start "$T/mnt"
+	assert_success
+	assert_output --regexp "^scrub started on $T/mnt, fsid [-0-9a-f]+ \\(pid=[0-9]+\\)\$"
+	wait_for_file "$T/hold-scrub.held"
+	run mfs scrub start "$T/mnt"
+	assert_failure
+	assert_output --partial "Scrub is already running"
+	mfs scrub pause "$T/mnt" >"$T/pause.out" &
+	wait_until 60 requested pause "$T/mnt"
+	rm -f "$T/hold-scrub.held"
+	wait $!
+	assert_equal "$(scrub_state "$T/mnt")" paused
+	run mfs scrub status -R "$T/mnt"
+	done1=$(awk '$1 == "bytes_scrubbed:" { print $2 }' <<<"$output")
+	total=$(mfs scrub status --raw "$T/mnt" | awk '$1 == "Total" { print $4 }')
+	((done1 > 0 && done1 < total))
+	# exclusive: no balance while a scrub is paused, no second scrub
+	run --separate-stderr mfs balance start --full-balance "$T/mnt"
+	assert_failure
+	assert_stderr_regex "another exclusive operation 'scrub' in progress"
+	run mfs scrub start -B "$T/mnt"
+	assert_failure
+	assert_output --partial "Scrub is already paused"
+	run mfs scrub resume -B "$T/mnt"
+	assert_success
+	assert_line --regexp '^Scrub resumed: '
+	assert_line --regexp '^Status: +finished$'
+	(($(summary_value '  Corrected:') > 0))
+	assert_equal "$(summary_value '  Uncorrectable:')" 0
+	run mfs scrub status -R "$T/mnt"
+	assert_line "	bytes_scrubbed: $total"
+	run mfs scrub resume "$T/mnt"
+	assert_equal "$status" 2
+	mfs umount "$T/mnt"
+	assert_intact
+}
+
+# requested WHAT MNT: a pause or cancel of the running scrub was asked for
+requested() {
+	mfs scrub status "$2" | grep -qE "^Status: +running, $1 requested\$"
+}
+
+@test "online cancel: stops, status says aborted, resume continues it" {
+	make_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	echo 1 >"$T/hold-scrub"
+	run mfs scrub start "$T/mnt"
+	assert_success
+	wait_for_file "$T/hold-scrub.held"
+	mfs scrub cancel "$T/mnt" >"$T/cancel.out" &
+	wait_until 60 requested cancel "$T/mnt"
+	rm -f "$T/hold-scrub.held"
+	wait $!
+	run cat "$T/cancel.out"
+	assert_output "scrub cancelled"
+	assert_equal "$(scrub_state "$T/mnt")" aborted
+	run mfs scrub cancel "$T/mnt"
+	assert_equal "$status" 2
+	run mfs scrub resume -B "$T/mnt"
+	assert_success
+	assert_line --regexp '^Status: +finished$'
+	assert_line --regexp '^Error summary: +no errors found$'
+}
+
+@test "degraded mount (raid1, a device gone): scrubs what is there, names the chunks without redundancy" {
+	make_fs raid1 2
+	mv "$T/img2" "$T/gone"
+	mfs_mount -o degraded "$T/img1" "$T/mnt"
+	run mfs scrub start -B "$T/mnt"
+	assert_success
+	assert_line --regexp '^Degraded: +chunk [0-9]+ \(RAID1\): 1 of 2 stripes missing, no redundancy left$'
+	assert_line --regexp '^Status: +finished$'
+	assert_line --regexp '^Error summary: +no errors found$'
+	(($(summary_value '  Unverified:') > 0))
+	mfs umount "$T/mnt"
+}
