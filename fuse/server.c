@@ -1171,6 +1171,7 @@ static void stop_scrubber(struct server *s)
 	if (!s->scrubber_started)
 		return;
 	mfs_scrub_ctl(s->fs, MFS_SCRUB_CTL_PAUSE);
+	mfs_test_pause_at("scrubber-stop");	/* the pause is asked for */
 	pthread_join(s->scrubber, NULL);
 	s->scrubber_started = false;
 }

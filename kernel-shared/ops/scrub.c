@@ -18,6 +18,7 @@
 #include "kernel-shared/ops/restripe.h"
 #include "kernel-shared/fs/inode.h"
 #include "kernel-shared/tree/alloc.h"
+#include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/format/profiles.h"
@@ -26,6 +27,7 @@
 #define SCRUB_STEP	(8ULL << 20)	/* used bytes per step under fs->lock */
 #define SCRUB_PIECE	(1ULL << 20)	/* bytes of one copy read at once */
 #define SCRUB_MAX_INOS	64		/* files named in the status */
+#define SCRUB_COMMIT	(64ULL << 20)	/* scrubbed between two commits of the cursor */
 
 struct scrub_ino {
 	u64 ino;
@@ -46,6 +48,7 @@ struct mfs_scrub {
 	struct scrub_ino inos[SCRUB_MAX_INOS];
 	int nr_inos;
 	size_t files_used;
+	u64 committed_at;		/* bytes_done when the item was last committed */
 };
 
 static u64 now_ns(void)
@@ -608,12 +611,140 @@ static void name_files(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* ---------------- the persisted state (struct mfs_scrub_item) ---------------- */
+
+static const struct mfs_key scrub_key = { MFS_SCRUB_OBJECTID, MFS_PERSISTENT_ITEM_KEY, 0 };
+_Static_assert(MFS_SCRUB_RUNNING == MFS_SCRUB_STATE_RUNNING &&
+	       MFS_SCRUB_PAUSED == MFS_SCRUB_STATE_PAUSED &&
+	       MFS_SCRUB_FINISHED == MFS_SCRUB_STATE_FINISHED &&
+	       MFS_SCRUB_CANCELED == MFS_SCRUB_STATE_CANCELED &&
+	       MFS_SCRUB_ABORTED == MFS_SCRUB_STATE_ABORTED, "status and item states");
+
+/* The run's scrubbing time so far. */
+static u64 elapsed(const struct mfs_scrub *sc)
+{
+	return sc->elapsed_before + (sc->run_start_ns ? now_ns() - sc->run_start_ns : 0);
+}
+
+/* The states of the status are those of the item (format.h, ioctl.h). */
+static void to_item(const struct mfs_scrub *sc, struct mfs_scrub_item *it)
+{
+	const struct mfs_ioctl_scrub_counts *c = &sc->st.c;
+
+	memset(it, 0, sizeof(*it));
+	it->state = cpu_to_le64(sc->st.state);
+	it->flags = cpu_to_le64((sc->st.flags & MFS_SCRUB_READONLY) ? MFS_SCRUB_ITEM_READONLY : 0);
+	it->cursor = cpu_to_le64(sc->st.cursor);
+	it->start_time = cpu_to_le64(sc->st.start_time);
+	it->elapsed_ns = cpu_to_le64(elapsed(sc));
+	it->bytes_total = cpu_to_le64(sc->st.bytes_total);
+	it->limit = cpu_to_le64(sc->st.limit);
+	it->bytes_done = cpu_to_le64(c->bytes_done);
+	it->read_errors = cpu_to_le64(c->read_errors);
+	it->csum_errors = cpu_to_le64(c->csum_errors);
+	it->verify_errors = cpu_to_le64(c->verify_errors);
+	it->parity_errors = cpu_to_le64(c->parity_errors);
+	it->corrected_errors = cpu_to_le64(c->corrected_errors);
+	it->uncorrectable_errors = cpu_to_le64(c->uncorrectable_errors);
+	it->unverified_errors = cpu_to_le64(c->unverified_errors);
+}
+
+/* A scrub found RUNNING was stopped without a word (unmount, crash): paused. */
+static int from_item(struct mfs_scrub *sc, const struct mfs_scrub_item *it)
+{
+	struct mfs_ioctl_scrub_counts *c = &sc->st.c;
+	u64 state = le64_to_cpu(it->state);
+
+	if (state < MFS_SCRUB_STATE_RUNNING || state > MFS_SCRUB_STATE_ABORTED)
+		return -EUCLEAN;
+	sc->st.state = state == MFS_SCRUB_STATE_RUNNING ? MFS_SCRUB_PAUSED : state;
+	sc->st.flags = (le64_to_cpu(it->flags) & MFS_SCRUB_ITEM_READONLY) ? MFS_SCRUB_READONLY : 0;
+	sc->st.cursor = le64_to_cpu(it->cursor);
+	sc->st.start_time = le64_to_cpu(it->start_time);
+	sc->elapsed_before = sc->st.elapsed_ns = le64_to_cpu(it->elapsed_ns);
+	sc->st.bytes_total = le64_to_cpu(it->bytes_total);
+	sc->st.limit = le64_to_cpu(it->limit);
+	c->bytes_done = le64_to_cpu(it->bytes_done);
+	c->read_errors = le64_to_cpu(it->read_errors);
+	c->csum_errors = le64_to_cpu(it->csum_errors);
+	c->verify_errors = le64_to_cpu(it->verify_errors);
+	c->parity_errors = le64_to_cpu(it->parity_errors);
+	c->corrected_errors = le64_to_cpu(it->corrected_errors);
+	c->uncorrectable_errors = le64_to_cpu(it->uncorrectable_errors);
+	c->unverified_errors = le64_to_cpu(it->unverified_errors);
+	sc->committed_at = c->bytes_done;
+	return 0;
+}
+
+/*
+ * The scrub of fs (under fs->lock): the one in memory, else the one the
+ * root tree holds; NULL when there is none (a bad item is reported and
+ * taken for none: the next start writes a good one).
+ */
+static struct mfs_scrub *scrub_of(struct mfs_fs_info *fs)
+{
+	struct mfs_scrub_item it;
+	struct mfs_scrub *sc;
+	struct mfs_path path;
+	int ret;
+
+	if (fs->scrub || !fs->tree_root)
+		return fs->scrub;
+	mfs_init_path(&path);
+	ret = mfs_search_slot(NULL, fs->tree_root, &scrub_key, &path, 0, 0);
+	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) != sizeof(it))
+		ret = -EUCLEAN;
+	if (ret == 0)
+		memcpy(&it, leaf_item_data(path.nodes[0], path.slots[0]), sizeof(it));
+	mfs_release_path(&path);
+	sc = ret ? NULL : calloc(1, sizeof(*sc));
+	if (sc && from_item(sc, &it)) {
+		free(sc);
+		sc = NULL;
+		ret = -EUCLEAN;
+	}
+	if (ret < 0)
+		mfs_log(fs, "scrub: the saved scrub state is unreadable (%s); ignored",
+			strerror(-ret));
+	fs->scrub = sc;
+	return sc;
+}
+
+/*
+ * The state into the running transaction (fs->lock held), committed too
+ * when commit says so: at start and end, and every SCRUB_COMMIT bytes; in
+ * between, any commit (the daemon's timer, a sync) takes the latest
+ * cursor along. A filesystem opened read-only is left as it is.
+ */
+static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_scrub_item it;
+	int ret;
+
+	if (!(fs->open_flags & MFS_OPEN_WRITABLE) || fs->fatal_error)
+		return 0;
+	to_item(sc, &it);
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	ret = mfs_write_item(trans, fs->tree_root, &scrub_key, &it, sizeof(it));
+	commit |= sc->st.c.bytes_done - sc->committed_at >= SCRUB_COMMIT;
+	if (ret || !commit) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	sc->committed_at = sc->st.c.bytes_done;
+	return mfs_commit_transaction(trans);
+}
+
 /* ---------------- running, status and control ---------------- */
 
-bool mfs_scrub_in_progress(const struct mfs_fs_info *fs)
+bool mfs_scrub_in_progress(struct mfs_fs_info *fs)
 {
-	return fs->scrub && (fs->scrub->st.state == MFS_SCRUB_RUNNING ||
-			     fs->scrub->st.state == MFS_SCRUB_PAUSED);
+	struct mfs_scrub *sc = scrub_of(fs);
+
+	return sc && (sc->st.state == MFS_SCRUB_RUNNING || sc->st.state == MFS_SCRUB_PAUSED);
 }
 
 int mfs_scrub_busy(char *msg, size_t msglen)
@@ -669,15 +800,21 @@ int mfs_scrub_start(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_args *a)
 			sc->st.bytes_total += fs->bgs[i]->used;
 		free(fs->scrub);
 		fs->scrub = sc;
+		ret = save_state(fs, sc, true);
+		if (ret) {
+			snprintf(a->msg, sizeof(a->msg), "cannot save the scrub's state: %s",
+				 strerror(-ret));
+			sc->st.state = MFS_SCRUB_ABORTED;
+		}
 	}
 	pthread_mutex_unlock(&fs->lock);
 	a->result = ret;
 	return ret;
 }
 
-static void status_locked(const struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
+static void status_locked(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
 {
-	const struct mfs_scrub *sc = fs->scrub;
+	const struct mfs_scrub *sc = scrub_of(fs);
 
 	memset(st, 0, sizeof(*st));
 	if (!sc)
@@ -685,8 +822,8 @@ static void status_locked(const struct mfs_fs_info *fs, struct mfs_ioctl_scrub_s
 	*st = sc->st;
 	st->pause_req = sc->pause_req;
 	st->cancel_req = sc->cancel_req;
-	if (sc->st.state == MFS_SCRUB_RUNNING && sc->run_start_ns)
-		st->elapsed_ns = sc->elapsed_before + (now_ns() - sc->run_start_ns);
+	if (sc->st.state == MFS_SCRUB_RUNNING)
+		st->elapsed_ns = elapsed(sc);
 }
 
 void mfs_scrub_status(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
@@ -730,6 +867,8 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 			break;
 		}
 		ret = scrub_step(fs, sc);
+		if (!ret)
+			ret = save_state(fs, sc, false);
 		pthread_mutex_unlock(&fs->lock);
 		/* between steps user I/O and commits go on */
 		if (!ret) {
@@ -739,6 +878,7 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 		pthread_mutex_lock(&fs->lock);
 	}
 	end_run(sc, ret);
+	save_state(fs, sc, true);
 	pthread_mutex_unlock(&fs->lock);
 	if (ret != -EINTR)
 		name_files(fs, sc);
@@ -751,7 +891,7 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 	int ret = -ENOTCONN;
 
 	pthread_mutex_lock(&fs->lock);
-	sc = fs->scrub;
+	sc = scrub_of(fs);
 	if (!sc) {
 		pthread_mutex_unlock(&fs->lock);
 		return ret;
@@ -764,9 +904,10 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 		ret = 0;
 	} else if (cmd == MFS_SCRUB_CTL_CANCEL && sc->st.state == MFS_SCRUB_PAUSED) {
 		sc->st.state = MFS_SCRUB_CANCELED;
-		ret = 0;
+		ret = save_state(fs, sc, true);
 	} else if (cmd == MFS_SCRUB_CTL_RESUME && (sc->st.state == MFS_SCRUB_PAUSED ||
-						   sc->st.state == MFS_SCRUB_CANCELED)) {
+						   sc->st.state == MFS_SCRUB_CANCELED ||
+						   sc->st.state == MFS_SCRUB_ABORTED)) {
 		sc->st.state = MFS_SCRUB_RUNNING;
 		sc->st.resumed = 1;
 		ret = 0;

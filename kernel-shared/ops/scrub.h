@@ -30,8 +30,11 @@ void mfs_scrub_status(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
  * to act on.
  */
 int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd);
-/* A scrub is running (or paused): other exclusive operations must wait. Under fs->lock. */
-bool mfs_scrub_in_progress(const struct mfs_fs_info *fs);
+/*
+ * A scrub is running or paused (also one an unmount or crash interrupted):
+ * other exclusive operations must wait. Under fs->lock.
+ */
+bool mfs_scrub_in_progress(struct mfs_fs_info *fs);
 /* The refusal of another exclusive operation while a scrub is in progress: -EBUSY. */
 int mfs_scrub_busy(char *msg, size_t msglen);
 
