@@ -192,61 +192,85 @@ static int scrub_sector(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs
 }
 
 /*
- * One piece of a data extent that lies in one stripe: each copy read whole
+ * Copy m of a piece into bufs[m - 1] (raid5/6: the data column only, an
+ * open row's from memory), the read results into errs: the copies of a
+ * mirrored chunk read in parallel. Returns the number of copies read.
+ */
+static int read_piece_copies(struct mfs_fs_info *fs, struct mfs_chunk_map *map, u64 logical,
+			     u64 len, u8 **bufs, int *errs)
+{
+	if (!mfs_profile(map->type)->nparity)
+		return mfs_read_mirrors(map, logical, len, bufs, errs);
+	errs[0] = -ENODEV;
+	if (mfs_dev_usable(mfs_mirror_device(map, logical, 1)))
+		errs[0] = mfs_read_logical(fs, logical, bufs[0], len, 1);
+	return 1;
+}
+
+/*
+ * One piece of a data extent that lies in one stripe unit: every copy read
  * (raid5/6: the data column) and its sectors checked; a sector bad in any
  * copy goes to scrub_sector, which checks and repairs all of them.
  */
 static int scrub_data_piece(struct mfs_fs_info *fs, struct mfs_scrub *sc,
 			    struct mfs_chunk_map *map, u64 logical, u64 len, const u8 *csums,
-			    u64 ino, u8 *buf)
+			    u64 ino, u8 **bufs)
 {
-	int copies = mfs_profile(map->type)->nparity ? 1 : mfs_num_copies(map);
 	u64 nsect = len / MFS_SECTOR, s;
+	int errs[MFS_MAX_COPIES], copies, m, ret = 0;
 	bool suspect[nsect];
-	int m, ret;
 
+	copies = read_piece_copies(fs, map, logical, len, bufs, errs);
+	if (copies < 0)
+		return copies;
 	memset(suspect, 0, sizeof(suspect));
-	for (m = 1; m <= copies; m++) {
-		struct mfs_device *dev = mfs_mirror_device(map, logical, m);
-		bool whole;
-
-		if (!mfs_dev_usable(dev)) {
+	for (m = 0; m < copies; m++) {
+		if (errs[m] == -ENODEV) {
 			sc->st.c.unverified_errors += nsect;
 			continue;
 		}
-		whole = mfs_read_logical(fs, logical, buf, len, m) == 0;
-		count_read(sc, map, logical, len, m);
+		count_read(sc, map, logical, len, m + 1);
 		for (s = 0; s < nsect; s++) {
 			u8 sum[MFS_CSUM_SIZE];
 
 			if (suspect[s])
 				continue;
-			mfs_csum_compute(fs->csum_type, buf + s * MFS_SECTOR, MFS_SECTOR, sum);
-			suspect[s] = !whole || memcmp(sum, csums + s * fs->csum_size, fs->csum_size);
+			mfs_csum_compute(fs->csum_type, bufs[m] + s * MFS_SECTOR, MFS_SECTOR, sum);
+			suspect[s] = errs[m] || memcmp(sum, csums + s * fs->csum_size, fs->csum_size);
 		}
 	}
-	for (s = 0, ret = 0; s < nsect && !ret; s++)
+	for (s = 0; s < nsect && !ret; s++)
 		if (suspect[s])
 			ret = scrub_sector(fs, sc, map, logical + s * MFS_SECTOR,
-					   csums + s * fs->csum_size, ino, buf);
+					   csums + s * fs->csum_size, ino, bufs[0]);
 	return ret;
+}
+
+static void free_bufs(u8 **bufs)
+{
+	int i;
+
+	for (i = 0; i < MFS_MAX_COPIES; i++)
+		free(bufs[i]);
 }
 
 static int scrub_data(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_chunk_map *map,
 		      const struct mfs_range *r)
 {
+	int copies = mfs_profile(map->type)->nparity ? 1 : mfs_num_copies(map), i;
+	u8 *csums, *bufs[MFS_MAX_COPIES] = { NULL };
 	u64 off = 0;
-	u8 *csums, *buf;
 	int ret;
 
+	if (copies > MFS_MAX_COPIES)
+		return -EUCLEAN;
 	ret = mfs_extent_csums(fs, r->start, r->len, &csums);
 	if (ret)
 		return ret > 0 ? 0 : ret;	/* preallocated: nothing written to check */
-	buf = malloc(SCRUB_PIECE);
-	if (!buf) {
-		free(csums);
-		return -ENOMEM;
-	}
+	/* aligned: the reads go past the page cache, to the disks */
+	for (i = 0; i < copies && !ret; i++)
+		if (posix_memalign((void **)&bufs[i], 4096, SCRUB_PIECE))
+			ret = -ENOMEM;
 	while (off < r->len && !ret) {
 		struct mfs_io_map io;
 		u64 n;
@@ -256,10 +280,10 @@ static int scrub_data(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_c
 			break;
 		n = min_t(u64, min_t(u64, r->len - off, io.length), SCRUB_PIECE);
 		ret = scrub_data_piece(fs, sc, map, r->start + off, n,
-				       csums + off / MFS_SECTOR * fs->csum_size, r->level, buf);
+				       csums + off / MFS_SECTOR * fs->csum_size, r->level, bufs);
 		off += n;
 	}
-	free(buf);
+	free_bufs(bufs);
 	free(csums);
 	return ret;
 }

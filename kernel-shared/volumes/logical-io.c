@@ -708,6 +708,44 @@ int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_rea
 }
 
 /*
+ * Every copy of [logical, +len), which lies in one stripe unit of a
+ * mirrored chunk (not raid5/6), read at once: copy m into bufs[m - 1], its
+ * result into errs[m - 1] (-ENODEV: its device is not usable). Transfers
+ * to different devices run in parallel, past the page cache when the
+ * buffers are aligned: a scrub wants what the disks hold, not a cached
+ * copy. Returns the number of copies, or -errno.
+ */
+int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs, int *errs)
+{
+	struct batch_set set = { 0 };
+	int batch[MFS_MAX_COPIES], i, ret;
+	struct mfs_io_map io;
+
+	ret = mfs_map_block(map, logical, &io);
+	if (ret)
+		return ret;
+	if (mfs_profile(map->type)->nparity || len > io.length)
+		return -EINVAL;
+	for (i = 0; i < io.ncopies && !ret; i++) {
+		struct mfs_map_stripe *s = &map->stripes[io.stripe[i]];
+
+		batch[i] = -1;
+		errs[i] = -ENODEV;
+		if (!mfs_dev_usable(s->dev))
+			continue;
+		ret = batch_add(&set, s->dev, io.physical[i], bufs[i], len, false);
+		batch[i] = set.n - 1;
+	}
+	if (!ret)
+		batches_run(&set);
+	for (i = 0; !ret && i < io.ncopies; i++)
+		if (batch[i] >= 0)
+			errs[i] = set.b[batch[i]].ret;
+	free(set.b);
+	return ret ? ret : io.ncopies;
+}
+
+/*
  * Rebuild len bytes of one data column of a raid5/6 row from the others.
  * lost_parity additionally treats P as unreadable (so Q is used).
  */
