@@ -20,6 +20,7 @@
 #include "common/messages.h"
 #include "common/units.h"
 #include "common/target.h"
+#include "common/format-output.h"
 #include "kernel-shared/ops/scrub.h"
 #include "kernel-shared/ops/admin.h"
 
@@ -164,9 +165,8 @@ static void print_device(const struct mfs_ioctl_scrub_dev *d, const char *path,
 	print_errors(&d->c, "");
 }
 
-/* The device paths, from the error counters' report, for -d. */
-static void device_path(struct mfs_target *t, struct mfs_ioctl_dev_stats *ds, u64 devid,
-			char *buf, size_t size)
+/* The path of devid, from the error counters' report ds. */
+static void device_path(const struct mfs_ioctl_dev_stats *ds, u64 devid, char *buf, size_t size)
 {
 	u64 i;
 
@@ -174,14 +174,91 @@ static void device_path(struct mfs_target *t, struct mfs_ioctl_dev_stats *ds, u6
 	for (i = 0; i < ds->nr_devices && i < MFS_DEV_STATS_MAX_DEVS; i++)
 		if (ds->devs[i].devid == devid && ds->devs[i].path[0])
 			snprintf(buf, size, "%s", ds->devs[i].path);
-	(void)t;
 }
 
-static void print_status(struct mfs_target *t, const struct mfs_ioctl_scrub_status *st,
-			 const struct show_opts *o)
+/* ---------------- --format json (Documentation/json-output.md) ---------------- */
+
+static void json_counts(struct json_object *o, const struct mfs_ioctl_scrub_counts *c)
+{
+	mfs_json_add_u64(o, "bytes_scrubbed", c->bytes_done);
+	mfs_json_add_u64(o, "read_errors", c->read_errors);
+	mfs_json_add_u64(o, "csum_errors", c->csum_errors);
+	mfs_json_add_u64(o, "verify_errors", c->verify_errors);
+	mfs_json_add_u64(o, "parity_errors", c->parity_errors);
+	mfs_json_add_u64(o, "corrected_errors", c->corrected_errors);
+	mfs_json_add_u64(o, "uncorrectable_errors", c->uncorrectable_errors);
+	mfs_json_add_u64(o, "unverified_errors", c->unverified_errors);
+}
+
+/* The files (U, C) and degraded chunks (D) of st.files, as arrays. */
+static void json_files(struct json_object *o, const struct mfs_ioctl_scrub_status *st)
+{
+	char *copy = strndup(st->files, sizeof(st->files)), *line, *save = NULL;
+	struct json_object *unc = mfs_json_add_array(o, "uncorrectable");
+	struct json_object *cor = mfs_json_add_array(o, "corrected");
+	struct json_object *deg = mfs_json_add_array(o, "degraded");
+
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct json_object *a = line[0] == 'U' ? unc : line[0] == 'C' ? cor :
+					line[0] == 'D' ? deg : NULL;
+
+		if (a && line[1] == ' ')
+			json_object_array_add(a, json_object_new_string(line + 2));
+	}
+	free(copy);
+}
+
+static void print_json(struct mfs_target *t, const struct mfs_ioctl_scrub_status *st,
+		       struct mfs_ioctl_dev_stats *ds)
+{
+	struct json_object *arr, *root = mfs_json_start("scrub-status", &arr);
+	struct json_object *o = root ? mfs_json_array_add_object(arr) : NULL, *devs;
+	char uuid[40], path[256];
+	u32 i;
+
+	if (!o)
+		return;
+	uuid_unparse(t->fsid, uuid);
+	mfs_json_add_string(o, "uuid", uuid);
+	mfs_json_add_string(o, "status", st->state == MFS_SCRUB_NONE ? "none" : state_name(st));
+	mfs_json_add_u64(o, "started", st->start_time);
+	mfs_json_add_u64(o, "resumed", st->resumed);
+	mfs_json_add_u64(o, "duration", st->elapsed_ns / 1000000000ULL);
+	mfs_json_add_u64(o, "total_to_scrub", st->bytes_total);
+	mfs_json_add_u64(o, "limit", st->limit);
+	mfs_json_add_u64(o, "last_logical", st->cursor);
+	json_counts(o, &st->c);
+	json_files(o, st);
+	devs = mfs_json_add_array(o, "devices");
+	for (i = 0; devs && i < st->nr_devs && i < MFS_SCRUB_MAX_DEVS; i++) {
+		struct json_object *d = mfs_json_array_add_object(devs);
+
+		if (!d)
+			break;
+		device_path(ds, st->devs[i].devid, path, sizeof(path));
+		mfs_json_add_u64(d, "devid", st->devs[i].devid);
+		mfs_json_add_string(d, "path", path);
+		json_counts(d, &st->devs[i].c);
+	}
+	mfs_json_print_free(root);
+}
+
+/* Every device's path, from the error counters' report (-d, json). */
+static struct mfs_ioctl_dev_stats *device_paths(struct mfs_target *t)
+{
+	struct mfs_ioctl_dev_stats *ds = calloc(1, sizeof(*ds));
+
+	if (ds && (t->online ? target_ioctl(t, MFS_IOC_DEV_STATS, ds) :
+			       mfs_admin_dev_stats(t->fs, ds)))
+		ds->nr_devices = 0;
+	return ds;
+}
+
+static void print_text(struct mfs_target *t, const struct mfs_ioctl_scrub_status *st,
+		       const struct show_opts *o, struct mfs_ioctl_dev_stats *ds)
 {
 	double secs = st->elapsed_ns / 1e9;
-	char uuid[40];
+	char uuid[40], path[256];
 	u32 i;
 
 	uuid_unparse(t->fsid, uuid);
@@ -215,19 +292,24 @@ static void print_status(struct mfs_target *t, const struct mfs_ioctl_scrub_stat
 	else
 		print_errors(&st->c, "");
 	print_files(st);
-	if (o->devices) {
-		struct mfs_ioctl_dev_stats *ds = calloc(1, sizeof(*ds));
-		char path[256];
-
-		if (ds && (t->online ? target_ioctl(t, MFS_IOC_DEV_STATS, ds) :
-				       mfs_admin_dev_stats(t->fs, ds)))
-			ds->nr_devices = 0;
-		for (i = 0; ds && i < st->nr_devs && i < MFS_SCRUB_MAX_DEVS; i++) {
-			device_path(t, ds, st->devs[i].devid, path, sizeof(path));
-			print_device(&st->devs[i], path, st, o);
-		}
-		free(ds);
+	for (i = 0; o->devices && i < st->nr_devs && i < MFS_SCRUB_MAX_DEVS; i++) {
+		device_path(ds, st->devs[i].devid, path, sizeof(path));
+		print_device(&st->devs[i], path, st, o);
 	}
+}
+
+static void print_status(struct mfs_target *t, const struct mfs_ioctl_scrub_status *st,
+			 const struct show_opts *o)
+{
+	struct mfs_ioctl_dev_stats *ds = device_paths(t);
+
+	if (!ds)
+		return;
+	if (mfs_output_format == MFS_OUTPUT_JSON)
+		print_json(t, st, ds);
+	else
+		print_text(t, st, o, ds);
+	free(ds);
 }
 
 /* ---------------- following a scrub ---------------- */
@@ -486,7 +568,8 @@ static int cmd_scrub_status(const struct cmd_struct *cmd, int argc, char **argv)
 	mfs_target_close(&t);
 	return ret ? 1 : 0;
 }
-DEFINE_SIMPLE_COMMAND(scrub_status, "status");
+DEFINE_COMMAND(scrub_status, "status", cmd_scrub_status, cmd_scrub_status_usage, NULL,
+	       CMD_FORMAT_JSON);
 
 /* pause and cancel: asked, then followed until the scrub has stopped. */
 static int stop_command(const struct cmd_struct *cmd, int argc, char **argv, unsigned int op,

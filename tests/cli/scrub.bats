@@ -7,6 +7,7 @@
 # (mounted, background, pause and resume).
 
 load helpers
+load restripe
 
 eval "helpers_$(declare -f teardown)"
 
@@ -265,9 +266,13 @@ scrub_state() {
 	mfs_mount "$T/img1" "$T/mnt"
 	# user I/O goes on beside the scrub
 	(for i in $(seq 1 40); do head -c 100000 /dev/urandom >"$T/mnt/new$i"; done) &
-	run --separate-stderr mfs scrub start -B -d "$T/mnt"
+	run --separate-stderr mfs -v scrub start -B -d "$T/mnt"
 	wait $!
 	assert_success
+	# -v names the files whose bad copies were corrected
+	assert_line --regexp '^Corrected error in: +/(big|small)/'
+	refute_line --regexp '^Uncorrectable error in: '
+
 	assert_line --regexp '^Status: +finished$'
 	assert_line --regexp "^Scrub device $T/img2 \\(id 2\\) history\$"
 	(($(error_class csum) > 0))
@@ -278,6 +283,21 @@ scrub_state() {
 	run mfs scrub status "$T/mnt"
 	assert_success
 	assert_line --regexp '^Status: +finished$'
+	# the same figures as json, the daemon's file names and device counts too
+	run mfs --format json scrub status "$T/mnt"
+	assert_success
+	"$MFS_PY" -c '
+import json, sys
+s = json.load(sys.stdin)["scrub-status"][0]
+assert s["status"] == "finished", s
+assert s["csum_errors"] > 0 and s["uncorrectable_errors"] == 0, s
+assert s["corrected_errors"] == s["csum_errors"] + s["verify_errors"], s
+assert s["bytes_scrubbed"] > 0 and s["uncorrectable"] == [], s
+assert any(p.startswith(("/big/", "/small/")) for p in s["corrected"]), s
+devs = {d["devid"]: d for d in s["devices"]}
+assert devs[1]["csum_errors"] == 0 and devs[2]["csum_errors"] == s["csum_errors"], devs
+assert devs[2]["path"] == sys.argv[1], devs
+' "$T/img2" <<<"$output"
 	run mfs scrub start -B "$T/mnt"
 	assert_success
 	assert_line --regexp '^Error summary: +no errors found$'
@@ -425,4 +445,34 @@ requested() {
 	assert_success
 	assert_line --regexp '^Error summary: +no errors found$'
 	assert_intact
+}
+
+@test "--limit: each device read at that rate at most" {
+	local secs
+
+	make_fs raid1 2
+	# about 17 MiB on each device at 4 MiB/s: past the first 8 MiB step,
+	# the throttle holds it at least two seconds
+	run mfs scrub start -B --limit 4m $(imgs 2)
+	assert_success
+	assert_line --regexp '^Rate: +[0-9.]+[KM]iB/s \(limit 4.00MiB/s\)$'
+	secs=$(awk '$1 == "Duration:" { split($2, t, ":"); print t[1] * 3600 + t[2] * 60 + t[3] }' <<<"$output")
+	((secs >= 2))
+}
+
+@test "a running balance refuses a scrub, with btrfs's words" {
+	make_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	hold_at 1
+	run mfs balance start --bg --full-balance "$T/mnt"
+	assert_success
+	wait_held
+	run --separate-stderr mfs scrub start -B "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start scrub, another exclusive operation 'balance' in progress"
+	release
+	wait_until 600 bash -c "mfs balance status '$T/mnt' >/dev/null"
+	run mfs scrub start -B "$T/mnt"
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
 }
