@@ -489,19 +489,18 @@ static int scrub_step(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 		sc->st.cursor = bg->start;
 		note_degraded(sc, bg);
 	}
-	ret = mfs_bg_used_ranges(fs, bg, &r, &n);
+	ret = mfs_used_ranges(fs, sc->st.cursor, bg->start + bg->length, SCRUB_STEP, &r, &n);
 	if (ret)
 		return ret;
-	for (i = 0; i < n && done < SCRUB_STEP && !ret; i++) {
-		if (r[i].start < sc->st.cursor)
-			continue;
+	for (i = 0; i < n && !ret; i++) {
 		if (r[i].gen <= fs->generation)
 			ret = scrub_range(fs, sc, bg->map, &r[i]);
 		sc->st.cursor = r[i].start + r[i].len;
 		sc->st.c.bytes_done += r[i].len;
 		done += r[i].len;
 	}
-	if (!ret && i == n) {
+	/* fewer than a step's bytes: the walk reached the block group's end */
+	if (!ret && done < SCRUB_STEP) {
 		ret = flush_row(fs, sc);
 		sc->st.cursor = bg->start + bg->length;
 	}
@@ -609,7 +608,10 @@ static void find_paths(struct mfs_fs_info *fs, u64 dir, const char *cur, struct 
 	free(d.type);
 }
 
-/* The files hit, as "U path" / "C path" lines; called without fs->lock. */
+/*
+ * The files hit, as "U path" / "C path" lines; called without fs->lock.
+ * Up to SCRUB_MAX_INOS files are named (the counts cover them all).
+ */
 static void name_files(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 {
 	struct scrub_ino inos[SCRUB_MAX_INOS];
@@ -632,6 +634,9 @@ static void name_files(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 				 inos[k].uncorrectable ? 'U' : 'C', (unsigned long long)inos[k].ino);
 		free(paths[k]);
 	}
+	/* named once: a resumed run names only what it finds itself */
+	memmove(sc->inos, sc->inos + ps.n, (sc->nr_inos - ps.n) * sizeof(sc->inos[0]));
+	sc->nr_inos -= ps.n;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -848,6 +853,8 @@ static void status_locked(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status 
 	st->cancel_req = sc->cancel_req;
 	if (sc->st.state == MFS_SCRUB_RUNNING)
 		st->elapsed_ns = elapsed(sc);
+	/* what was written while it ran is scrubbed too, if it lies ahead */
+	st->bytes_total = max_t(u64, st->bytes_total, st->c.bytes_done);
 }
 
 void mfs_scrub_status(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
@@ -901,11 +908,15 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 		}
 		pthread_mutex_lock(&fs->lock);
 	}
+	/* the files are named before the state says the scrub has ended */
+	if (ret != -EINTR) {
+		pthread_mutex_unlock(&fs->lock);
+		name_files(fs, sc);
+		pthread_mutex_lock(&fs->lock);
+	}
 	end_run(sc, ret);
 	save_state(fs, sc, true);
 	pthread_mutex_unlock(&fs->lock);
-	if (ret != -EINTR)
-		name_files(fs, sc);
 	return ret == 1 ? 0 : ret;
 }
 
