@@ -472,14 +472,13 @@ static int cmd_scrub_start(const struct cmd_struct *cmd, int argc, char **argv)
 	int c, ret;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "BdqrRf", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "BdqrR", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'B': fg = true; break;
 		case 'd': o.devices = true; break;
 		case 'q': quiet = true; break;
 		case 'r': a.flags |= MFS_SCRUB_READONLY; break;
 		case 'R': o.raw = true; break;
-		case 'f': break;
 		case OPT_LIMIT:
 			if (parse_size(optarg, &a.limit)) {
 				error("invalid --limit value: %s", optarg);
