@@ -331,9 +331,17 @@ assert devs[2]["path"] == sys.argv[1], devs
 	done1=$(awk '$1 == "bytes_scrubbed:" { print $2 }' <<<"$output")
 	total=$(mfs scrub status --raw "$T/mnt" | awk '$1 == "Total" { print $4 }')
 	((done1 > 0 && done1 < total))
-	# exclusive: no balance while a scrub is paused, no second scrub
+	# exclusive: no balance, delete or replace while a scrub is paused, no
+	# second scrub
 	run --separate-stderr mfs balance start --full-balance "$T/mnt"
-	assert_failure
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start balance, another exclusive operation 'scrub' in progress"
+	run --separate-stderr mfs device delete 2 "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: unable to start device delete, another exclusive operation 'scrub' in progress"
+	truncate -s 1G "$T/new"
+	run --separate-stderr mfs replace start -B 2 "$T/new" "$T/mnt"
+	assert_failure 1
 	assert_stderr_regex "another exclusive operation 'scrub' in progress"
 	run mfs scrub start -B "$T/mnt"
 	assert_failure
