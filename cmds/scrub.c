@@ -669,8 +669,12 @@ static int cmd_scrub_resume(const struct cmd_struct *cmd, int argc, char **argv)
 		return 2;
 	}
 	if (ret) {
-		error("scrub resume failed on %s: %s", t.mnt,
-		      ret == -EINPROGRESS ? "already running" : strerror(-ret));
+		if (ret == -EBUSY)
+			error("unable to resume scrub, another exclusive operation is in progress (see 'mfs balance status %s')",
+			      t.mnt);
+		else
+			error("scrub resume failed on %s: %s", t.mnt,
+			      ret == -EINPROGRESS ? "already running" : strerror(-ret));
 		mfs_target_close(&t);
 		return 1;
 	}

@@ -940,6 +940,9 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 	} else if (cmd == MFS_SCRUB_CTL_CANCEL && sc->st.state == MFS_SCRUB_PAUSED) {
 		sc->st.state = MFS_SCRUB_CANCELED;
 		ret = save_state(fs, sc, true);
+	} else if (cmd == MFS_SCRUB_CTL_RESUME && fs->restripe &&
+		   fs->restripe->state != MFS_RESTRIPE_NONE) {
+		ret = -EBUSY;	/* e.g. a balance resumed at mount meanwhile */
 	} else if (cmd == MFS_SCRUB_CTL_RESUME && (sc->st.state == MFS_SCRUB_PAUSED ||
 						   sc->st.state == MFS_SCRUB_CANCELED ||
 						   sc->st.state == MFS_SCRUB_ABORTED)) {

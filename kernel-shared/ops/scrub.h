@@ -27,7 +27,7 @@ void mfs_scrub_status(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
 /*
  * MFS_SCRUB_CTL_PAUSE / CANCEL a running (cancel: or paused) scrub;
  * RESUME a paused or cancelled one (then mfs_scrub_run). -ENOTCONN: nothing
- * to act on.
+ * to act on; -EBUSY: a restripe is in progress.
  */
 int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd);
 /*

@@ -365,7 +365,7 @@ requested() {
 	mfs scrub status "$2" | grep -qE "^Status: +running, $1 requested\$"
 }
 
-@test "online cancel: stops, status says aborted, resume continues it" {
+@test "online cancel: stops, status says aborted, not resumed beside a balance, then resumed" {
 	make_fs raid1 2
 	mfs_mount "$T/img1" "$T/mnt"
 	echo 1 >"$T/hold-scrub"
@@ -381,6 +381,16 @@ requested() {
 	assert_equal "$(scrub_state "$T/mnt")" aborted
 	run mfs scrub cancel "$T/mnt"
 	assert_equal "$status" 2
+	# a cancelled scrub lets a balance start; it is not resumed beside one
+	hold_at 1
+	run mfs balance start --bg --full-balance "$T/mnt"
+	assert_success
+	wait_held
+	run --separate-stderr mfs scrub resume -B "$T/mnt"
+	assert_failure 1
+	assert_stderr_regex "^ERROR: unable to resume scrub, another exclusive operation is in progress"
+	release
+	wait_until 600 bash -c "mfs balance status '$T/mnt' >/dev/null"
 	run mfs scrub resume -B "$T/mnt"
 	assert_success
 	assert_line --regexp '^Status: +finished$'
