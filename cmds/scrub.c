@@ -98,8 +98,8 @@ static void print_time(const char *label, time_t when)
 
 static void print_errors(const struct mfs_ioctl_scrub_counts *c, const char *indent)
 {
-	if (!c->read_errors && !c->csum_errors && !c->verify_errors && !c->parity_errors &&
-	    !c->uncorrectable_errors) {
+	if (!c->read_errors && !c->super_errors && !c->csum_errors && !c->verify_errors &&
+	    !c->parity_errors && !c->uncorrectable_errors) {
 		printf("%s%-18s%s\n", indent, "Error summary:", "no errors found");
 		/* copies on missing devices: there, but not checked */
 		if (c->unverified_errors)
@@ -110,6 +110,8 @@ static void print_errors(const struct mfs_ioctl_scrub_counts *c, const char *ind
 	printf("%s%-17s", indent, "Error summary:");
 	if (c->read_errors)
 		printf(" read=%llu", (unsigned long long)c->read_errors);
+	if (c->super_errors)
+		printf(" super=%llu", (unsigned long long)c->super_errors);
 	if (c->verify_errors)
 		printf(" verify=%llu", (unsigned long long)c->verify_errors);
 	if (c->csum_errors)
@@ -130,6 +132,7 @@ static void print_raw(const struct mfs_ioctl_scrub_counts *c, u64 cursor)
 	printf("\tcsum_errors: %llu\n", (unsigned long long)c->csum_errors);
 	printf("\tverify_errors: %llu\n", (unsigned long long)c->verify_errors);
 	printf("\tparity_errors: %llu\n", (unsigned long long)c->parity_errors);
+	printf("\tsuper_errors: %llu\n", (unsigned long long)c->super_errors);
 	printf("\tuncorrectable_errors: %llu\n", (unsigned long long)c->uncorrectable_errors);
 	printf("\tunverified_errors: %llu\n", (unsigned long long)c->unverified_errors);
 	printf("\tcorrected_errors: %llu\n", (unsigned long long)c->corrected_errors);
@@ -185,6 +188,7 @@ static void json_counts(struct json_object *o, const struct mfs_ioctl_scrub_coun
 	mfs_json_add_u64(o, "csum_errors", c->csum_errors);
 	mfs_json_add_u64(o, "verify_errors", c->verify_errors);
 	mfs_json_add_u64(o, "parity_errors", c->parity_errors);
+	mfs_json_add_u64(o, "super_errors", c->super_errors);
 	mfs_json_add_u64(o, "corrected_errors", c->corrected_errors);
 	mfs_json_add_u64(o, "uncorrectable_errors", c->uncorrectable_errors);
 	mfs_json_add_u64(o, "unverified_errors", c->unverified_errors);
@@ -411,7 +415,8 @@ static int finish_foreground(struct mfs_target *t, struct mfs_ioctl_scrub_status
 		      (unsigned long long)st->c.uncorrectable_errors);
 		return 3;
 	}
-	if (st->c.read_errors || st->c.csum_errors || st->c.verify_errors || st->c.parity_errors)
+	if (st->c.read_errors || st->c.super_errors || st->c.csum_errors || st->c.verify_errors ||
+	    st->c.parity_errors)
 		warning("errors detected during scrubbing, %llu corrected",
 			(unsigned long long)st->c.corrected_errors);
 	return 0;

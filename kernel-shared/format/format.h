@@ -506,7 +506,8 @@ struct mfs_scrub_item {
 	mfs_le64 corrected_errors;
 	mfs_le64 uncorrectable_errors;
 	mfs_le64 unverified_errors;
-	u8 reserved[72];
+	mfs_le64 super_errors;
+	u8 reserved[64];
 } __attribute__((packed));
 static_assert(sizeof(struct mfs_scrub_item) == 192, "scrub item");
 

@@ -231,6 +231,7 @@ struct mfs_ioctl_scrub_counts {
 	uint64_t csum_errors;		/* a data sector did not match its checksum */
 	uint64_t verify_errors;		/* a tree block's checksum or header was bad */
 	uint64_t parity_errors;		/* a raid5/6 P or Q strip did not match the data */
+	uint64_t super_errors;		/* a superblock copy bad or old (the next commit rewrites it) */
 	uint64_t corrected_errors;	/* bad copies rewritten from a good one */
 	uint64_t uncorrectable_errors;	/* blocks with no good copy left */
 	uint64_t unverified_errors;	/* copies not checked: device missing */

@@ -19,6 +19,7 @@
 #include "kernel-shared/fs/inode.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/block/csum.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/format/profiles.h"
@@ -436,6 +437,51 @@ static int scrub_range(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_
 	return ret;
 }
 
+/* ---------------- superblocks ---------------- */
+
+/*
+ * Every superblock copy of every present device read and checked
+ * (checksum and structure, this filesystem, the last commit's
+ * generation), as btrfs's scrub does; a bad one is counted on its
+ * device. It is not written here: every commit rewrites all of them, and
+ * a repairing scrub starts (and ends) with one.
+ */
+static void scrub_supers(struct mfs_fs_info *fs, struct mfs_scrub *sc)
+{
+	struct mfs_super_block *sb = malloc(sizeof(*sb));
+	int i, m;
+
+	for (i = 0; sb && i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		if (!mfs_dev_usable(dev) || dev->stale_gen)
+			continue;
+		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
+			int ret, stat = MFS_DEV_STAT_CORRUPTION_ERRS;
+
+			if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+				break;
+			ret = mfs_read_super_copy(dev->io, m, sb);
+			if (ret == -EIO)
+				stat = MFS_DEV_STAT_READ_ERRS;
+			else if (!ret && memcmp(sb->fsid, fs->super.fsid, MFS_FSID_SIZE))
+				ret = -EUCLEAN;
+			else if (!ret && le64_to_cpu(sb->generation) < fs->generation)
+				ret = -ESTALE, stat = MFS_DEV_STAT_GENERATION_ERRS;
+			if (!ret)
+				continue;
+			mfs_dev_count_error(fs, dev, stat);
+			sc->st.c.super_errors++;
+			dev_counts(sc, dev->devid)->super_errors++;
+			if (repairing(fs, sc)) {
+				sc->st.c.corrected_errors++;
+				dev_counts(sc, dev->devid)->corrected_errors++;
+			}
+		}
+	}
+	free(sb);
+}
+
 /* ---------------- steps ---------------- */
 
 /* A block group with a stripe missing: what redundancy it has left is reported. */
@@ -676,6 +722,7 @@ static void to_item(const struct mfs_scrub *sc, struct mfs_scrub_item *it)
 	it->corrected_errors = cpu_to_le64(c->corrected_errors);
 	it->uncorrectable_errors = cpu_to_le64(c->uncorrectable_errors);
 	it->unverified_errors = cpu_to_le64(c->unverified_errors);
+	it->super_errors = cpu_to_le64(c->super_errors);
 }
 
 /* A scrub found RUNNING was stopped without a word (unmount, crash): paused. */
@@ -701,6 +748,7 @@ static int from_item(struct mfs_scrub *sc, const struct mfs_scrub_item *it)
 	c->corrected_errors = le64_to_cpu(it->corrected_errors);
 	c->uncorrectable_errors = le64_to_cpu(it->uncorrectable_errors);
 	c->unverified_errors = le64_to_cpu(it->unverified_errors);
+	c->super_errors = le64_to_cpu(it->super_errors);
 	sc->committed_at = c->bytes_done;
 	return 0;
 }
@@ -829,6 +877,8 @@ int mfs_scrub_start(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_args *a)
 			sc->st.bytes_total += fs->bgs[i]->used;
 		free(fs->scrub);
 		fs->scrub = sc;
+		/* before the commit below, which rewrites every superblock */
+		scrub_supers(fs, sc);
 		ret = save_state(fs, sc, true);
 		if (ret) {
 			snprintf(a->msg, sizeof(a->msg), "cannot save the scrub's state: %s",

@@ -521,3 +521,23 @@ requested() {
 	mfs umount "$T/mnt"
 	assert_intact
 }
+
+@test "a bad superblock copy is found, counted, and rewritten by the scrub's commit" {
+	make_fs raid1 2
+	# the copy at 64 MiB of devid 2
+	corrupt "$T/img2" $((64 * MiB + 200))
+	run mfs inspect-internal dump-super -s 1 "$T/img2"
+	assert_line --regexp "^csum.*\\[DON'T MATCH\\]\$"
+	run mfs scrub start -B -d $(imgs 2)
+	assert_success
+	assert_line --regexp '^Error summary: +super=1$'
+	assert_equal "$(summary_value '  Corrected:')" 1
+	assert_equal "$(dev_stat "$T/img1" 2 corruption_errs)" 1
+	assert_equal "$(dev_stat "$T/img1" 1 corruption_errs)" 0
+	run mfs inspect-internal dump-super -s 1 "$T/img2"
+	assert_success
+	assert_line --regexp '^csum.*\[match\]$'
+	run mfs scrub start -B $(imgs 2)
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+}

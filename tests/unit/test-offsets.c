@@ -274,7 +274,8 @@ static void test_scrub_item(void)
 	PIN(struct mfs_scrub_item, corrected_errors, 96, 8);
 	PIN(struct mfs_scrub_item, uncorrectable_errors, 104, 8);
 	PIN(struct mfs_scrub_item, unverified_errors, 112, 8);
-	PIN(struct mfs_scrub_item, reserved, 120, 72);
+	PIN(struct mfs_scrub_item, super_errors, 120, 8);
+	PIN(struct mfs_scrub_item, reserved, 128, 64);
 	CHECK_EQ(MFS_PERSISTENT_ITEM_KEY, 249);
 	CHECK_EQ(MFS_SCRUB_STATE_RUNNING, 1);
 	CHECK_EQ(MFS_SCRUB_STATE_PAUSED, 2);
