@@ -279,6 +279,9 @@ int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_arg
 		if (ret == -EINPROGRESS && st && !mfs_target_restripe_status(t, st) &&
 		    st->state != MFS_RESTRIPE_NONE) {
 			mfs_check_exclusive(t, what, false);
+		} else if (ret == -EBUSY && a->msg[0]) {
+			/* a scrub holds the filesystem: btrfs's words */
+			error("unable to start %s, %s", what, a->msg);
 		} else if (a->msg[0] && a->op == MFS_RESTRIPE_OP_RESIZE)
 			error("unable to resize '%s': %s", t->mnt, a->msg);	/* btrfs's words */
 		else if (a->msg[0])

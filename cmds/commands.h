@@ -13,6 +13,7 @@ extern const struct cmd_struct cmd_struct_mkfs;
 extern const struct cmd_struct cmd_struct_mount;
 extern const struct cmd_struct cmd_struct_balance;
 extern const struct cmd_struct cmd_struct_replace;
+extern const struct cmd_struct cmd_struct_scrub;
 extern const struct cmd_struct cmd_struct_device_replace;
 #define cmd_struct_balance_group (cmd_struct_balance)
 extern const struct cmd_struct cmd_struct_umount;

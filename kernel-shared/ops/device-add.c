@@ -20,6 +20,7 @@
 #include "kernel-shared/block/raid56.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
+#include "kernel-shared/ops/scrub.h"
 
 /* ---------------- device add and grow ---------------- */
 
@@ -178,6 +179,8 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 f
 		return -ENOMEM;
 	if (st->state != MFS_RESTRIPE_NONE)
 		return rs_busy(st, msg, msglen);
+	if (mfs_scrub_in_progress(fs))
+		return mfs_scrub_busy(msg, msglen);
 	src = mfs_find_device(fs, srcid);
 	if (!src) {
 		snprintf(msg, msglen, "'%llu' is not a valid devid for this filesystem",

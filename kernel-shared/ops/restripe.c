@@ -25,6 +25,7 @@
 #include "kernel-shared/block/raid56.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
+#include "kernel-shared/ops/scrub.h"
 
 static u64 now_ns(void)
 {
@@ -259,6 +260,8 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 		return -ENOMEM;
 	if (st->state != MFS_RESTRIPE_NONE)
 		return rs_busy(st, msg, msglen);
+	if (mfs_scrub_in_progress(fs))
+		return mfs_scrub_busy(msg, msglen);
 	/* a replace needs its target device: mfs_replace_start */
 	if (args->op < MFS_RESTRIPE_OP_BALANCE || args->op > MFS_RESTRIPE_OP_RESIZE) {
 		snprintf(msg, msglen, "unknown operation %d", args->op);

@@ -1156,19 +1156,20 @@ void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 }
 
 /* Used ranges of a block group, in order (extent items). */
-int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
-		       struct mfs_range **out, int *nout)
+int mfs_used_ranges(struct mfs_fs_info *fs, u64 start, u64 end, u64 max_bytes,
+		    struct mfs_range **out, int *nout)
 {
-	struct mfs_key key = { bg->start, 0, 0 };
+	struct mfs_key key = { start, 0, 0 };
 	struct mfs_range *r = NULL;
 	struct mfs_path path;
 	int n = 0, max = 0, ret;
+	u64 bytes = 0;
 
 	mfs_init_path(&path);
 	ret = mfs_search_forward(fs->extent_root, &key, &path);
-	while (ret == 0) {
+	while (ret == 0 && bytes < max_bytes) {
 		leaf_item_key(path.nodes[0], path.slots[0], &key);
-		if (key.objectid >= bg->start + bg->length)
+		if (key.objectid >= end)
 			break;
 		if (key.type == MFS_EXTENT_ITEM_KEY) {
 			struct mfs_extent_item *ei = leaf_item_data(path.nodes[0], path.slots[0]);
@@ -1183,6 +1184,7 @@ int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 			r[n].owner = le64_to_cpu(ei->owner_root);
 			r[n].level = le64_to_cpu(ei->owner_objectid);
 			r[n].gen = le64_to_cpu(ei->generation);
+			bytes += key.offset;
 			n++;
 		}
 		ret = mfs_next_item(fs->extent_root, &path);
@@ -1195,4 +1197,10 @@ int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 	*out = r;
 	*nout = n;
 	return 0;
+}
+
+int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+		       struct mfs_range **out, int *nout)
+{
+	return mfs_used_ranges(fs, bg->start, bg->start + bg->length, (u64)-1, out, nout);
 }

@@ -84,5 +84,11 @@ int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		       struct mfs_range **out, int *nout);
+/*
+ * The extents starting in [start, end), in order, until max_bytes of them
+ * are gathered (the one that reaches it included): a walk in bounded steps.
+ */
+int mfs_used_ranges(struct mfs_fs_info *fs, u64 start, u64 end, u64 max_bytes,
+		    struct mfs_range **out, int *nout);
 
 #endif

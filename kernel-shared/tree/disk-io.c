@@ -735,6 +735,7 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 	}
 	free(fs->devices);
 	free(fs->restripe);
+	free(fs->scrub);
 	for (i = 0; i < fs->nr_problems; i++)
 		free(fs->problems[i]);
 	free(fs->problems);

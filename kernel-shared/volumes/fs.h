@@ -19,6 +19,7 @@ struct extent_buffer;
 struct mfs_transaction;
 struct mfs_open_row;
 struct mfs_restripe_status;
+struct mfs_scrub;
 struct mfs_alloc_policy;
 
 /* ---- devices ---- */
@@ -234,6 +235,8 @@ struct mfs_fs_info {
 
 	/* balance/convert/delete/resize in progress (restripe.c) */
 	struct mfs_restripe_status *restripe;
+	/* the scrub running, paused or last run (ops/scrub.c; one flat allocation) */
+	struct mfs_scrub *scrub;
 	/* what it tells the allocator (alloc.h), NULL: nothing */
 	const struct mfs_alloc_policy *alloc_policy;
 

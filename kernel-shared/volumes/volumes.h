@@ -126,6 +126,11 @@ int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *bu
  * true when that device can take the repair (it is usable).
  */
 bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
+/* Every copy of a range in one stripe unit of a mirrored chunk, read in parallel. */
+int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs, int *errs);
+/* raid5/6: P (and Q) of a row checked against its data columns (logical-io.c). */
+int mfs_scrub_row_parity(struct mfs_fs_info *fs, struct mfs_chunk_map *map, u64 row,
+			 bool repair, u64 *bad_devids);
 
 /* ---- device health (DESIGN §6) ---- */
 /* Present, open and not failed this mount: reads and writes may go to it. */
