@@ -457,19 +457,17 @@ static void scrub_supers(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 		if (!mfs_dev_usable(dev) || dev->stale_gen)
 			continue;
 		for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
-			int ret, stat = MFS_DEV_STAT_CORRUPTION_ERRS;
+			int err, stat = MFS_DEV_STAT_CORRUPTION_ERRS;
+			enum mfs_sb_copy_state st = mfs_super_copy_state(fs, dev, m, sb, &err);
 
-			if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+			if (st == MFS_SB_COPY_BEYOND)
 				break;
-			ret = mfs_read_super_copy(dev->io, m, sb);
-			if (ret == -EIO)
-				stat = MFS_DEV_STAT_READ_ERRS;
-			else if (!ret && memcmp(sb->fsid, fs->super.fsid, MFS_FSID_SIZE))
-				ret = -EUCLEAN;
-			else if (!ret && le64_to_cpu(sb->generation) < fs->generation)
-				ret = -ESTALE, stat = MFS_DEV_STAT_GENERATION_ERRS;
-			if (!ret)
+			if (st == MFS_SB_COPY_OK)
 				continue;
+			if (st == MFS_SB_COPY_CORRUPT && err == -EIO)
+				stat = MFS_DEV_STAT_READ_ERRS;
+			else if (st == MFS_SB_COPY_BEHIND || st == MFS_SB_COPY_OTHER_GEN)
+				stat = MFS_DEV_STAT_GENERATION_ERRS;
 			mfs_dev_count_error(fs, dev, stat);
 			sc->st.c.super_errors++;
 			dev_counts(sc, dev->devid)->super_errors++;
