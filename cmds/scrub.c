@@ -438,6 +438,30 @@ static int announce_background(struct mfs_target *t, const char *verb)
 	return 0;
 }
 
+/*
+ * A scrub just started or resumed on t: followed to its end in the
+ * foreground (offline, or -B) with btrfs's exit code, or announced. t is
+ * closed.
+ */
+static int follow_and_close(struct mfs_target *t, bool fg, const struct show_opts *o,
+			    bool quiet, const char *verb)
+{
+	struct mfs_ioctl_scrub_status *st;
+	int ret;
+
+	if (t->online && !fg) {
+		ret = announce_background(t, verb);
+	} else {
+		st = calloc(1, sizeof(*st));
+		ret = st ? scrub_wait(t, st, o->devices, quiet) : -ENOMEM;
+		ret = st ? finish_foreground(t, st, o, quiet, ret) : 1;
+		free(st);
+	}
+	if (mfs_target_close(t) && !ret)
+		ret = 1;
+	return ret;
+}
+
 /* ---------------- commands ---------------- */
 
 enum { OPT_LIMIT = 256 };
@@ -470,7 +494,6 @@ static int cmd_scrub_start(const struct cmd_struct *cmd, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mfs_ioctl_scrub_args a = { 0 };
-	struct mfs_ioctl_scrub_status *st;
 	struct show_opts o = { .units = UNITS_DEFAULT };
 	bool fg = false, quiet = mfs_quiet;
 	struct mfs_target t;
@@ -507,17 +530,7 @@ static int cmd_scrub_start(const struct cmd_struct *cmd, int argc, char **argv)
 		mfs_target_close(&t);
 		return 1;
 	}
-	if (t.online && !fg) {
-		ret = announce_background(&t, "started");
-	} else {
-		st = calloc(1, sizeof(*st));
-		ret = st ? scrub_wait(&t, st, o.devices, quiet) : -ENOMEM;
-		ret = st ? finish_foreground(&t, st, &o, quiet, ret) : 1;
-		free(st);
-	}
-	if (mfs_target_close(&t) && !ret)
-		ret = 1;
-	return ret;
+	return follow_and_close(&t, fg, &o, quiet, "started");
 }
 DEFINE_SIMPLE_COMMAND(scrub_start, "start");
 
@@ -648,7 +661,6 @@ static const char * const cmd_scrub_resume_usage[] = {
 static int cmd_scrub_resume(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct show_opts o = { .units = UNITS_DEFAULT };
-	struct mfs_ioctl_scrub_status *st;
 	bool fg = false, quiet = mfs_quiet;
 	struct mfs_target t;
 	int c, ret;
@@ -683,17 +695,7 @@ static int cmd_scrub_resume(const struct cmd_struct *cmd, int argc, char **argv)
 		mfs_target_close(&t);
 		return 1;
 	}
-	if (t.online && !fg) {
-		ret = announce_background(&t, "resumed");
-	} else {
-		st = calloc(1, sizeof(*st));
-		ret = st ? scrub_wait(&t, st, o.devices, quiet) : -ENOMEM;
-		ret = st ? finish_foreground(&t, st, &o, quiet, ret) : 1;
-		free(st);
-	}
-	if (mfs_target_close(&t) && !ret)
-		ret = 1;
-	return ret;
+	return follow_and_close(&t, fg, &o, quiet, "resumed");
 }
 DEFINE_SIMPLE_COMMAND(scrub_resume, "resume");
 
