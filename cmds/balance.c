@@ -279,6 +279,9 @@ int mfs_run_restripe_started(struct mfs_target *t, struct mfs_ioctl_restripe_arg
 		if (ret == -EINPROGRESS && st && !mfs_target_restripe_status(t, st) &&
 		    st->state != MFS_RESTRIPE_NONE) {
 			mfs_check_exclusive(t, what, false);
+		} else if (ret == -EBUSY && a->msg[0]) {
+			/* a scrub holds the filesystem: btrfs's words */
+			error("unable to start %s, %s", what, a->msg);
 		} else if (a->msg[0] && a->op == MFS_RESTRIPE_OP_RESIZE)
 			error("unable to resize '%s': %s", t->mnt, a->msg);	/* btrfs's words */
 		else if (a->msg[0])
@@ -497,7 +500,10 @@ static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsi
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_min(argc - optind, 1))
 		return 1;
-	if (mfs_target_open((const char * const *)argv + optind, argc - optind, true, &t))
+	/* unmounted, a device delete may be of a member that is missing */
+	if (mfs_target_open_flags((const char * const *)argv + optind, argc - optind,
+				  MFS_OPEN_WRITABLE |
+				  (strcmp(ctl_noun, "device delete") ? 0 : MFS_OPEN_DEGRADED), &t))
 		return 1;
 	ret = mfs_target_restripe_ctl(&t, op);
 	if (ret == -ENOTCONN || ret == -ENOENT) {
@@ -607,6 +613,8 @@ static void dump_filter(const char *name, const struct mfs_ioctl_balance_filter 
 		printf(" devid=%llu,", (unsigned long long)f->devid);
 	if (f->flags & MFS_BALANCE_ARGS_LIMIT)
 		printf(" limit=%llu,", (unsigned long long)f->limit_max);
+	if (f->flags & MFS_BALANCE_ARGS_REDUCED)
+		printf(" chunks written reduced only,");
 	printf(" balancing\n");
 }
 

@@ -150,13 +150,17 @@ static int apply_repair(const struct check_opts *o, char **devs, int ndevs,
 	if (ret)
 		return ret;
 	ret = mfs_check_repair(fs, ctl, report_fix, &applied);
-	if (ret)
+	if (ret) {
+		/* what the failed transaction changed in memory is not committed */
 		error("repair stopped: %s", strerror(-ret));
-	if (mfs_close_fs(fs) && !ret) {
-		error("committing the repair failed");
-		ret = -EIO;
+		mfs_free_fs_info(fs);
+		return ret;
 	}
-	return ret ? ret : (int)applied;
+	if (mfs_close_fs(fs)) {
+		error("committing the repair failed");
+		return -EIO;
+	}
+	return (int)applied;
 }
 
 /*

@@ -3,6 +3,7 @@
 #define MFS_CMDS_COMMANDS_H
 
 #include "common/help.h"
+#include "kernel-shared/format/kerncompat.h"
 
 extern const struct cmd_struct cmd_struct_filesystem;
 extern const struct cmd_struct cmd_struct_device;
@@ -12,6 +13,7 @@ extern const struct cmd_struct cmd_struct_mkfs;
 extern const struct cmd_struct cmd_struct_mount;
 extern const struct cmd_struct cmd_struct_balance;
 extern const struct cmd_struct cmd_struct_replace;
+extern const struct cmd_struct cmd_struct_scrub;
 extern const struct cmd_struct cmd_struct_device_replace;
 #define cmd_struct_balance_group (cmd_struct_balance)
 extern const struct cmd_struct cmd_struct_umount;
@@ -31,5 +33,9 @@ int mfs_sync_mount(const char *mnt);
 bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
 /* The names of the device error counters, by MFS_DEV_STAT_* (cmds/stats.c). */
 extern const char * const mfs_dev_stat_names[];
+/* A member's state by MFS_DEV_HEALTH_* ("ok", "missing", ...; cmds/health.c). */
+const char *mfs_dev_health_name(u64 state);
+/* Missing or failing: what show --check and device ready report. */
+bool mfs_dev_health_bad(u64 state);
 
 #endif

@@ -125,6 +125,8 @@ static const char * const cmd_device_ready_usage[] = {
 	"mfs device ready [--udev] <device>",
 	"",
 	"Exit 0 when every member of the device's filesystem is present, 1 otherwise.",
+	"When the filesystem is mounted, its server is asked: a member missing or",
+	"failing (filesystem show, filesystem status) is not ready either.",
 	"",
 	OPTLINE("--udev", "print the device's udev properties (ID_FS_TYPE=mfs, ID_FS_UUID, ID_FS_LABEL, MFS_DEVID, MFS_READY=1 or 0) and exit 0 when it holds mfs, for the udev rule"),
 	NULL
@@ -157,6 +159,30 @@ static bool members_present(const char *path, const struct mfs_super_block *sb)
 	free(paths);
 	mfs_scan_free(&scan);
 	return ret == 0;
+}
+
+/*
+ * The filesystem of path is mounted: 1 when its server has every member
+ * and none is failing, 0 when not; -1 when it is not mounted.
+ */
+static int mounted_members_ready(const char *path)
+{
+	struct mfs_ioctl_health *h;
+	struct mfs_target t;
+	char mnt[PATH_MAX];
+	const char *m = mnt;
+	int ready = 0;
+
+	if (!mfs_find_mount_of_device(path, mnt, sizeof(mnt)))
+		return -1;
+	h = calloc(1, sizeof(*h));
+	if (h && mfs_target_open(&m, 1, false, &t) == 0) {
+		ready = mfs_target_health(&t, h) == 0 && h->present_devices == h->total_devices &&
+			!h->failing_devices;
+		mfs_target_close(&t);
+	}
+	free(h);
+	return ready;
 }
 
 /*
@@ -208,6 +234,13 @@ static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
 			error("not a valid mfs filesystem: %s", argv[optind]);
 		return 1;
 	}
+	if (!udev) {
+		int r = mounted_members_ready(argv[optind]);
+
+		if (r >= 0)
+			return r ? 0 : 1;
+	}
+	/* udev asks whether the members are there to be mounted: presence alone */
 	ready = members_present(argv[optind], &sb);
 	if (udev) {
 		print_udev_properties(&sb, ready);
@@ -400,6 +433,21 @@ static int resolve_devid(struct mfs_space *sp, const char *arg, const u64 *taken
 	return -ENOENT;
 }
 
+/*
+ * Unmounted, a member named by devid or as "missing" may be one that is
+ * not there: the filesystem opens without it (degraded), as a mount would
+ * need -o degraded. A member named by path is there, and all must be.
+ */
+static unsigned int delete_open_flags(char **devs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(devs[i], "missing") || strspn(devs[i], "0123456789") == strlen(devs[i]))
+			return MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED;
+	return MFS_OPEN_WRITABLE;
+}
+
 static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -454,7 +502,8 @@ static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv
 	}
 	where = argv[argc - 1];
 	a = calloc(1, sizeof(*a));
-	if (!a || mfs_target_open(&where, 1, true, &t)) {
+	if (!a || mfs_target_open_flags(&where, 1, delete_open_flags(argv + optind, argc - optind - 1),
+					&t)) {
 		free(a);
 		return 1;
 	}

@@ -1,4 +1,5 @@
 /* mfs filesystem: show, label. */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ static const char * const cmd_filesystem_show_usage[] = {
 	"registered image files is shown.",
 	"",
 	OPTLINE("-d|--all-devices", "scan every block device (default)"),
+	OPTLINE("--check", "exit 1 when a member of a filesystem shown is missing or failing"),
 	OPTLINE("--raw", "show raw numbers in bytes"),
 	OPTLINE("--human-readable", "show human friendly numbers, base 1024 (default)"),
 	OPTLINE("--iec", "use 1024 as a base (KiB, MiB, GiB, TiB)"),
@@ -49,6 +51,7 @@ struct show_dev {
 	u64 size;
 	u64 used;
 	const char *path;	/* NULL when missing */
+	u64 state;		/* MFS_DEV_HEALTH_* */
 	bool duplicate;		/* claims the devid of the one before it */
 };
 
@@ -123,6 +126,7 @@ static int collect_fs(struct mfs_scan *scan, const u8 *fsid, struct show_fs *out
 			sd->devid = d->devid;
 			sd->size = d->total_bytes;
 			sd->used = d->bytes_used;
+			sd->state = mfs_device_health(d);
 			sd->path = NULL;
 			/* the engine keeps devices by absolute path */
 			for (j = 0; !d->missing && j < n; j++) {
@@ -215,6 +219,7 @@ static int collect_fs_mounted(const char *mnt, struct show_fs *out)
 		sd->devid = d->devid;
 		sd->size = d->total_bytes;
 		sd->used = d->bytes_used;
+		sd->state = d->missing ? MFS_DEV_HEALTH_MISSING : d->state;
 		sd->path = d->missing || !d->path[0] ? NULL : strdup(d->path);
 		if (!sd->path)
 			out->nmissing++;
@@ -237,6 +242,32 @@ static bool fs_mount_point(struct mfs_scan *scan, const u8 *fsid, char *mnt, siz
 	for (i = 0; i < scan->nr; i++)
 		if (!memcmp(scan->devs[i].sb.fsid, fsid, MFS_FSID_SIZE) &&
 		    mfs_find_mount_of_device(scan->devs[i].path, mnt, len))
+			return true;
+	return false;
+}
+
+/* As btrfs marks a missing member MISSING: any state but ok, upper case. */
+static void print_state_suffix(u64 state)
+{
+	const char *name = mfs_dev_health_name(state);
+
+	if (state != MFS_DEV_HEALTH_OK) {
+		putchar(' ');
+		while (*name)
+			putchar(toupper((unsigned char)*name++));
+	}
+	putchar('\n');
+}
+
+/* --check: a member missing or failing. */
+static bool fs_unhealthy(const struct show_fs *f)
+{
+	int i;
+
+	if (f->nmissing)
+		return true;
+	for (i = 0; i < f->ndevs; i++)
+		if (mfs_dev_health_bad(f->devs[i].state))
 			return true;
 	return false;
 }
@@ -265,10 +296,11 @@ static void print_fs_text(const struct show_fs *f, unsigned int units)
 				       (unsigned long long)f->devs[i].devid);
 			continue;
 		}
-		printf("\tdevid %4llu size %s used %s path %s\n",
+		printf("\tdevid %4llu size %s used %s path %s",
 		       (unsigned long long)f->devs[i].devid,
 		       pretty_size_mode(f->devs[i].size, units),
 		       pretty_size_mode(f->devs[i].used, units), f->devs[i].path);
+		print_state_suffix(f->devs[i].state);
 	}
 	for (i = 0; i < f->ndevs; i++)
 		if (f->devs[i].duplicate)
@@ -300,6 +332,9 @@ static void add_fs_json(struct json_object *array, const struct show_fs *f)
 		mfs_json_add_u64(d, "used", f->devs[i].used);
 		mfs_json_add_string(d, "path", f->devs[i].path ? f->devs[i].path : "");
 		json_object_object_add(d, "missing", json_object_new_boolean(!f->devs[i].path));
+		mfs_json_add_string(d, "state", mfs_dev_health_name(f->devs[i].path ?
+								     f->devs[i].state :
+								     MFS_DEV_HEALTH_MISSING));
 		json_object_array_add(devs, d);
 	}
 	json_object_object_add(o, "devices", devs);
@@ -334,54 +369,36 @@ static bool fs_matches(struct mfs_scan *scan, const u8 *fsid, const char *arg)
 	return false;
 }
 
-static int cmd_filesystem_show(const struct cmd_struct *cmd, int argc, char **argv)
+/* What the show loop keeps: the output so far and what --check answers. */
+struct show_ctx {
+	unsigned int units;
+	struct json_object *array;	/* --format json */
+	int shown;
+	bool unhealthy;
+};
+
+/* Print (or add to the JSON) one filesystem and free it. */
+static void emit_fs(struct show_ctx *ctx, struct show_fs *f)
 {
-	static const struct option longopts[] = {
-		{ "all-devices", no_argument, NULL, 'd' },
-		{ NULL, 0, NULL, 0 }
-	};
-	unsigned int units = get_unit_mode_from_arg(&argc, argv, 0);
-	struct json_object *root = NULL, *array = NULL;
-	const char *arg = NULL;
+	if (ctx->array)
+		add_fs_json(ctx->array, f);
+	else
+		print_fs_text(f, ctx->units);
+	ctx->unhealthy |= fs_unhealthy(f);
+	ctx->shown++;
+	show_fs_free(f);
+}
+
+/* Every filesystem found by scanning that arg selects: mounted ones first, as they are now. */
+static int show_scanned(struct show_ctx *ctx, const char *arg)
+{
 	struct mfs_scan scan;
-	struct stat st;
-	int c, i, j, pass, shown = 0;
+	int i, j, pass;
 
-	while ((c = getopt_long(argc, argv, "d", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			break;
-		default:
-			usage_unknown_option(cmd, argv);
-		}
-	}
-	if (check_argc_max(argc - optind, 1))
-		return 1;
-	if (optind < argc)
-		arg = argv[optind];
-	if (mfs_output_format == MFS_OUTPUT_JSON)
-		root = mfs_json_start("filesystems", &array);
-	/* a mount point: the filesystem the daemon behind it serves */
-	if (arg && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-		struct show_fs f;
-
-		if (collect_fs_mounted(arg, &f) == 0) {
-			if (root)
-				add_fs_json(array, &f);
-			else
-				print_fs_text(&f, units);
-			show_fs_free(&f);
-			shown++;
-		}
-		goto out;
-	}
 	if (mfs_scan_all(arg ? &arg : NULL, arg ? 1 : 0, &scan)) {
 		error("cannot scan devices");
-		if (root)
-			json_object_put(root);
-		return 1;
+		return -1;
 	}
-	/* mounted filesystems first, as they are now; then the others */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < scan.nr; i++) {
 			const u8 *fsid = scan.devs[i].sb.fsid;
@@ -400,23 +417,63 @@ static int cmd_filesystem_show(const struct cmd_struct *cmd, int argc, char **ar
 			if (!(mounted && collect_fs_mounted(mnt, &f) == 0) &&
 			    collect_fs(&scan, fsid, &f))
 				continue;
-			if (root)
-				add_fs_json(array, &f);
-			else
-				print_fs_text(&f, units);
-			show_fs_free(&f);
-			shown++;
+			emit_fs(ctx, &f);
 		}
 	}
 	mfs_scan_free(&scan);
-out:
+	return 0;
+}
+
+static int cmd_filesystem_show(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	enum { OPT_CHECK = 256 };
+	static const struct option longopts[] = {
+		{ "all-devices", no_argument, NULL, 'd' },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct show_ctx ctx = { .units = get_unit_mode_from_arg(&argc, argv, 0) };
+	struct json_object *root = NULL;
+	const char *arg = NULL;
+	bool check = false;
+	struct stat st;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			break;
+		case OPT_CHECK:
+			check = true;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_max(argc - optind, 1))
+		return 1;
+	if (optind < argc)
+		arg = argv[optind];
+	if (mfs_output_format == MFS_OUTPUT_JSON)
+		root = mfs_json_start("filesystems", &ctx.array);
+	if (arg && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* a mount point: the filesystem the daemon behind it serves */
+		struct show_fs f;
+
+		if (collect_fs_mounted(arg, &f) == 0)
+			emit_fs(&ctx, &f);
+	} else if (show_scanned(&ctx, arg)) {
+		if (root)
+			json_object_put(root);
+		return 1;
+	}
 	if (root)
 		mfs_json_print_free(root);
-	if (arg && !shown) {
+	if (arg && !ctx.shown) {
 		error("not a valid mfs filesystem: %s", arg);
 		return 1;
 	}
-	return 0;
+	return check && ctx.unhealthy ? 1 : 0;
 }
 DEFINE_COMMAND(filesystem_show, "show", cmd_filesystem_show, cmd_filesystem_show_usage,
 	       NULL, CMD_FORMAT_JSON);
@@ -708,6 +765,8 @@ DEFINE_SIMPLE_COMMAND(filesystem_change_uuid, "change-uuid");
 extern const struct cmd_struct cmd_struct_filesystem_df;
 extern const struct cmd_struct cmd_struct_filesystem_usage;
 extern const struct cmd_struct cmd_struct_filesystem_resize;
+/* cmds/health.c */
+extern const struct cmd_struct cmd_struct_filesystem_status;
 
 static const char * const filesystem_cmd_group_usage[] = {
 	"mfs filesystem <command> [<args>]",
@@ -719,6 +778,7 @@ static const struct cmd_group filesystem_cmd_group = {
 		&cmd_struct_filesystem_show,
 		&cmd_struct_filesystem_df,
 		&cmd_struct_filesystem_usage,
+		&cmd_struct_filesystem_status,
 		&cmd_struct_filesystem_resize,
 		&cmd_struct_filesystem_label,
 		&cmd_struct_filesystem_sync,

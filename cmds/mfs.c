@@ -16,6 +16,7 @@ static const struct cmd_group mfs_cmd_group = {
 		&cmd_struct_device,
 		&cmd_struct_balance,
 		&cmd_struct_replace,
+		&cmd_struct_scrub,
 		&cmd_struct_check,
 		&cmd_struct_rescue,
 		&cmd_struct_restore,

@@ -33,7 +33,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused), read_policy=least-busy|devid:N (which copy reads take), degraded (mount with members missing; read-only for now)"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL
@@ -45,6 +45,7 @@ struct mount_args {
 	int ndevices;
 	int compress;
 	u64 read_devid;		/* read_policy=devid:N */
+	u64 fail_threshold;	/* fail_threshold=N */
 	bool degraded;
 };
 
@@ -138,6 +139,16 @@ static int parse_options(struct mount_args *m, char *list)
 		} else if (!strncmp(tok, "read_policy=", 12)) {
 			error("unknown read_policy '%s' (least-busy or devid:N)", tok + 12);
 			return -1;
+		} else if (!strncmp(tok, "fail_threshold=", 15)) {
+			char *end;
+			unsigned long long v = strtoull(tok + 15, &end, 10);
+
+			if (!tok[15] || *end || tok[15] == '-') {
+				error("invalid fail_threshold '%s' (a number of errors; 0: never)",
+				      tok + 15);
+				return -1;
+			}
+			m->fail_threshold = v;
 		} else if (!strcmp(tok, "skip_balance")) {
 			m->opts.skip_balance = true;
 		} else if (!strcmp(tok, "dev") || !strcmp(tok, "nodev")) {
@@ -221,6 +232,7 @@ static int do_mount(struct mount_args *m)
 		return 1;
 	}
 	fs->read_devid = m->read_devid;
+	mfs_set_fail_threshold(fs, m->fail_threshold);
 	fs->compress = m->compress;
 	if (m->compress)
 		fs->incompat_flags |= MFS_FEATURE_INCOMPAT_COMPRESS_ZLIB;
@@ -234,6 +246,7 @@ static void mount_defaults(struct mount_args *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->opts.commit_interval = 30;
+	m->fail_threshold = MFS_DEFAULT_FAIL_THRESHOLD;
 }
 
 static int cmd_mount(const struct cmd_struct *cmd, int argc, char **argv)

@@ -38,16 +38,16 @@ static bool is_replace(const struct mfs_ioctl_restripe_status *st)
 /* ---------------- start ---------------- */
 
 static const char * const cmd_replace_start_usage[] = {
-	"mfs replace start [-Bfr] [-K] <srcdev>|<devid> <targetdev> <path>|<device>",
+	"mfs replace start [-Bfr] [-K] <srcdev>|<devid>|missing <targetdev> <path>|<device>",
 	"",
 	"Replace a device: every stripe it holds moves to the target, the other",
 	"copies stay where they are; then the source leaves the filesystem and the",
-	"target is a member of its own size. The target may be smaller than the",
-	"source if what is allocated on the source fits. Unlike btrfs it can be",
-	"paused and resumed, survives unmount, and the target keeps a devid of its",
-	"own (the source's devid goes with the source). New chunks avoid both",
-	"devices while it runs. A missing source cannot be replaced yet (that needs",
-	"a read-write degraded mount).",
+	"target takes its devid, as a member of its own size. The target may be",
+	"smaller than the source if what is allocated on the source fits. A missing",
+	"source (by devid, or 'missing' for the first one; mounted -o degraded) is",
+	"rebuilt on the target from the other copies and parity. Unlike btrfs it",
+	"can be paused and resumed and survives unmount. New chunks avoid both",
+	"devices while it runs.",
 	"",
 	OPTLINE("-B", "stay in the foreground and show progress (the default on an unmounted filesystem)"),
 	OPTLINE("-f", "overwrite an existing filesystem on the target"),
@@ -56,12 +56,30 @@ static const char * const cmd_replace_start_usage[] = {
 	NULL
 };
 
-/* The devid of a member given by path or devid; prints why not. */
+/* "missing": the first member that is not there; prints why not. */
+static int resolve_missing(struct mfs_space *sp, const char *mnt, u64 *devid)
+{
+	int i;
+
+	for (i = 0; i < sp->nr_devs; i++) {
+		if (sp->devs[i].missing) {
+			*devid = sp->devs[i].devid;
+			return 0;
+		}
+	}
+	error("no missing device to replace in filesystem '%s': every member is present; name the source by its devid or path",
+	      mnt);
+	return -ENOENT;
+}
+
+/* The devid of a member given by path, devid or "missing"; prints why not. */
 static int resolve_source(struct mfs_space *sp, const char *arg, const char *mnt, u64 *devid)
 {
 	char real[PATH_MAX], other[PATH_MAX];
 	int i;
 
+	if (!strcmp(arg, "missing"))
+		return resolve_missing(sp, mnt, devid);
 	if (arg[0] >= '0' && arg[0] <= '9' && !strchr(arg, '/')) {
 		char *end;
 		u64 v = strtoull(arg, &end, 10);
@@ -70,11 +88,6 @@ static int resolve_source(struct mfs_space *sp, const char *arg, const char *mnt
 			for (i = 0; i < sp->nr_devs; i++) {
 				if (sp->devs[i].devid != v)
 					continue;
-				if (sp->devs[i].missing) {
-					error("source devid %llu is missing: replacing a missing device needs a read-write degraded mount, which mfs does not have yet",
-					      (unsigned long long)v);
-					return -ENXIO;
-				}
 				*devid = v;
 				return 0;
 			}
@@ -211,7 +224,10 @@ static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv
 		error("source and target are the same device: %s", tgt);
 		return 1;
 	}
-	if (mfs_target_open(&where, 1, true, &t))
+	/* unmounted, a source named by devid or "missing" may not be there */
+	if (mfs_target_open_flags(&where, 1, MFS_OPEN_WRITABLE |
+				  (strspn(src, "0123456789") == strlen(src) || !strcmp(src, "missing") ?
+				   MFS_OPEN_DEGRADED : 0), &t))
 		return 1;
 	if (replace_status(&t, &st))
 		goto out;
@@ -406,7 +422,9 @@ static int replace_ctl(const struct cmd_struct *cmd, int argc, char **argv, unsi
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_exact(argc - optind, 1))
 		return 1;
-	if (mfs_target_open((const char * const *)argv + optind, 1, true, &t))
+	/* unmounted, the source of the replace may be missing */
+	if (mfs_target_open_flags((const char * const *)argv + optind, 1,
+				  MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED, &t))
 		return 1;
 	if (replace_status(&t, &st))
 		goto out;

@@ -107,6 +107,12 @@ static int try_online(const char *path, struct mfs_target *t)
 
 int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t)
 {
+	return mfs_target_open_flags(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, t);
+}
+
+int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int flags,
+			  struct mfs_target *t)
+{
 	char mnt[PATH_MAX];
 	struct stat st;
 	int ret;
@@ -123,7 +129,7 @@ int mfs_target_open(const char * const *paths, int npaths, bool writable, struct
 	    try_online(mnt, t) == 0)
 		return 0;
 	snprintf(t->mnt, sizeof(t->mnt), "%s", paths[0]);
-	ret = mfs_open_for_cmd(paths, npaths, writable ? MFS_OPEN_WRITABLE : 0, &t->fs);
+	ret = mfs_open_for_cmd(paths, npaths, flags, &t->fs);
 	if (!ret)
 		memcpy(t->fsid, t->fs->fsid, MFS_FSID_SIZE);
 	return ret;
@@ -148,6 +154,14 @@ int mfs_target_close(struct mfs_target *t)
 static int do_ioctl(struct mfs_target *t, unsigned long cmd, void *arg)
 {
 	return ioctl(t->fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+int mfs_target_health(struct mfs_target *t, struct mfs_ioctl_health *h)
+{
+	if (t->online)
+		return do_ioctl(t, MFS_IOC_HEALTH, h);
+	mfs_admin_health(t->fs, h);
+	return 0;
 }
 
 /* The first page: sizes the arrays and gives the figures that are not paged. */
@@ -388,13 +402,11 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-static void print_progress(const struct mfs_ioctl_restripe_status *st, bool tty)
+void mfs_print_progress(const char *what, u64 done, u64 total, u64 moved, double secs, bool tty)
 {
-	double secs = st->elapsed_ns / 1e9;
-	u64 moved = st->bytes_done - st->bytes_at_start;
 	double rate = secs > 0.5 ? moved / secs : 0;
-	u64 left = st->bytes_total > st->bytes_done ? st->bytes_total - st->bytes_done : 0;
-	double pct = st->bytes_total ? 100.0 * st->bytes_done / st->bytes_total : 100.0;
+	u64 left = total > done ? total - done : 0;
+	double pct = total ? 100.0 * done / total : 100.0;
 	char eta[32] = "--:--:--";
 
 	if (!left)
@@ -415,12 +427,19 @@ static void print_progress(const struct mfs_ioctl_restripe_status *st, bool tty)
 		bar[20] = 0;
 		printf("\r[%s] ", bar);
 	}
-	printf("%llu/%llu chunks, %s of %s (%.0f%%), %s/s, ETA %s%s",
-	       (unsigned long long)st->completed,
-	       (unsigned long long)st->expected, pretty_size(st->bytes_done),
-	       pretty_size(st->bytes_total), pct, pretty_size((u64)rate), eta,
-	       tty ? "    " : "\n");
+	printf("%s%s of %s (%.0f%%), %s/s, ETA %s%s", what, pretty_size(done),
+	       pretty_size(total), pct, pretty_size((u64)rate), eta, tty ? "    " : "\n");
 	fflush(stdout);
+}
+
+static void print_progress(const struct mfs_ioctl_restripe_status *st, bool tty)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "%llu/%llu chunks, ", (unsigned long long)st->completed,
+		 (unsigned long long)st->expected);
+	mfs_print_progress(what, st->bytes_done, st->bytes_total,
+			   st->bytes_done - st->bytes_at_start, st->elapsed_ns / 1e9, tty);
 }
 
 struct offline_run {

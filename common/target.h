@@ -42,10 +42,19 @@ struct mfs_space {
  * ERROR line on failure.
  */
 int mfs_target_open(const char * const *paths, int npaths, bool writable, struct mfs_target *t);
+/*
+ * The same with the engine's open flags (MFS_OPEN_*) for an unmounted
+ * filesystem: MFS_OPEN_DEGRADED for the commands that deal with a missing
+ * member (device delete missing, replace of a missing device).
+ */
+int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int flags,
+			  struct mfs_target *t);
 /* Offline: commit and close. */
 int mfs_target_close(struct mfs_target *t);
 
 int mfs_target_space(struct mfs_target *t, struct mfs_space *sp);
+/* The members' states and the redundancy left (MFS_IOC_HEALTH). */
+int mfs_target_health(struct mfs_target *t, struct mfs_ioctl_health *h);
 void mfs_space_free(struct mfs_space *sp);
 
 int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_args *a);
@@ -63,6 +72,13 @@ int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
  * 0 done, -EINTR paused, -ECANCELED cancelled, or -errno.
  */
 int mfs_target_restripe_wait(struct mfs_target *t, bool quiet);
+
+/*
+ * The progress line of long operations: what ("3/7 chunks, " or ""), done
+ * of total bytes with the percentage, the rate of moved bytes over secs,
+ * and the ETA; redrawn in place on a terminal (tty), one line otherwise.
+ */
+void mfs_print_progress(const char *what, u64 done, u64 total, u64 moved, double secs, bool tty);
 
 /* Mount point of a mounted mfs whose source is this device, if any. */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);

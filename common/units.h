@@ -49,4 +49,19 @@ int parse_size(const char *s, u64 *out);
  */
 int parse_range(const char *s, u64 *min, u64 *max);
 
+/*
+ * The usage lines of the unit options get_unit_mode_from_arg takes with
+ * short forms (filesystem df, usage, status; device usage).
+ */
+#define UNIT_OPTLINES \
+	OPTLINE("-b|--raw", "show raw numbers in bytes"), \
+	OPTLINE("-h|--human-readable", "show human friendly numbers, base 1024 (default)"), \
+	OPTLINE("-H", "show human friendly numbers, base 1000"), \
+	OPTLINE("--iec", "use 1024 as a base (KiB, MiB, GiB, TiB)"), \
+	OPTLINE("--si", "use 1000 as a base (kB, MB, GB, TB)"), \
+	OPTLINE("-k|--kbytes", "show sizes in KiB, or kB with --si"), \
+	OPTLINE("-m|--mbytes", "show sizes in MiB, or MB with --si"), \
+	OPTLINE("-g|--gbytes", "show sizes in GiB, or GB with --si"), \
+	OPTLINE("-t|--tbytes", "show sizes in TiB, or TB with --si")
+
 #endif

@@ -24,6 +24,7 @@
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/ops/admin.h"
 #include "kernel-shared/ops/restripe.h"
+#include "kernel-shared/ops/scrub.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/open.h"
 
@@ -57,6 +58,8 @@ struct server {
 	pthread_t committer;
 	pthread_t restriper;
 	bool restriper_started;
+	pthread_t scrubber;
+	bool scrubber_started;
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stopping;
@@ -1141,6 +1144,38 @@ static void stop_restriper(struct server *s)
 	s->restriper_started = false;
 }
 
+/* The scrub runs in its own thread too, in bounded steps under fs->lock. */
+static void *scrub_thread(void *arg)
+{
+	struct server *s = arg;
+
+	mfs_scrub_run(s->fs);
+	return NULL;
+}
+
+static int start_scrubber(struct server *s)
+{
+	if (s->scrubber_started) {
+		pthread_join(s->scrubber, NULL);
+		s->scrubber_started = false;
+	}
+	if (pthread_create(&s->scrubber, NULL, scrub_thread, s))
+		return -EAGAIN;
+	s->scrubber_started = true;
+	return 0;
+}
+
+/* At unmount a running scrub pauses where it is. */
+static void stop_scrubber(struct server *s)
+{
+	if (!s->scrubber_started)
+		return;
+	mfs_scrub_ctl(s->fs, MFS_SCRUB_CTL_PAUSE);
+	mfs_test_pause_at("scrubber-stop");	/* the pause is asked for */
+	pthread_join(s->scrubber, NULL);
+	s->scrubber_started = false;
+}
+
 /* Admin operations need CAP_SYS_ADMIN in the calling process. */
 static bool caller_is_admin(fuse_req_t req)
 {
@@ -1254,6 +1289,11 @@ static void fill_space(struct server *s, void *arg)
 	mfs_admin_space(s->fs, arg);
 }
 
+static void fill_health(struct server *s, void *arg)
+{
+	mfs_admin_health(s->fs, arg);
+}
+
 static void fill_restripe_start(struct server *s, void *arg)
 {
 	struct mfs_ioctl_restripe_args *a = arg;
@@ -1308,6 +1348,28 @@ static void fill_resize(struct server *s, void *arg)
 	r->result = mfs_admin_grow(s->fs, r->devid, r->new_size);
 }
 
+static void fill_scrub_start(struct server *s, void *arg)
+{
+	struct mfs_ioctl_scrub_args *a = arg;
+
+	if (mfs_scrub_start(s->fs, a) == 0)
+		a->result = start_scrubber(s);
+}
+
+static void fill_scrub_status(struct server *s, void *arg)
+{
+	mfs_scrub_status(s->fs, arg);
+}
+
+static void fill_scrub_ctl(struct server *s, void *arg)
+{
+	struct mfs_ioctl_scrub_ctl *c = arg;
+
+	c->result = mfs_scrub_ctl(s->fs, c->cmd);
+	if (c->result == 0 && c->cmd == MFS_SCRUB_CTL_RESUME)
+		c->result = start_scrubber(s);
+}
+
 /*
  * The admin requests (format/ioctl.h): who may make each, whether a
  * read-only mount takes it, and what answers it - fill, which completes
@@ -1325,6 +1387,7 @@ static const struct ioctl_op {
 	{ MFS_IOC_DEV_STATS, .admin = true, .on_ro = true, .raw = ioctl_dev_stats },
 	{ MFS_IOC_FS_INFO, .on_ro = true, .fill = fill_fs_info },
 	{ MFS_IOC_SPACE, .on_ro = true, .fill = fill_space },
+	{ MFS_IOC_HEALTH, .on_ro = true, .fill = fill_health },
 	{ MFS_IOC_SYNC, .on_ro = true, .raw = ioctl_sync },
 	{ MFS_IOC_RESTRIPE_START, .admin = true, .fill = fill_restripe_start },
 	{ MFS_IOC_REPLACE_START, .admin = true, .fill = fill_replace_start },
@@ -1333,6 +1396,9 @@ static const struct ioctl_op {
 	{ MFS_IOC_RESTRIPE_CTL, .admin = true, .fill = fill_restripe_ctl },
 	{ MFS_IOC_DEV_ADD, .admin = true, .fill = fill_dev_add },
 	{ MFS_IOC_RESIZE, .admin = true, .fill = fill_resize },
+	{ MFS_IOC_SCRUB_START, .admin = true, .on_ro = true, .fill = fill_scrub_start },
+	{ MFS_IOC_SCRUB_STATUS, .admin = true, .on_ro = true, .fill = fill_scrub_status },
+	{ MFS_IOC_SCRUB_CTL, .admin = true, .on_ro = true, .fill = fill_scrub_ctl },
 };
 
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
@@ -1583,6 +1649,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	ret = fuse_session_loop_mt(s->se, cfg) ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
+	stop_scrubber(s);
 	stop_restriper(s);
 	if (!opts->ro) {
 		pthread_mutex_lock(&s->stop_lock);

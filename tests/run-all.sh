@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, bats CLI tests (one file at a time),
-# crash-replay tests, the fault-injection sweep, the unit tests again built
-# with ASan+UBSan, and the ThreadSanitizer race test. Every runner has a
-# time limit and its TAP plan is compared with the results it printed, so a
-# hang, a crash or a test that never ran is a named failure. Ends with "N passed, N failed, N skipped".
+# crash-replay tests, the fault-injection sweep, the fsck corpus, the unit
+# tests again built with ASan+UBSan, and the ThreadSanitizer race test.
+# Every runner has a time limit and its TAP plan is compared with the
+# results it printed, so a hang, a crash or a test that never ran is a
+# named failure. Ends with "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -140,6 +141,9 @@ main() {
 
 	echo "== fault injection sweep (sampled)"
 	run_tap "fault/sweep.sh" "$TIMEOUT_FAULT" bash tests/fault/sweep.sh
+
+	echo "== fsck corpus"
+	run_tap "fsck/run.sh" "$TIMEOUT_CRASH" bash tests/fsck/run.sh
 
 	echo "== bats CLI tests"
 	for t in tests/cli/*.bats; do

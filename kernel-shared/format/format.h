@@ -419,6 +419,7 @@ static_assert(sizeof(struct mfs_file_extent_item) == 50, "file extent item");
 #define MFS_BALANCE_ARGS_SOFT		(1U << 6)
 #define MFS_BALANCE_ARGS_LIMIT		(1U << 7)
 #define MFS_BALANCE_ARGS_STRIPES	(1U << 8)
+#define MFS_BALANCE_ARGS_REDUCED	(1U << 9)	/* only chunks written reduced (7.4) */
 /* "single" as a profile-mask bit (its bg flag is 0) */
 #define MFS_AVAIL_ALLOC_BIT_SINGLE	(1ULL << 48)
 
@@ -476,6 +477,40 @@ struct mfs_balance_item {
 	u8 reserved[40];
 } __attribute__((packed));
 static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 32 + 40, "balance item");
+
+/*
+ * key (SCRUB_OBJECTID, PERSISTENT_ITEM, 0) in the root tree: the last scrub,
+ * its cursor and counts, so that it survives pause, unmount and crashes
+ * and its outcome stays visible (DESIGN §6).
+ */
+#define MFS_SCRUB_OBJECTID	((u64)-6)
+#define MFS_SCRUB_STATE_RUNNING		1
+#define MFS_SCRUB_STATE_PAUSED		2
+#define MFS_SCRUB_STATE_FINISHED	3
+#define MFS_SCRUB_STATE_CANCELED	4
+#define MFS_SCRUB_STATE_ABORTED		5
+#define MFS_SCRUB_ITEM_READONLY		(1ULL << 0)
+
+struct mfs_scrub_item {
+	mfs_le64 state;		/* MFS_SCRUB_STATE_* */
+	mfs_le64 flags;		/* MFS_SCRUB_ITEM_* */
+	mfs_le64 cursor;	/* logical: the used extents below it are scrubbed */
+	mfs_le64 start_time;	/* seconds since the epoch */
+	mfs_le64 elapsed_ns;	/* scrubbing time so far, pauses left out */
+	mfs_le64 bytes_total;	/* used bytes when it started */
+	mfs_le64 limit;		/* bytes per second per device, 0 none */
+	mfs_le64 bytes_done;
+	mfs_le64 read_errors;
+	mfs_le64 csum_errors;
+	mfs_le64 verify_errors;
+	mfs_le64 parity_errors;
+	mfs_le64 corrected_errors;
+	mfs_le64 uncorrectable_errors;
+	mfs_le64 unverified_errors;
+	mfs_le64 super_errors;
+	u8 reserved[64];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_scrub_item) == 192, "scrub item");
 
 /* key (ORPHAN_OBJECTID, ORPHAN_ITEM, ino): unlinked while open; freed at mount */
 #define MFS_ORPHAN_OBJECTID	((u64)-5)

@@ -117,6 +117,22 @@ struct mfs_ioctl_dev_add {
 #define MFS_IOC_DEV_ADD		_IOWR(MFS_IOCTL_MAGIC, 13, struct mfs_ioctl_dev_add)
 
 /*
+ * A member's state as the admin sees it (filesystem show, filesystem
+ * status, device ready; DESIGN §6): the first of these that applies.
+ * failing: failed this mount (a write or flush error), or its errors this
+ * mount went past the mount's fail_threshold; rebuilding: came back behind
+ * the others and is being caught up.
+ */
+#define MFS_DEV_HEALTH_OK		0
+#define MFS_DEV_HEALTH_MISSING		1
+#define MFS_DEV_HEALTH_FAILING		2
+#define MFS_DEV_HEALTH_REBUILDING	3
+#define MFS_DEV_HEALTH_REPLACING	4	/* the source of a replace */
+#define MFS_DEV_HEALTH_REPLACE_TARGET	5
+#define MFS_DEV_HEALTH_DELETING		6
+#define MFS_DEV_HEALTH_NR		7
+
+/*
  * ---- space: devices and chunks, a page at a time ----
  * A filesystem has any number of devices (device add has no limit) and a
  * raid0/10/5/6 chunk has a stripe on each of them, so devices, chunks and
@@ -137,7 +153,8 @@ struct mfs_ioctl_space_dev {
 	uint64_t flags;
 	uint64_t missing;
 	uint64_t device_size;		/* size of the underlying device */
-	char path[512];
+	uint64_t state;			/* MFS_DEV_HEALTH_* */
+	char path[504];
 };
 struct mfs_ioctl_space_chunk {
 	uint64_t logical;
@@ -202,5 +219,115 @@ struct mfs_ioctl_dev_stats {
 };
 #define MFS_IOC_DEV_STATS	_IOWR(MFS_IOCTL_MAGIC, 30, struct mfs_ioctl_dev_stats)
 _Static_assert(sizeof(struct mfs_ioctl_dev_stats) < 16384, "restricted ioctl size");
+
+/*
+ * ---- health (mfs filesystem status) ----
+ * Each member's state, and per block-group type and profile the bytes in
+ * use by the redundancy left to them with the devices usable now: full
+ * (all the profile survives), reduced (less, but some: raid6 missing one,
+ * or a chunk written degraded below the requested profile), none (one more
+ * device loss loses data: raid1 missing one) and lost (unreadable).
+ */
+#define MFS_HEALTH_MAX_DEVS	64
+#define MFS_HEALTH_MAX_GROUPS	32
+struct mfs_ioctl_health_dev {
+	uint64_t devid;
+	uint64_t state;			/* MFS_DEV_HEALTH_* */
+	uint64_t mount_errors;		/* errors this mount (toward fail_threshold) */
+	char path[160];			/* "" when missing */
+};
+struct mfs_ioctl_health_group {
+	uint64_t flags;			/* block group type | profile */
+	uint64_t chunks;
+	uint64_t unreadable_chunks;
+	uint64_t full, reduced, none, lost;	/* used bytes */
+};
+struct mfs_ioctl_health {
+	uint64_t total_devices;		/* members of the filesystem */
+	uint64_t present_devices;	/* not missing */
+	uint64_t failing_devices;
+	uint64_t rebuilding_devices;
+	uint64_t unreadable_chunks;
+	uint64_t fail_threshold;	/* 0: never */
+	uint64_t nr_devices;		/* in devs[], by devid (the first MFS_HEALTH_MAX_DEVS) */
+	uint64_t nr_groups;		/* in groups[] */
+	struct mfs_ioctl_health_dev devs[MFS_HEALTH_MAX_DEVS];
+	struct mfs_ioctl_health_group groups[MFS_HEALTH_MAX_GROUPS];
+};
+#define MFS_IOC_HEALTH		_IOR(MFS_IOCTL_MAGIC, 50, struct mfs_ioctl_health)
+_Static_assert(sizeof(struct mfs_ioctl_health) < 16384, "restricted ioctl size");
+
+/* ---- scrub (DESIGN §6): every copy and parity strip of every used block ---- */
+#define MFS_SCRUB_READONLY	(1U << 0)	/* count and report, rewrite nothing */
+#define MFS_SCRUB_MAX_DEVS	32
+#define MFS_SCRUB_FILES_SIZE	6144
+
+/* start (or resume, with MFS_SCRUB_CTL_RESUME's state) a scrub */
+struct mfs_ioctl_scrub_args {
+	uint32_t flags;			/* in: MFS_SCRUB_* */
+	int32_t result;			/* out: 0 or -errno */
+	uint64_t limit;			/* in: bytes per second per device, 0 none */
+	char msg[256];			/* out: why it was refused */
+};
+#define MFS_IOC_SCRUB_START	_IOWR(MFS_IOCTL_MAGIC, 60, struct mfs_ioctl_scrub_args)
+
+#define MFS_SCRUB_NONE		0	/* never run since the filesystem was opened */
+#define MFS_SCRUB_RUNNING	1
+#define MFS_SCRUB_PAUSED	2
+#define MFS_SCRUB_FINISHED	3
+#define MFS_SCRUB_CANCELED	4
+#define MFS_SCRUB_ABORTED	5	/* stopped by an error (last_result) */
+
+/* the error classes of a scrub, as btrfs counts them */
+struct mfs_ioctl_scrub_counts {
+	uint64_t bytes_done;		/* of the used bytes, each counted once */
+	uint64_t read_errors;		/* a copy could not be read */
+	uint64_t csum_errors;		/* a data sector did not match its checksum */
+	uint64_t verify_errors;		/* a tree block's checksum or header was bad */
+	uint64_t parity_errors;		/* a raid5/6 P or Q strip did not match the data */
+	uint64_t super_errors;		/* a superblock copy bad or old (the next commit rewrites it) */
+	uint64_t corrected_errors;	/* bad copies rewritten from a good one */
+	uint64_t uncorrectable_errors;	/* blocks with no good copy left */
+	uint64_t unverified_errors;	/* copies not checked: device missing */
+};
+
+struct mfs_ioctl_scrub_dev {
+	uint64_t devid;
+	struct mfs_ioctl_scrub_counts c;	/* bytes_done: read from this device */
+};
+
+struct mfs_ioctl_scrub_status {
+	uint32_t state;			/* MFS_SCRUB_* */
+	uint32_t flags;			/* the run's MFS_SCRUB_* */
+	int32_t last_result;
+	uint32_t resumed;		/* the run continues an interrupted one */
+	uint32_t pause_req, cancel_req;	/* asked for, not yet done */
+	uint64_t start_time;		/* seconds since the epoch */
+	uint64_t elapsed_ns;		/* scrubbing time, pauses left out */
+	uint64_t bytes_total;		/* used bytes of the filesystem */
+	uint64_t cursor;		/* logical address scrubbed up to */
+	uint64_t limit;
+	struct mfs_ioctl_scrub_counts c;
+	uint32_t nr_devs;
+	uint32_t nr_files;
+	struct mfs_ioctl_scrub_dev devs[MFS_SCRUB_MAX_DEVS];
+	/*
+	 * "U path" (uncorrectable) or "C path" (corrected) lines; a line
+	 * "U chunk <logical> has no redundancy left" for a degraded chunk.
+	 */
+	char files[MFS_SCRUB_FILES_SIZE];
+};
+#define MFS_IOC_SCRUB_STATUS	_IOR(MFS_IOCTL_MAGIC, 61, struct mfs_ioctl_scrub_status)
+
+#define MFS_SCRUB_CTL_PAUSE	1
+#define MFS_SCRUB_CTL_CANCEL	2
+#define MFS_SCRUB_CTL_RESUME	3
+struct mfs_ioctl_scrub_ctl {
+	uint32_t cmd;
+	int32_t result;
+};
+#define MFS_IOC_SCRUB_CTL	_IOWR(MFS_IOCTL_MAGIC, 62, struct mfs_ioctl_scrub_ctl)
+_Static_assert(sizeof(struct mfs_ioctl_scrub_status) < 16384, "restricted ioctl size");
+_Static_assert(sizeof(struct mfs_ioctl_scrub_args) < 16384, "restricted ioctl size");
 
 #endif

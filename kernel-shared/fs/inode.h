@@ -24,6 +24,21 @@ int mfs_data_sector_csum(struct mfs_fs_info *fs, u64 logical, u8 *out);
  * healing bad copies from good ones (-EIO when a sector has none).
  */
 int mfs_read_data_verified(struct mfs_fs_info *fs, u64 bytenr, u64 len, const u8 *csums, u8 *buf);
+/* What mfs_heal_data_sector found: the bad copies, and what it rewrote. */
+struct mfs_heal_report {
+	bool report_only;		/* in: count the bad copies, rewrite none */
+	int nbad;			/* copies unreadable or not matching */
+	int mirror[MFS_MAX_COPIES];	/* their mirror numbers */
+	int stat[MFS_MAX_COPIES];	/* and MFS_DEV_STAT_* kind */
+	int rewritten;			/* of them rewritten with the good data */
+};
+/*
+ * Every copy of the data sector at logical checked against want; the bad
+ * ones counted on their devices and rewritten with a good one, which goes
+ * to out. -EIO: no copy is good. rep may be NULL.
+ */
+int mfs_heal_data_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *out,
+			 struct mfs_heal_report *rep);
 struct mfs_trans_handle;
 /* The csum item of a data extent: one checksum per sector of len bytes. */
 int mfs_insert_data_csums(struct mfs_trans_handle *trans, u64 bytenr, const u8 *sums, u64 len);

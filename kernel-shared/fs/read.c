@@ -68,29 +68,30 @@ static bool sector_ok(struct mfs_fs_info *fs, const u8 *data, const u8 *want)
  * Self-heal one data sector: read every copy (raid5/6: the data column,
  * then rebuilds from parity until one is good), count each copy that is
  * unreadable or does not match want against its device, and rewrite it
- * with the good data, which goes to out. -EIO when no copy is good.
- * Checking every copy, not just until a good one, finds the bad copy
- * whichever copy a reader happened to read.
+ * with the good data, which goes to out (unless rep says report only).
+ * -EIO when no copy is good. Checking every copy, not just until a good
+ * one, finds the bad copy whichever copy a reader happened to read.
+ * rep (may be NULL) gets the bad copies and how many were rewritten.
  */
-static int heal_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *out)
+int mfs_heal_data_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *out,
+			 struct mfs_heal_report *rep)
 {
 	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
-	int copies, m, nbad = 0, ret = -EIO;
+	struct mfs_heal_report local = { 0 };
+	int copies, m, ret = -EIO;
 	bool parity;
-	int *bad, *stat;
 	u8 *tmp;
 
+	if (!rep)
+		rep = &local;
+	rep->nbad = rep->rewritten = 0;
 	if (!map)
 		return -EUCLEAN;
 	copies = mfs_num_copies(map);
 	parity = mfs_profile(map->type)->nparity > 0;
 	tmp = malloc(MFS_SECTOR);
-	bad = calloc(copies, sizeof(*bad));
-	stat = calloc(copies, sizeof(*stat));
-	if (!tmp || !bad || !stat) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!tmp)
+		return -ENOMEM;
 	for (m = 1; m <= copies; m++) {
 		int err;
 
@@ -104,18 +105,17 @@ static int heal_sector(struct mfs_fs_info *fs, u64 logical, const u8 *want, u8 *
 			continue;
 		}
 		/* raid5/6: a rebuild that fails says nothing about one device */
-		if (parity && m > 1)
+		if ((parity && m > 1) || rep->nbad == MFS_MAX_COPIES)
 			continue;
-		bad[nbad] = m;
-		stat[nbad++] = err ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS;
+		rep->mirror[rep->nbad] = m;
+		rep->stat[rep->nbad++] = err ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS;
 	}
-	for (m = 0; m < nbad; m++)
-		if (mfs_dev_stat_inc(fs, logical, bad[m], stat[m]) && !ret)
-			mfs_write_logical_mirror(fs, logical, out, MFS_SECTOR, bad[m]);
-out:
+	for (m = 0; m < rep->nbad; m++)
+		if (mfs_dev_stat_inc(fs, logical, rep->mirror[m], rep->stat[m]) && !ret &&
+		    !rep->report_only &&
+		    !mfs_write_logical_mirror(fs, logical, out, MFS_SECTOR, rep->mirror[m]))
+			rep->rewritten++;
 	free(tmp);
-	free(bad);
-	free(stat);
 	return ret;
 }
 
@@ -124,7 +124,7 @@ out:
  * against csums (indexed from the extent start). Each piece comes from the
  * copy reads prefer (read_policy, never a stale device while another is
  * there); a sector that is bad or unreadable there is healed from the
- * other copies (heal_sector).
+ * other copies (mfs_heal_data_sector).
  */
 static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csums,
 			 u64 logical, u64 len, u8 *buf)
@@ -141,7 +141,7 @@ static int read_verified(struct mfs_fs_info *fs, u64 extent_start, const u8 *csu
 
 		if (all_read && sector_ok(fs, sb, want))
 			continue;
-		ret = heal_sector(fs, sl, want, sb);
+		ret = mfs_heal_data_sector(fs, sl, want, sb, NULL);
 		if (ret)
 			return ret;
 	}
@@ -194,7 +194,7 @@ static void heal_suspects(struct mfs_fs_info *fs, const u64 *sectors, int n)
 
 	for (i = 0; tmp && i < n; i++)
 		if (mfs_data_sector_csum(fs, sectors[i], want) == 0)
-			heal_sector(fs, sectors[i], want, tmp);
+			mfs_heal_data_sector(fs, sectors[i], want, tmp, NULL);
 	free(tmp);
 }
 

@@ -133,8 +133,7 @@ u64 mfs_metadata_free_blocks(struct mfs_fs_info *fs)
 			continue;
 		bytes += mfs_free_space_total(bg);
 	}
-	bytes += mfs_simulate_alloc(fs, MFS_BLOCK_GROUP_METADATA |
-				    mfs_target_profile(fs, MFS_BLOCK_GROUP_METADATA));
+	bytes += mfs_new_chunk_capacity(fs, MFS_BLOCK_GROUP_METADATA);
 	return bytes / fs->nodesize;
 }
 
@@ -227,7 +226,7 @@ static u64 data_free_bytes(struct mfs_fs_info *fs)
 			continue;
 		bytes += mfs_free_space_total(bg);
 	}
-	return bytes + mfs_simulate_alloc(fs, MFS_BLOCK_GROUP_DATA | fs->data_profile);
+	return bytes + mfs_new_chunk_capacity(fs, MFS_BLOCK_GROUP_DATA);
 }
 
 int mfs_data_space_check(struct mfs_fs_info *fs, u64 bytes)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/ops/admin.h"
+#include "kernel-shared/format/profiles.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/ops/restripe.h"
@@ -219,6 +220,7 @@ static void space_devices(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u6
 		o->flags = d->flags;
 		o->missing = d->missing;
 		o->device_size = d->io ? d->io->size : 0;
+		o->state = mfs_device_health(d);
 		snprintf(o->path, sizeof(o->path), "%s", d->path ? d->path : "");
 	}
 	sp->nr_devices = i;
@@ -358,5 +360,83 @@ void mfs_admin_fs_info(struct mfs_fs_info *fs, struct mfs_ioctl_fs_info *info)
 	info->generation = fs->generation;
 	info->nodesize = fs->nodesize;
 	info->sectorsize = fs->sectorsize;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void health_devices(struct mfs_fs_info *fs, struct mfs_ioctl_health *h)
+{
+	int i;
+
+	h->total_devices = fs->nr_devices;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *d = fs->devices[i];
+		int state = mfs_device_health(d);
+
+		h->present_devices += state != MFS_DEV_HEALTH_MISSING;
+		h->failing_devices += state == MFS_DEV_HEALTH_FAILING;
+		h->rebuilding_devices += state == MFS_DEV_HEALTH_REBUILDING;
+		if (i >= MFS_HEALTH_MAX_DEVS)
+			continue;
+		h->devs[i].devid = d->devid;
+		h->devs[i].state = state;
+		h->devs[i].mount_errors = __atomic_load_n(&d->mount_errors, __ATOMIC_RELAXED);
+		if (state != MFS_DEV_HEALTH_MISSING)
+			snprintf(h->devs[i].path, sizeof(h->devs[i].path), "%s", d->path ? d->path : "");
+		h->nr_devices++;
+	}
+}
+
+/* The group of chunks of this type and profile, added when new; NULL when full. */
+static struct mfs_ioctl_health_group *health_group(struct mfs_ioctl_health *h, u64 flags)
+{
+	u64 key = flags & (MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK);
+	u64 i;
+
+	for (i = 0; i < h->nr_groups; i++)
+		if (h->groups[i].flags == key)
+			return &h->groups[i];
+	if (h->nr_groups == MFS_HEALTH_MAX_GROUPS)
+		return NULL;
+	h->groups[h->nr_groups].flags = key;
+	return &h->groups[h->nr_groups++];
+}
+
+/* Each chunk's used bytes, by the redundancy its stripes on usable devices leave. */
+static void health_chunks(struct mfs_fs_info *fs, struct mfs_ioctl_health *h)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_chunks; i++) {
+		struct mfs_chunk_map *m = fs->chunks[i];
+		struct mfs_block_group *bg = mfs_lookup_block_group(fs, m->logical);
+		struct mfs_ioctl_health_group *g = health_group(h, m->type);
+		int left = mfs_chunk_failures_left(m);
+		u64 used = bg ? min_t(u64, bg->used + bg->reserved, bg->length) : 0;
+
+		h->unreadable_chunks += left < 0;
+		if (!g)
+			continue;
+		g->chunks++;
+		if (left < 0) {
+			g->unreadable_chunks++;
+			g->lost += used;
+		} else if (left == 0 && mfs_profile(m->type)->tolerated_failures > 0) {
+			g->none += used;
+		} else if (left < mfs_profile(m->type)->tolerated_failures ||
+			   (bg && bg->reduced)) {
+			g->reduced += used;
+		} else {
+			g->full += used;
+		}
+	}
+}
+
+void mfs_admin_health(struct mfs_fs_info *fs, struct mfs_ioctl_health *h)
+{
+	memset(h, 0, sizeof(*h));
+	pthread_mutex_lock(&fs->lock);
+	h->fail_threshold = fs->fail_threshold;
+	health_devices(fs, h);
+	health_chunks(fs, h);
 	pthread_mutex_unlock(&fs->lock);
 }

@@ -25,6 +25,8 @@ int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
  * returns (-EROFS on a filesystem not open for writing).
  */
 int mfs_admin_dev_stats(struct mfs_fs_info *fs, struct mfs_ioctl_dev_stats *ds);
+/* The members' states and the redundancy left to the data (filesystem status). */
+void mfs_admin_health(struct mfs_fs_info *fs, struct mfs_ioctl_health *h);
 /* What FS_INFO says of the filesystem itself (the caller adds pid and device). */
 void mfs_admin_fs_info(struct mfs_fs_info *fs, struct mfs_ioctl_fs_info *info);
 

@@ -792,9 +792,11 @@ static void check_links(struct fs_check *c, const struct ino_rec *r)
 	} else {
 		expected = r->links;
 	}
-	if (r->nlink != expected)
+	if (r->nlink != expected) {
 		problem(c->ctl, "inode %llu (%s) has link count %u, expected %llu",
 			ino, mode_kind(r->mode), r->nlink, (unsigned long long)expected);
+		mfs_check_add_fix(c->ctl, MFS_FIX_NLINK, ino, expected, 0);
+	}
 }
 
 static void check_inode(struct fs_check *c, const struct ino_rec *r)
@@ -807,16 +809,20 @@ static void check_inode(struct fs_check *c, const struct ino_rec *r)
 	}
 	if (r->bad)
 		return;
-	if (S_ISDIR(r->mode) && r->size != r->name_bytes)
+	if (S_ISDIR(r->mode) && r->size != r->name_bytes) {
 		problem(c->ctl, "directory %llu has size %llu, its entries' names add up to %llu",
 			ino, (unsigned long long)r->size, (unsigned long long)r->name_bytes);
+		mfs_check_add_fix(c->ctl, MFS_FIX_DIR_SIZE, ino, r->name_bytes, 0);
+	}
 	if ((S_ISCHR(r->mode) || S_ISBLK(r->mode) || S_ISFIFO(r->mode) ||
 	     S_ISSOCK(r->mode)) && r->size)
 		problem(c->ctl, "inode %llu (%s) has size %llu, expected 0",
 			ino, mode_kind(r->mode), (unsigned long long)r->size);
-	if (r->nbytes != r->extent_bytes)
+	if (r->nbytes != r->extent_bytes) {
 		problem(c->ctl, "inode %llu has nbytes %llu, its file extents add up to %llu",
 			ino, (unsigned long long)r->nbytes, (unsigned long long)r->extent_bytes);
+		mfs_check_add_fix(c->ctl, MFS_FIX_NBYTES, ino, r->extent_bytes, 0);
+	}
 	check_links(c, r);
 }
 
@@ -1057,9 +1063,29 @@ void mfs_check_walk_failed(struct mfs_check_ctl *ctl, const char *tree, int ret)
 	problem(ctl, "%s tree cannot be walked: %s", tree, strerror(-ret));
 }
 
+/*
+ * The inode fixes (link count, directory size, nbytes) are derived from
+ * the directory entries and file extents, and the block group fixes from
+ * the extent items: trusted only when the inode fixes' problems are the
+ * only ones this phase found. Otherwise both are dropped, and what
+ * disagrees stays for the admin to look at.
+ */
+static void keep_derived_fixes_if_alone(struct mfs_check_ctl *ctl, u64 errors_before,
+					int fixes_before)
+{
+	if (ctl->errors - errors_before == (u64)(ctl->nr_fixes - fixes_before))
+		return;
+	mfs_check_drop_fixes(ctl, MFS_FIX_NLINK);
+	mfs_check_drop_fixes(ctl, MFS_FIX_DIR_SIZE);
+	mfs_check_drop_fixes(ctl, MFS_FIX_NBYTES);
+	mfs_check_drop_fixes(ctl, MFS_FIX_BG_USED);
+}
+
 int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 {
 	struct fs_check c = { .fs = fs, .ctl = ctl };
+	u64 errors_before = ctl->errors;
+	int fixes_before = ctl->nr_fixes;
 	int ret;
 
 	/* an unreadable root was reported when the filesystem was opened */
@@ -1099,6 +1125,7 @@ int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 		}
 	}
 out:
+	keep_derived_fixes_if_alone(ctl, errors_before, fixes_before);
 	free_fs_check(&c);
 	return ret;
 }

@@ -16,6 +16,7 @@
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/tree/transaction.h"
+#include "kernel-shared/fs/inode-internal.h"
 #include "kernel-shared/volumes/volumes.h"
 
 void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 bytenr,
@@ -42,6 +43,16 @@ void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, 
 	}
 	ctl->fixes[ctl->nr_fixes++] = (struct mfs_check_fix){ .kind = kind, .bytenr = bytenr,
 							 .value = value, .mirror = mirror };
+}
+
+void mfs_check_drop_fixes(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind)
+{
+	int i, n = 0;
+
+	for (i = 0; i < ctl->nr_fixes; i++)
+		if (ctl->fixes[i].kind != kind)
+			ctl->fixes[n++] = ctl->fixes[i];
+	ctl->nr_fixes = n;
 }
 
 void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
@@ -96,35 +107,96 @@ static int fix_tree_copy(struct mfs_fs_info *fs, const struct mfs_check_fix *f)
 	return ret;
 }
 
-/* The used bytes of the block groups that need them, in one transaction. */
-static int fix_bg_used(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfixed)
+static bool in_transaction(enum mfs_check_fix_kind kind)
+{
+	return kind == MFS_FIX_BG_USED || kind == MFS_FIX_NLINK || kind == MFS_FIX_DIR_SIZE ||
+	       kind == MFS_FIX_NBYTES;
+}
+
+/* One field of an inode item, as the fs tree walk counted it. */
+static int fix_inode(struct mfs_trans_handle *trans, const struct mfs_check_fix *f)
+{
+	struct mfs_inode_item ii;
+	int ret = mfs_read_inode(trans->fs_info, f->bytenr, &ii);
+
+	if (ret)
+		return ret;
+	if (f->kind == MFS_FIX_NLINK)
+		ii.nlink = cpu_to_le32(f->value);
+	else if (f->kind == MFS_FIX_DIR_SIZE)
+		ii.size = cpu_to_le64(f->value);
+	else
+		ii.nbytes = cpu_to_le64(f->value);
+	return mfs_write_inode(trans, f->bytenr, &ii);
+}
+
+static int fix_bg_used(struct mfs_fs_info *fs, const struct mfs_check_fix *f)
+{
+	struct mfs_block_group *bg = mfs_lookup_block_group(fs, f->bytenr);
+
+	if (!bg || bg->start != f->bytenr)
+		return -ENOENT;
+	bg->used = f->value;
+	bg->dirty = true;
+	return 0;
+}
+
+/*
+ * The fixes that change items (block group used bytes, inode fields), in
+ * one transaction: all of them or none. The number in *nfixed.
+ */
+static int fix_items(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfixed)
 {
 	struct mfs_trans_handle *trans;
-	int i, ret;
+	int i, ret = 0;
 
 	*nfixed = 0;
-	for (i = 0; i < ctl->nr_fixes; i++)
-		if (ctl->fixes[i].kind == MFS_FIX_BG_USED)
-			break;
+	for (i = 0; i < ctl->nr_fixes && !in_transaction(ctl->fixes[i].kind); i++)
+		;
 	if (i == ctl->nr_fixes)
 		return 0;
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		return ret;
-	for (i = 0; i < ctl->nr_fixes; i++) {
-		struct mfs_check_fix *f = &ctl->fixes[i];
-		struct mfs_block_group *bg;
+	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
+		const struct mfs_check_fix *f = &ctl->fixes[i];
 
-		if (f->kind != MFS_FIX_BG_USED)
+		if (!in_transaction(f->kind))
 			continue;
-		bg = mfs_lookup_block_group(fs, f->bytenr);
-		if (!bg || bg->start != f->bytenr)
-			continue;
-		bg->used = f->value;
-		bg->dirty = true;
+		ret = f->kind == MFS_FIX_BG_USED ? fix_bg_used(fs, f) : fix_inode(trans, f);
 		(*nfixed)++;
 	}
+	if (ret) {
+		mfs_end_transaction(trans);
+		mfs_abort_transaction(fs);
+		*nfixed = 0;
+		return ret;
+	}
 	return mfs_commit_transaction(trans);
+}
+
+/* The line for a fix fix_items applied. */
+static void say_item_fix(void (*done)(void *, const char *), void *arg,
+			 const struct mfs_check_fix *f)
+{
+	unsigned long long id = f->bytenr, v = f->value;
+
+	switch (f->kind) {
+	case MFS_FIX_BG_USED:
+		say(done, arg, "block group %llu: used set to %llu from its extent items", id, v);
+		break;
+	case MFS_FIX_NLINK:
+		say(done, arg, "inode %llu: link count set to %llu", id, v);
+		break;
+	case MFS_FIX_DIR_SIZE:
+		say(done, arg, "directory %llu: size set to %llu from its entries", id, v);
+		break;
+	case MFS_FIX_NBYTES:
+		say(done, arg, "inode %llu: nbytes set to %llu from its file extents", id, v);
+		break;
+	default:
+		break;
+	}
 }
 
 int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
@@ -161,10 +233,12 @@ int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 	}
 	ret = mfs_flush_all_devices(fs);
 	if (!ret)
-		ret = fix_bg_used(fs, ctl, &n);
-	if (!ret && n) {
-		say(done, ctl->arg, "block groups: used bytes of %d set from their extent items", n);
+		ret = fix_items(fs, ctl, &n);
+	if (ret)
+		say(done, ctl->arg, "block group and inode items: not repaired: %s", strerror(-ret));
+	for (i = 0; !ret && i < ctl->nr_fixes; i++)
+		say_item_fix(done, ctl->arg, &ctl->fixes[i]);
+	if (!ret)
 		*applied += n;
-	}
 	return ret ? ret : first_err;
 }

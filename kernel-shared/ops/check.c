@@ -243,6 +243,12 @@ int mfs_check_chunks(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 		struct mfs_device *dev = fs->devices[i];
 		u64 sum = 0;
 
+		/* a device cut short (a truncated image, a smaller disk put in) */
+		if (dev->io && dev->io->size < dev->total_bytes)
+			problem(ctl, "device %llu (%s) is %llu bytes, less than the %llu the filesystem gives it",
+				(unsigned long long)dev->devid, dev->path,
+				(unsigned long long)dev->io->size,
+				(unsigned long long)dev->total_bytes);
 		for (e = 0; e < dev->nr_extents; e++) {
 			struct mfs_dev_extent_rec *de = &dev->extents[e];
 			struct mfs_chunk_map *map = mfs_find_chunk(fs, de->chunk_offset);
@@ -396,12 +402,23 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 	return ret;
 }
 
+/* The generation the pointer to a tree's root block records for it. */
+static u64 root_transid(struct mfs_fs_info *fs, struct mfs_root *root)
+{
+	if (root == fs->tree_root)
+		return le64_to_cpu(fs->super.root_generation);
+	if (root == fs->chunk_root)
+		return le64_to_cpu(fs->super.chunk_root_generation);
+	return le64_to_cpu(root->item.generation);
+}
+
 static int walk_root(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, struct mfs_root *root)
 {
 	if (!root || !root->node)
 		return 0;
+	/* a root block's copies are checked against its pointer like any other */
 	return walk_tree(fs, ctl, root->objectid, root->node->start, eb_level(root->node),
-			 0, NULL);
+			 root_transid(fs, root), NULL);
 }
 
 int mfs_check_trees(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)

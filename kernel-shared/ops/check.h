@@ -20,6 +20,10 @@ enum mfs_check_fix_kind {
 	MFS_FIX_SUPERS = 1,	/* rewrite every superblock copy from the open one */
 	MFS_FIX_TREE_COPY,	/* copy `mirror` of tree block `bytenr` from a good copy */
 	MFS_FIX_BG_USED,	/* block group `bytenr`: used = `value` */
+	/* inode `bytenr` (its number): a field set from what the fs tree walk counted */
+	MFS_FIX_NLINK,
+	MFS_FIX_DIR_SIZE,
+	MFS_FIX_NBYTES,
 };
 
 struct mfs_check_fix {
@@ -74,6 +78,8 @@ void mfs_check_free(struct mfs_check_ctl *ctl);
 /* Record a fix (with ctl->repair); the phases call it beside the problem. */
 void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 bytenr,
 		       u64 value, int mirror);
+/* Forget the recorded fixes of one kind (their source proved unsound). */
+void mfs_check_drop_fixes(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind);
 /* The fix of copy `mirror` of a tree block, verified against chk when read. */
 void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
 			    const struct mfs_tree_check *chk);

@@ -1,6 +1,7 @@
 /*
- * Device add and grow, and the start of a replace: the device-level
- * operations that go with the restriper.
+ * Device add and grow, and the start and end of a replace (the target
+ * taking the source's devid): the device-level operations that go with
+ * the restriper.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "kernel-shared/block/raid56.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
+#include "kernel-shared/ops/scrub.h"
 
 /* ---------------- device add and grow ---------------- */
 
@@ -177,17 +179,13 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 f
 		return -ENOMEM;
 	if (st->state != MFS_RESTRIPE_NONE)
 		return rs_busy(st, msg, msglen);
+	if (mfs_scrub_in_progress(fs))
+		return mfs_scrub_busy(msg, msglen);
 	src = mfs_find_device(fs, srcid);
 	if (!src) {
 		snprintf(msg, msglen, "'%llu' is not a valid devid for this filesystem",
 			 (unsigned long long)srcid);
 		return -ENODEV;
-	}
-	if (src->missing || !src->io) {
-		snprintf(msg, msglen,
-			 "source device %llu is missing: rebuilding it needs a read-write degraded mount, which mfs does not have yet",
-			 (unsigned long long)srcid);
-		return -ENXIO;
 	}
 	for (i = 0; i < fs->nr_devices; i++) {
 		if (fs->devices[i]->path && !strcmp(fs->devices[i]->path, path)) {
@@ -242,6 +240,86 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 f
 		st->state = MFS_RESTRIPE_NONE;
 		src->flags &= ~MFS_DEV_STATE_REPLACE_SOURCE;
 	}
+	return ret;
+}
+
+/* Delete key from root if it is there. */
+static int delete_if_there(struct mfs_trans_handle *trans, struct mfs_root *root,
+			   const struct mfs_key *key)
+{
+	int ret = rs_delete_key(trans, root, key);
+
+	return ret == -EUCLEAN ? 0 : ret;
+}
+
+/* The chunk item of map rewritten where it is (same size: the stripes' devids changed). */
+static int rewrite_chunk_item(struct mfs_trans_handle *trans, struct mfs_chunk_map *map)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_FIRST_CHUNK_TREE_OBJECTID, MFS_CHUNK_ITEM_KEY, map->logical };
+	u32 size = mfs_chunk_item_size(map->num_stripes);
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, fs->chunk_root, &key, &path, 0, 1);
+	if (ret > 0 || (!ret && leaf_item_size(path.nodes[0], path.slots[0]) != size))
+		ret = -EUCLEAN;
+	if (!ret) {
+		mfs_chunk_map_to_item(fs, map, leaf_item_data(path.nodes[0], path.slots[0]));
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+	}
+	mfs_release_path(&path);
+	return ret;
+}
+
+/*
+ * The end of a replace: the target becomes device devid (its source's,
+ * whose items are gone), as in btrfs, so that everything that names the
+ * device by devid (resize, stats, status) goes on naming it. In trans:
+ * its device item, dev extents, error counters and every chunk item with
+ * a stripe on it move to devid. Its superblock says so from this commit
+ * on (open.c finds it by uuid if a crash leaves its superblock behind).
+ */
+int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt, u64 devid)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_key key = { MFS_DEV_ITEMS_OBJECTID, MFS_DEV_ITEM_KEY, tgt->devid };
+	struct mfs_key skey = { MFS_DEV_STATS_OBJECTID, MFS_PERSISTENT_ITEM_KEY, tgt->devid };
+	u64 old = tgt->devid;
+	int i, s, ret;
+
+	ret = rs_delete_key(trans, fs->chunk_root, &key);
+	if (!ret && fs->dev_root)
+		ret = delete_if_there(trans, fs->dev_root, &skey);
+	for (i = 0; !ret && i < tgt->nr_extents; i++) {
+		struct mfs_dev_extent_rec *e = &tgt->extents[i];
+		struct mfs_key dk = { old, MFS_DEV_EXTENT_KEY, e->physical };
+		struct mfs_dev_extent de = {
+			.chunk_offset = cpu_to_le64(e->chunk_offset),
+			.length = cpu_to_le64(e->length),
+		};
+
+		ret = rs_delete_key(trans, fs->dev_root, &dk);
+		dk.objectid = devid;
+		if (!ret)
+			ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
+	}
+	if (ret)
+		return ret;
+	mfs_device_set_devid(fs, tgt, devid);
+	for (i = 0; !ret && i < fs->nr_chunks; i++)
+		for (s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].dev == tgt) {
+				ret = rewrite_chunk_item(trans, fs->chunks[i]);
+				break;
+			}
+	if (fs->read_devid == old)
+		fs->read_devid = devid;
+	/* the item under the new devid goes in with the commit */
+	tgt->dirty = true;
+	tgt->stats_dirty = true;
+	fs->dev_stats_dirty = 1;
 	return ret;
 }
 

@@ -63,6 +63,30 @@ static void drop_candidate(struct candidate *c)
 	c->io = NULL;
 }
 
+static bool cand_flag(const struct candidate *c, u64 flag)
+{
+	return le64_to_cpu(c->sb.dev_item.flags) & flag;
+}
+
+/*
+ * A finished replace gives its target the source's devid (restripe.c); a
+ * crash before the source's superblock is wiped leaves both claiming that
+ * devid: the source (its superblock says so) with the older generation is
+ * no member any more. Copies share their device uuid: never taken here.
+ */
+static void drop_replaced_sources(struct candidate *c, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			if (i != j && c[i].io && c[j].io && cand_devid(&c[i]) == cand_devid(&c[j]) &&
+			    cand_flag(&c[i], MFS_DEV_STATE_REPLACE_SOURCE) &&
+			    memcmp(c[i].sb.dev_item.uuid, c[j].sb.dev_item.uuid, MFS_UUID_SIZE) &&
+			    le64_to_cpu(c[i].sb.generation) < le64_to_cpu(c[j].sb.generation))
+				drop_candidate(&c[i]);
+}
+
 /*
  * Two candidates with one devid: one of them is a copy of the other (an
  * image copied with cp or dd, a disk cloned) or an older member. A device
@@ -76,6 +100,7 @@ static int resolve_duplicates(struct candidate *c, int n, struct mfs_open_ctl *c
 	bool distrust_scanned = false;
 	int i, j;
 
+	drop_replaced_sources(c, n);
 	for (i = 0; i < n; i++) {
 		for (j = i + 1; j < n; j++) {
 			if (!c[i].io || !c[j].io || cand_devid(&c[i]) != cand_devid(&c[j]) ||
@@ -243,6 +268,46 @@ out:
 	return ret;
 }
 
+static void forget_device(struct mfs_fs_info *fs, struct mfs_device *dev)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices && fs->devices[i] != dev; i++)
+		;
+	if (i == fs->nr_devices)
+		return;
+	memmove(&fs->devices[i], &fs->devices[i + 1], (fs->nr_devices - i - 1) * sizeof(dev));
+	fs->nr_devices--;
+	mfs_io_close(dev->io);
+	free(dev->path);
+	free(dev);
+}
+
+/*
+ * The device item of devid names the device uuid of a replace's target
+ * that came with another devid: the replace finished (the target took its
+ * source's devid) in a commit whose superblock the target missed. It is
+ * that device now; the source, if it came, is no member any more.
+ */
+static void adopt_replace_target(struct mfs_fs_info *fs, const struct mfs_dev_item *di)
+{
+	u64 devid = le64_to_cpu(di->devid);
+	struct mfs_device *tgt = NULL, *src = mfs_find_device(fs, devid);
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!memcmp(fs->devices[i]->uuid, di->uuid, MFS_UUID_SIZE))
+			tgt = fs->devices[i];
+	if (!tgt || tgt == src || !(tgt->flags & MFS_DEV_STATE_REPLACE_TARGET) ||
+	    tgt->generation >= fs->generation)
+		return;
+	if (src && !(src->flags & MFS_DEV_STATE_REPLACE_SOURCE))
+		return;
+	if (src)
+		forget_device(fs, src);
+	mfs_device_set_devid(fs, tgt, devid);
+}
+
 static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int slot,
 			 struct mfs_open_ctl *ctl)
 {
@@ -253,6 +318,7 @@ static int load_dev_item(struct mfs_fs_info *fs, struct extent_buffer *leaf, int
 	if (leaf_item_size(leaf, slot) != sizeof(*di))
 		return -EUCLEAN;
 	devid = le64_to_cpu(di->devid);
+	adopt_replace_target(fs, di);
 	dev = mfs_find_device(fs, devid);
 	if (dev && memcmp(dev->uuid, di->uuid, MFS_UUID_SIZE) == 0) {
 		dev->in_tree = true;
@@ -346,16 +412,9 @@ static int read_chunk_tree(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 	 * it is no member any more.
 	 */
 	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-
-		if (dev->in_tree)
+		if (fs->devices[i]->in_tree)
 			continue;
-		mfs_io_close(dev->io);
-		free(dev->path);
-		free(dev);
-		memmove(&fs->devices[i], &fs->devices[i + 1],
-			(fs->nr_devices - i - 1) * sizeof(*fs->devices));
-		fs->nr_devices--;
+		forget_device(fs, fs->devices[i]);
 		i--;
 	}
 	/* stripes may name devices the tree introduced after the map was read */

@@ -110,11 +110,16 @@ static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_
 				.length = cpu_to_le64(nss),
 			};
 
+			/* a stripe kept on a missing device (a replace of another one) has no s->dev */
+			struct mfs_device *dev = mfs_find_device(fs, s->devid);
+
 			ret = mfs_insert_item(trans, fs->dev_root, &dk, &de, sizeof(de));
 			if (ret)
 				return ret;
-			s->dev->bytes_used += nss;
-			s->dev->dirty = true;
+			if (dev) {
+				dev->bytes_used += nss;
+				dev->dirty = true;
+			}
 		}
 	}
 	return 0;
@@ -270,12 +275,21 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 		}
 		return -EUCLEAN;
 	}
-	if (mfs_read_map(old, r->start, buf, r->len, 1))
-		memset(buf, 0, r->len), ret = -EIO;
-	else
-		ret = 0;
+	/*
+	 * The first copy; where a piece of it cannot be read (a missing
+	 * device: its column of a raid5/6 row, its copy of a mirror), that
+	 * piece from another copy, or rebuilt. Sectors that do not match
+	 * their checksums are tried in every other copy below.
+	 */
+	ret = mfs_read_map(old, r->start, buf, r->len, 1);
+	if (ret) {
+		count_bad_copy(fs, old, r->start, 1, MFS_DEV_STAT_READ_ERRS);
+		ret = mfs_read_map(old, r->start, buf, r->len, 0);
+	}
+	if (ret)
+		memset(buf, 0, r->len);
 	if (!csums)
-		return ret == -EIO ? mfs_read_map(old, r->start, buf, r->len, 2) : 0;
+		return ret;
 	n = r->len / MFS_SECTOR;
 	for (s = 0; s < n; s++) {
 		u8 got[MFS_CSUM_SIZE];
@@ -286,8 +300,9 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 		mfs_csum_compute(fs->csum_type, sb, MFS_SECTOR, got);
 		if (ret == 0 && !memcmp(got, want, fs->csum_size))
 			continue;
-		count_bad_copy(fs, old, r->start + s * MFS_SECTOR, 1,
-			       ret ? MFS_DEV_STAT_READ_ERRS : MFS_DEV_STAT_CORRUPTION_ERRS);
+		if (!ret)
+			count_bad_copy(fs, old, r->start + s * MFS_SECTOR, 1,
+				       MFS_DEV_STAT_CORRUPTION_ERRS);
 		for (m = 2; m <= copies && !ok; m++) {
 			if (mfs_read_map(old, r->start + s * MFS_SECTOR, sb, MFS_SECTOR, m)) {
 				count_bad_copy(fs, old, r->start + s * MFS_SECTOR, m,
@@ -449,7 +464,17 @@ static void *write_stripe_part(void *arg)
 	struct mfs_map_stripe *s = &w->map->stripes[sw->i];
 	u64 slen = w->map->stripe_len;
 
-	sw->ret = s->dev && s->dev->io ?
+	/*
+	 * A stripe of a missing device is one a replace of another device
+	 * keeps where it was (new layouts place nothing on missing devices):
+	 * it cannot be written, and a device that comes back is caught up for
+	 * this chunk (its dev extent is newer than the device's superblock).
+	 */
+	if (!s->dev) {
+		sw->ret = 0;
+		return NULL;
+	}
+	sw->ret = s->dev->io ?
 		  mfs_io_write_direct(s->dev->io, slot(w, win, sw->i, win->row0), win->rows * slen,
 				      s->physical + win->row0 * slen) : -EIO;
 	return NULL;
@@ -983,12 +1008,15 @@ static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
 		if (!ret)
 			ret = replace_chunk_items(trans, old, new, 1);
 		/*
-		 * the block group item records the profile; a reduced chunk
-		 * given another one (a convert) is no longer below what was
-		 * asked for (format §7.4)
+		 * the block group item records the profile, and whether it is
+		 * below what was asked for (format §7.4): a reduced chunk
+		 * given the profile asked for (a convert) is reduced no more
 		 */
 		if ((old->type & MFS_BLOCK_GROUP_PROFILE_MASK) !=
-		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK)) {
+		    (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK))
+			bg->dirty = true;
+		if (bg->reduced && (new[0]->type & MFS_BLOCK_GROUP_PROFILE_MASK) ==
+				   mfs_target_profile(fs, new[0]->type)) {
 			bg->dirty = true;
 			bg->reduced = false;
 		}

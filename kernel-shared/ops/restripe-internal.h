@@ -39,6 +39,10 @@ void rs_no_space_message(struct mfs_fs_info *fs, const struct mfs_restripe_args 
 int rs_estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
 		struct mfs_restripe_estimate *est);
 
+/* device-add.c */
+/* The end of a replace: the target becomes device devid (the source's), in trans. */
+int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt, u64 devid);
+
 /* relocate.c */
 int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical);
 int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key);

@@ -128,8 +128,11 @@ static bool chunk_selected(struct mfs_fs_info *fs, const struct mfs_restripe_arg
 	if ((f->flags & MFS_BALANCE_ARGS_STRIPES) &&
 	    ((u32)map->num_stripes < f->stripes_min || (u32)map->num_stripes > f->stripes_max))
 		return false;
+	if ((f->flags & MFS_BALANCE_ARGS_REDUCED) && !bg->reduced)
+		return false;
+	/* a chunk written reduced is below what was asked for, whatever its profile */
 	if ((f->flags & MFS_BALANCE_ARGS_CONVERT) && (f->flags & MFS_BALANCE_ARGS_SOFT) &&
-	    profile == mfs_filter_bit_to_profile(f->target))
+	    profile == mfs_filter_bit_to_profile(f->target) && !bg->reduced)
 		return false;
 	if (f->flags & MFS_BALANCE_ARGS_LIMIT) {
 		if (counts[tidx] >= f->limit_max)
@@ -285,9 +288,9 @@ static int check_delete_minimum(struct mfs_fs_info *fs, int ndev, char *msg, siz
 		 dlow ? "-dconvert=" : "", dlow ? mfs_profile(dto)->name : "",
 		 dlow && mlow ? " " : "", mlow ? "-mconvert=" : "", mlow ? mfs_profile(mto)->name : "");
 	snprintf(msg, msglen,
-		 "unable to go below %s devices on %s (%s chunks); convert first, e.g. 'mfs balance start %s <mnt>'",
+		 "unable to go below %s devices on %s (%s chunks): %d would remain; convert first, e.g. 'mfs balance start %s <mnt>'",
 		 first->devs_min < 5 ? word[first->devs_min] : "many", first->ui_name,
-		 type_word(first_type), opts);
+		 type_word(first_type), ndev, opts);
 	return -EINVAL;
 }
 
@@ -378,12 +381,32 @@ static void unalloc_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 }
 
 /*
+ * Degraded, the tree blocks every commit of the run writes cannot go into
+ * a chunk with a missing stripe (alloc.c): if every chunk of the type has
+ * one, the first commit makes a new chunk, as the allocator would (the
+ * profile asked for, its usual size). 0 when there is no need.
+ */
+static u64 degraded_tree_chunk(struct mfs_fs_info *fs, u64 type)
+{
+	int i;
+
+	if (!mfs_fs_degraded(fs))
+		return 0;
+	for (i = 0; i < fs->nr_bgs; i++)
+		if ((fs->bgs[i]->flags & MFS_BLOCK_GROUP_TYPE_MASK) == type &&
+		    !mfs_chunk_degraded(fs->bgs[i]->map) && mfs_free_space_total(fs->bgs[i]))
+			return 0;
+	return type | mfs_target_profile(fs, type);
+}
+
+/*
  * A conversion sends new tree blocks to the target profile (apply_targets).
  * The chunks it will move take them until then (mfs_restripe_will_move), but
  * while the last of them is copied, a writer of the mounted filesystem
  * needs a chunk of the target, or of a profile as safe: unless one is there,
  * count a small one of the target profile (mfs_restripe_new_chunk_stripe),
- * as the run would make it.
+ * as the run would make it. Degraded, with no chunk of the type writable,
+ * the one the first commit makes (degraded_tree_chunk).
  */
 static int simulate_target_chunks(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 				  struct mfs_block_group **made, int *nmade)
@@ -394,12 +417,21 @@ static int simulate_target_chunks(struct mfs_fs_info *fs, const struct mfs_restr
 	int t, i, ret;
 
 	*nmade = 0;
-	for (t = 0; t < 2 && a->op == MFS_RESTRIPE_OP_BALANCE; t++) {
+	for (t = 0; t < 2; t++) {
 		u64 flags = types[t] | mfs_filter_bit_to_profile(f[t]->target);
 		bool have = false;
 
-		if (!(a->flags & sel[t]) || !(f[t]->flags & MFS_BALANCE_ARGS_CONVERT))
+		if (a->op != MFS_RESTRIPE_OP_BALANCE || !(a->flags & sel[t]) ||
+		    !(f[t]->flags & MFS_BALANCE_ARGS_CONVERT)) {
+			flags = degraded_tree_chunk(fs, types[t]);
+			if (flags) {
+				ret = mfs_alloc_chunk(fs, flags, 0, &made[*nmade]);
+				if (ret && ret != -ENOSPC)
+					return ret;
+				*nmade += !ret;
+			}
 			continue;
+		}
 		/* as find_space: a chunk of the target, or of a profile as safe */
 		for (i = 0; i < fs->nr_bgs; i++)
 			if ((fs->bgs[i]->flags & MFS_BLOCK_GROUP_TYPE_MASK) == types[t] &&

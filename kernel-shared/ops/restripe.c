@@ -25,6 +25,7 @@
 #include "kernel-shared/block/raid56.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
+#include "kernel-shared/ops/scrub.h"
 
 static u64 now_ns(void)
 {
@@ -259,6 +260,8 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
 		return -ENOMEM;
 	if (st->state != MFS_RESTRIPE_NONE)
 		return rs_busy(st, msg, msglen);
+	if (mfs_scrub_in_progress(fs))
+		return mfs_scrub_busy(msg, msglen);
 	/* a replace needs its target device: mfs_replace_start */
 	if (args->op < MFS_RESTRIPE_OP_BALANCE || args->op > MFS_RESTRIPE_OP_RESIZE) {
 		snprintf(msg, msglen, "unknown operation %d", args->op);
@@ -382,18 +385,19 @@ static void wipe_supers(struct mfs_device *dev)
 /*
  * Take the (now empty) devices of a delete out of the filesystem; of a
  * replace, the one the stripes left (devids[0]), and the other becomes
- * an ordinary member.
+ * an ordinary member - a finished replace's target under its source's
+ * devid.
  */
 static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
 			struct mfs_device **gone, int *ngone)
 {
 	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_device *stays = NULL;
 	int i, j, ret, ndrop = st->args.nr_devids;
 
 	*ngone = 0;
 	if (st->args.op == MFS_RESTRIPE_OP_REPLACE) {
-		struct mfs_device *stays = mfs_find_device(fs, st->args.devids[1]);
-
+		stays = mfs_find_device(fs, st->args.devids[1]);
 		ndrop = 1;
 		if (stays) {
 			stays->flags &= ~(MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE);
@@ -424,37 +428,9 @@ static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
 		}
 		gone[(*ngone)++] = dev;
 	}
+	if (stays && *ngone && !(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING))
+		return rs_replace_take_devid(trans, stays, st->args.devids[0]);
 	return 0;
-}
-
-static int finish(struct mfs_fs_info *fs)
-{
-	struct mfs_restripe_status *st = fs->restripe;
-	struct mfs_device *gone[MFS_RESTRIPE_MAX_DEVIDS];
-	struct mfs_trans_handle *trans;
-	int i, ngone = 0, ret;
-
-	ret = mfs_start_transaction(fs, &trans);
-	if (ret)
-		return ret;
-	ret = delete_item(trans);
-	if (!ret && (st->args.op == MFS_RESTRIPE_OP_DELETE || st->args.op == MFS_RESTRIPE_OP_REPLACE))
-		ret = drop_devices(fs, trans, gone, &ngone);
-	if (ret) {
-		mfs_end_transaction(trans);
-		return ret;
-	}
-	ret = mfs_commit_transaction(trans);
-	/* only now, with no superblock naming them, are the devices free */
-	for (i = 0; i < ngone; i++) {
-		if (!ret && gone[i]->io)
-			wipe_supers(gone[i]);
-		mfs_io_close(gone[i]->io);
-		free(gone[i]->path);
-		free(gone[i]->extents);
-		free(gone[i]);
-	}
-	return ret;
 }
 
 /* Tenths of a percent of the bytes moved. */
@@ -476,6 +452,103 @@ static void note_replace_end(struct mfs_restripe_status *st)
 	st->last_replace.start_time = st->start_time;
 	st->last_replace.end_time = time(NULL);
 	st->last_replace.progress = cancelled ? st->cancel_progress : 1000;
+}
+
+/*
+ * After a delete or a replace, with its devices dropped (in memory): the
+ * chunks written reduced while devices were missing (format §7.4) whose
+ * profile asked for the devices now allow, to be converted to it - no
+ * chunk is left below its profile (DESIGN §6). false when there are none,
+ * or when the convert would not fit (said in the log: a balance with
+ * -dconvert=...,soft does it once there is room).
+ */
+static bool reduced_followup(struct mfs_fs_info *fs, struct mfs_restripe_args *next)
+{
+	struct mfs_balance_filter *f[3] = { &next->data, &next->meta, &next->sys };
+	static const u64 sel[3] = { MFS_BALANCE_DATA, MFS_BALANCE_METADATA, MFS_BALANCE_SYSTEM };
+	int ndev = mfs_nr_allocatable_devices(fs), i;
+	struct mfs_restripe_estimate est;
+	char msg[256];
+
+	memset(next, 0, sizeof(*next));
+	next->op = MFS_RESTRIPE_OP_BALANCE;
+	for (i = 0; i < fs->nr_bgs; i++) {
+		const struct mfs_block_group *bg = fs->bgs[i];
+		int t = (bg->flags & MFS_BLOCK_GROUP_DATA) ? 0 :
+			(bg->flags & MFS_BLOCK_GROUP_SYSTEM) ? 2 : 1;
+		u64 want = mfs_target_profile(fs, bg->flags);
+
+		if (!bg->reduced || mfs_profile(want)->devs_min > ndev)
+			continue;
+		next->flags |= sel[t];
+		f[t]->flags = MFS_BALANCE_ARGS_CONVERT | MFS_BALANCE_ARGS_SOFT |
+			      MFS_BALANCE_ARGS_REDUCED;
+		f[t]->target = mfs_profile_to_filter_bit(want);
+	}
+	if (!next->flags)
+		return false;
+	if (mfs_restripe_check_args(fs, next, msg, sizeof(msg)) ||
+	    mfs_restripe_estimate(fs, next, &est) || !est.fits) {
+		mfs_log(fs, "chunks written reduced while degraded keep their profile for now: converting them does not fit; 'mfs balance start -dconvert=<profile>,soft -mconvert=<profile>,soft' does it once there is room");
+		return false;
+	}
+	return true;
+}
+
+/* The operation goes on as next, from its start (finish: the same commit). */
+static void start_followup(struct mfs_restripe_status *st, const struct mfs_restripe_args *next)
+{
+	rs_reset_status(st);
+	st->args = *next;
+	st->start_time = time(NULL);
+	st->state = MFS_RESTRIPE_RUNNING;
+}
+
+/*
+ * The end of an operation, in one commit: its item goes (or, after a
+ * delete or replace, becomes the convert of the chunks written reduced:
+ * *followed), the devices it emptied leave.
+ */
+static int finish(struct mfs_fs_info *fs, bool *followed)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_device *gone[MFS_RESTRIPE_MAX_DEVIDS];
+	struct mfs_restripe_args next;
+	struct mfs_trans_handle *trans;
+	int i, ngone = 0, ret;
+	bool leaves = st->args.op == MFS_RESTRIPE_OP_DELETE || st->args.op == MFS_RESTRIPE_OP_REPLACE;
+
+	*followed = false;
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	if (leaves)
+		ret = drop_devices(fs, trans, gone, &ngone);
+	if (!ret && leaves && !(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING) &&
+	    reduced_followup(fs, &next)) {
+		note_replace_end(st);
+		start_followup(st, &next);
+		rs_apply_targets(fs, &next);
+		*followed = true;
+		ret = rs_write_item(trans, st, false);
+	} else if (!ret) {
+		ret = delete_item(trans);
+	}
+	if (ret) {
+		mfs_end_transaction(trans);
+		return ret;
+	}
+	ret = mfs_commit_transaction(trans);
+	/* only now, with no superblock naming them, are the devices free */
+	for (i = 0; i < ngone; i++) {
+		if (!ret && gone[i]->io)
+			wipe_supers(gone[i]);
+		mfs_io_close(gone[i]->io);
+		free(gone[i]->path);
+		free(gone[i]->extents);
+		free(gone[i]);
+	}
+	return ret;
 }
 
 /*
@@ -555,8 +628,10 @@ static int end_pass(struct mfs_fs_info *fs, int ret)
 	struct mfs_restripe_status *st = fs->restripe;
 
 	if (ret == 0) {
-		ret = finish(fs);
-		if (!ret) {
+		bool followed;
+
+		ret = finish(fs, &followed);
+		if (!ret && !followed) {
 			note_replace_end(st);
 			st->state = MFS_RESTRIPE_NONE;
 		}
@@ -639,9 +714,10 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 	if (!st || st->state != MFS_RESTRIPE_RUNNING)
 		return -ENOENT;
 	/* a cancelled replace goes on, the other way (mfs_restripe_cancel_paused) */
+	/* ... and a finished delete or replace may go on converting reduced chunks (finish) */
 	do {
 		ret = run_once(fs);
-	} while (ret == -ECANCELED && st->state == MFS_RESTRIPE_RUNNING);
+	} while ((ret == -ECANCELED || !ret) && st->state == MFS_RESTRIPE_RUNNING);
 	return ret;
 }
 

@@ -461,7 +461,8 @@ static unsigned int reduced_profiles(struct mfs_fs_info *fs, u64 profile)
  * A new chunk of type in the profile new chunks of it get. When that does
  * not fit and devices are missing, the most redundant profile that does,
  * its block group marked reduced so that the requested profile can come
- * back (format §7.4); never when all devices are there, where a profile
+ * back (format §7.4); likewise when a device is failing. Never when all
+ * devices are there and healthy, where a profile
  * that does not fit is ENOSPC as it always was.
  */
 static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
@@ -471,7 +472,8 @@ static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 	unsigned int mask;
 	int ret = mfs_alloc_chunk(fs, type | profile, max_stripe, out);
 
-	if (ret != -ENOSPC || !mfs_fs_degraded(fs))
+	/* a failing device takes nothing new: the others may be too few too */
+	if (ret != -ENOSPC || (!mfs_fs_degraded(fs) && !mfs_fs_has_failing(fs)))
 		return ret;
 	for (mask = reduced_profiles(fs, profile); mask;
 	     mask &= ~(1U << mfs_bg_flags_to_raid_index(p))) {
@@ -488,6 +490,23 @@ static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 		return 0;
 	}
 	return -ENOSPC;
+}
+
+u64 mfs_new_chunk_capacity(struct mfs_fs_info *fs, u64 type)
+{
+	u64 profile = mfs_target_profile(fs, type), p = 0;
+	u64 bytes = mfs_simulate_alloc(fs, type | profile);
+	unsigned int mask;
+
+	/* what alloc_new_chunk falls back to when the profile no longer fits */
+	if (bytes || (!mfs_fs_degraded(fs) && !mfs_fs_has_failing(fs)))
+		return bytes;
+	for (mask = reduced_profiles(fs, profile); mask && !bytes;
+	     mask &= ~(1U << mfs_bg_flags_to_raid_index(p))) {
+		p = mfs_most_redundant_profile(mask);
+		bytes = mfs_simulate_alloc(fs, type | p);
+	}
+	return bytes;
 }
 
 /*
@@ -1137,19 +1156,20 @@ void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 }
 
 /* Used ranges of a block group, in order (extent items). */
-int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
-		       struct mfs_range **out, int *nout)
+int mfs_used_ranges(struct mfs_fs_info *fs, u64 start, u64 end, u64 max_bytes,
+		    struct mfs_range **out, int *nout)
 {
-	struct mfs_key key = { bg->start, 0, 0 };
+	struct mfs_key key = { start, 0, 0 };
 	struct mfs_range *r = NULL;
 	struct mfs_path path;
 	int n = 0, max = 0, ret;
+	u64 bytes = 0;
 
 	mfs_init_path(&path);
 	ret = mfs_search_forward(fs->extent_root, &key, &path);
-	while (ret == 0) {
+	while (ret == 0 && bytes < max_bytes) {
 		leaf_item_key(path.nodes[0], path.slots[0], &key);
-		if (key.objectid >= bg->start + bg->length)
+		if (key.objectid >= end)
 			break;
 		if (key.type == MFS_EXTENT_ITEM_KEY) {
 			struct mfs_extent_item *ei = leaf_item_data(path.nodes[0], path.slots[0]);
@@ -1164,6 +1184,7 @@ int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 			r[n].owner = le64_to_cpu(ei->owner_root);
 			r[n].level = le64_to_cpu(ei->owner_objectid);
 			r[n].gen = le64_to_cpu(ei->generation);
+			bytes += key.offset;
 			n++;
 		}
 		ret = mfs_next_item(fs->extent_root, &path);
@@ -1176,4 +1197,10 @@ int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 	*out = r;
 	*nout = n;
 	return 0;
+}
+
+int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+		       struct mfs_range **out, int *nout)
+{
+	return mfs_used_ranges(fs, bg->start, bg->start + bg->length, (u64)-1, out, nout);
 }

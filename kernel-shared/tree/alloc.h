@@ -31,6 +31,12 @@ u64 mfs_free_space_total(const struct mfs_block_group *bg);
 
 /* Profile new chunks of this type get (data, metadata or system). */
 u64 mfs_target_profile(struct mfs_fs_info *fs, u64 type);
+/*
+ * Logical bytes new chunks of type can still take from unallocated space:
+ * in the profile they get, or, degraded or beside a failing device when
+ * that no longer fits, in the reduced profile they would fall back to.
+ */
+u64 mfs_new_chunk_capacity(struct mfs_fs_info *fs, u64 type);
 
 /* Reserve space for a new tree block of root and record its back-reference. */
 int mfs_alloc_tree_block(struct mfs_trans_handle *trans, u64 root_objectid,
@@ -78,5 +84,11 @@ int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 void mfs_remove_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg);
 int mfs_bg_used_ranges(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		       struct mfs_range **out, int *nout);
+/*
+ * The extents starting in [start, end), in order, until max_bytes of them
+ * are gathered (the one that reaches it included): a walk in bounded steps.
+ */
+int mfs_used_ranges(struct mfs_fs_info *fs, u64 start, u64 end, u64 max_bytes,
+		    struct mfs_range **out, int *nout);
 
 #endif

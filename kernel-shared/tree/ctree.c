@@ -521,6 +521,37 @@ int mfs_insert_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 	return ret;
 }
 
+/*
+ * The item at key set to data: overwritten in place when it has size
+ * bytes, else (re)inserted. For the single items of long operations'
+ * persistent state.
+ */
+int mfs_write_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		   const struct mfs_key *key, const void *data, u32 size)
+{
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, 0, 1);
+	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) == size) {
+		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), data, size);
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		mfs_release_path(&path);
+		return 0;
+	}
+	mfs_release_path(&path);
+	if (ret == 0) {
+		ret = mfs_search_slot(trans, root, key, &path, -1, 1);
+		if (ret == 0)
+			ret = mfs_del_item(trans, root, &path);
+		mfs_release_path(&path);
+	}
+	if (ret < 0)
+		return ret;
+	return mfs_insert_item(trans, root, key, data, size);
+}
+
 /* ---------------- deletion and merging ---------------- */
 
 static int del_ptr(struct mfs_trans_handle *trans, struct mfs_root *root,

@@ -173,6 +173,9 @@ int mfs_search_slot(struct mfs_trans_handle *trans, struct mfs_root *root,
 		    int ins_len, int cow);
 int mfs_insert_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 		    const struct mfs_key *key, const void *data, u32 size);
+/* Overwrite the item at key with data (size bytes), or insert it. */
+int mfs_write_item(struct mfs_trans_handle *trans, struct mfs_root *root,
+		   const struct mfs_key *key, const void *data, u32 size);
 /* Insert an empty item of size bytes; path points at it on return. */
 int mfs_insert_empty_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 			  struct mfs_path *path, const struct mfs_key *key, u32 size);

@@ -690,6 +690,7 @@ struct mfs_fs_info *mfs_alloc_fs_info(void)
 	}
 	fs->eb_cache_limit = 256 * SZ_1M;
 	fs->row_sealed = mfs_seal_row;
+	fs->fail_threshold = MFS_DEFAULT_FAIL_THRESHOLD;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->map_lock, NULL);
 	pthread_cond_init(&fs->inflight_done, NULL);
@@ -734,6 +735,7 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 	}
 	free(fs->devices);
 	free(fs->restripe);
+	free(fs->scrub);
 	for (i = 0; i < fs->nr_problems; i++)
 		free(fs->problems[i]);
 	free(fs->problems);

@@ -8,6 +8,7 @@
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/raid56.h"
+#include "kernel-shared/format/ioctl.h"
 
 /* ---------------- device health ---------------- */
 
@@ -17,13 +18,6 @@ bool mfs_dev_usable(const struct mfs_device *dev)
 	       !__atomic_load_n(&dev->failed, __ATOMIC_ACQUIRE);
 }
 
-void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat)
-{
-	__atomic_add_fetch(&dev->stats[stat], 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->stats_dirty, true, __ATOMIC_RELAXED);
-	__atomic_store_n(&fs->dev_stats_dirty, 1, __ATOMIC_RELEASE);
-}
-
 static const char *stat_what(int stat)
 {
 	static const char * const names[MFS_DEV_STAT_VALUES_MAX] = {
@@ -31,6 +25,80 @@ static const char *stat_what(int stat)
 	};
 
 	return stat >= 0 && stat < MFS_DEV_STAT_VALUES_MAX ? names[stat] : "I/O";
+}
+
+/*
+ * Past the threshold: failing, said once. A generation error is an old
+ * copy (a member that was away), not a sign of a bad disk: not counted.
+ */
+static void count_toward_failing(struct mfs_fs_info *fs, struct mfs_device *dev, int stat)
+{
+	u64 threshold = fs->fail_threshold, n;
+
+	if (stat == MFS_DEV_STAT_GENERATION_ERRS)
+		return;
+	n = __atomic_add_fetch(&dev->mount_errors, 1, __ATOMIC_RELAXED);
+	if (!threshold || n <= threshold ||
+	    __atomic_exchange_n(&dev->failing, true, __ATOMIC_ACQ_REL))
+		return;
+	mfs_log(fs, "devid %llu (%s) is failing: %llu errors this mount (the last a %s error), more than fail_threshold=%llu; nothing new is allocated on it, replace it",
+		(unsigned long long)dev->devid, dev->path ? dev->path : "?",
+		(unsigned long long)n, stat_what(stat), (unsigned long long)threshold);
+}
+
+void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat)
+{
+	__atomic_add_fetch(&dev->stats[stat], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->stats_dirty, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&fs->dev_stats_dirty, 1, __ATOMIC_RELEASE);
+	count_toward_failing(fs, dev, stat);
+}
+
+void mfs_set_fail_threshold(struct mfs_fs_info *fs, u64 threshold)
+{
+	int i;
+
+	fs->fail_threshold = threshold;
+	/* the errors the open met are judged by the mount's threshold */
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+
+		__atomic_store_n(&dev->failing, threshold && dev->mount_errors > threshold,
+				 __ATOMIC_RELEASE);
+	}
+}
+
+bool mfs_dev_failing(const struct mfs_device *dev)
+{
+	return __atomic_load_n(&dev->failed, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&dev->failing, __ATOMIC_ACQUIRE);
+}
+
+bool mfs_fs_has_failing(struct mfs_fs_info *fs)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (mfs_dev_failing(fs->devices[i]))
+			return true;
+	return false;
+}
+
+int mfs_device_health(const struct mfs_device *dev)
+{
+	if (dev->missing || !dev->io)
+		return MFS_DEV_HEALTH_MISSING;
+	if (mfs_dev_failing(dev))
+		return MFS_DEV_HEALTH_FAILING;
+	if (dev->stale_gen)
+		return MFS_DEV_HEALTH_REBUILDING;
+	if (dev->flags & MFS_DEV_STATE_REPLACE_SOURCE)
+		return MFS_DEV_HEALTH_REPLACING;
+	if (dev->flags & MFS_DEV_STATE_REPLACE_TARGET)
+		return MFS_DEV_HEALTH_REPLACE_TARGET;
+	if (dev->flags & MFS_DEV_STATE_DELETING)
+		return MFS_DEV_HEALTH_DELETING;
+	return MFS_DEV_HEALTH_OK;
 }
 
 static pthread_mutex_t dev_fail_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -87,6 +155,42 @@ bool mfs_chunk_readable(const struct mfs_chunk_map *map)
 	if (a->ncopies > 1)
 		return bad < map->num_stripes;
 	return bad == 0;
+}
+
+/* raid10: the fewest usable copies any mirror set of map has. */
+static int fewest_usable_in_sets(const struct mfs_chunk_map *map, int sub_stripes)
+{
+	int i, j, fewest = sub_stripes;
+
+	for (i = 0; i + sub_stripes <= map->num_stripes; i += sub_stripes) {
+		int usable = 0;
+
+		for (j = 0; j < sub_stripes; j++)
+			usable += mfs_dev_usable(map->stripes[i + j].dev);
+		fewest = min_t(int, fewest, usable);
+	}
+	return fewest;
+}
+
+int mfs_chunk_failures_left(const struct mfs_chunk_map *map)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int i, bad = 0, left;
+
+	if (!mfs_chunk_readable(map))
+		return -1;
+	for (i = 0; i < map->num_stripes; i++)
+		bad += !mfs_dev_usable(map->stripes[i].dev);
+	if (a->nparity)
+		left = a->nparity - bad;
+	else if (a->sub_stripes > 1)
+		left = fewest_usable_in_sets(map, a->sub_stripes) - 1;
+	else if (a->ncopies > 1)
+		left = map->num_stripes - bad - 1;
+	else
+		left = 0;
+	/* dup's second copy is on the same device: it survives no device loss */
+	return min_t(int, left, a->tolerated_failures);
 }
 
 int mfs_unreadable_chunks(struct mfs_fs_info *fs)
@@ -152,6 +256,26 @@ int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev)
 	fs->devices[i] = dev;
 	fs->nr_devices++;
 	return 0;
+}
+
+void mfs_device_set_devid(struct mfs_fs_info *fs, struct mfs_device *dev, u64 devid)
+{
+	int i, s;
+
+	for (i = 0; i < fs->nr_chunks; i++)
+		for (s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].devid == dev->devid)
+				fs->chunks[i]->stripes[s].devid = devid;
+	for (i = 0; i < fs->nr_devices && fs->devices[i] != dev; i++)
+		;
+	if (i == fs->nr_devices)
+		return;
+	/* fs->devices stays sorted by devid: take it out, put it back in its slot */
+	memmove(&fs->devices[i], &fs->devices[i + 1], (fs->nr_devices - i - 1) * sizeof(dev));
+	dev->devid = devid;
+	for (i = fs->nr_devices - 1; i > 0 && fs->devices[i - 1]->devid > devid; i--)
+		fs->devices[i] = fs->devices[i - 1];
+	fs->devices[i] = dev;
 }
 
 int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset)
@@ -350,6 +474,7 @@ int mfs_device_best_fit(struct mfs_device *dev, u64 need, u64 *start)
 
 bool mfs_device_allocatable(const struct mfs_device *dev)
 {
-	/* nothing new on a device that failed, nor on one not caught up */
-	return mfs_dev_usable(dev) && !dev->stale_gen && !(dev->flags & MFS_DEV_STATE_NO_ALLOC);
+	/* nothing new on a device that failed or is failing, nor on one not caught up */
+	return mfs_dev_usable(dev) && !__atomic_load_n(&dev->failing, __ATOMIC_ACQUIRE) &&
+	       !dev->stale_gen && !(dev->flags & MFS_DEV_STATE_NO_ALLOC);
 }

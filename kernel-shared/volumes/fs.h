@@ -19,6 +19,7 @@ struct extent_buffer;
 struct mfs_transaction;
 struct mfs_open_row;
 struct mfs_restripe_status;
+struct mfs_scrub;
 struct mfs_alloc_policy;
 
 /* ---- devices ---- */
@@ -43,6 +44,13 @@ struct mfs_device {
 	 * read nor written again until the next mount. Read without fs->lock.
 	 */
 	bool failed;
+	/*
+	 * Its errors this mount (mount_errors) went past fs->fail_threshold:
+	 * still read and written, but nothing new is allocated on it. Read
+	 * without fs->lock.
+	 */
+	bool failing;
+	u64 mount_errors;	/* read, write, flush and corruption errors this mount */
 	/*
 	 * Its superblock was behind the filesystem's: it may lack what was
 	 * written after this generation, so it is read only as a last resort
@@ -219,9 +227,16 @@ struct mfs_fs_info {
 	 */
 	int caller_times;
 	u64 dev_stats_dirty;		/* device error counters changed */
+	/*
+	 * A device with more errors than this in one mount is failing
+	 * (mount option fail_threshold; 0: never).
+	 */
+	u64 fail_threshold;
 
 	/* balance/convert/delete/resize in progress (restripe.c) */
 	struct mfs_restripe_status *restripe;
+	/* the scrub running, paused or last run (ops/scrub.c; one flat allocation) */
+	struct mfs_scrub *scrub;
 	/* what it tells the allocator (alloc.h), NULL: nothing */
 	const struct mfs_alloc_policy *alloc_policy;
 

@@ -708,6 +708,44 @@ int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_rea
 }
 
 /*
+ * Every copy of [logical, +len), which lies in one stripe unit of a
+ * mirrored chunk (not raid5/6), read at once: copy m into bufs[m - 1], its
+ * result into errs[m - 1] (-ENODEV: its device is not usable). Transfers
+ * to different devices run in parallel, past the page cache when the
+ * buffers are aligned: a scrub wants what the disks hold, not a cached
+ * copy. Returns the number of copies, or -errno.
+ */
+int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs, int *errs)
+{
+	struct batch_set set = { 0 };
+	int batch[MFS_MAX_COPIES], i, ret;
+	struct mfs_io_map io;
+
+	ret = mfs_map_block(map, logical, &io);
+	if (ret)
+		return ret;
+	if (mfs_profile(map->type)->nparity || len > io.length)
+		return -EINVAL;
+	for (i = 0; i < io.ncopies && !ret; i++) {
+		struct mfs_map_stripe *s = &map->stripes[io.stripe[i]];
+
+		batch[i] = -1;
+		errs[i] = -ENODEV;
+		if (!mfs_dev_usable(s->dev))
+			continue;
+		ret = batch_add(&set, s->dev, io.physical[i], bufs[i], len, false);
+		batch[i] = set.n - 1;
+	}
+	if (!ret)
+		batches_run(&set);
+	for (i = 0; !ret && i < io.ncopies; i++)
+		if (batch[i] >= 0)
+			errs[i] = set.b[batch[i]].ret;
+	free(set.b);
+	return ret ? ret : io.ncopies;
+}
+
+/*
  * Rebuild len bytes of one data column of a raid5/6 row from the others.
  * lost_parity additionally treats P as unreadable (so Q is used).
  */
@@ -977,20 +1015,79 @@ bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 	return mfs_dev_usable(dev) && (fs->open_flags & MFS_OPEN_WRITABLE);
 }
 
-/* Read through a given map (no open rows: the range takes no writes). */
+/*
+ * Scrub the parity of one raid5/6 row: read every column, compute P (and
+ * Q) from the data columns as they are on disk and compare. A strip that
+ * differs is counted against its device and, with repair, rewritten; its
+ * devid goes to bad_devids (room for nparity). The data columns must have
+ * been verified first: parity is made to match them. Returns the number of
+ * bad strips, -EAGAIN for a row still in memory (its parity is not written
+ * yet), -EIO when a column cannot be read.
+ */
+int mfs_scrub_row_parity(struct mfs_fs_info *fs, struct mfs_chunk_map *map, u64 row,
+			 bool repair, u64 *bad_devids)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, i, nbad = 0, ret = 0;
+	u64 slen = map->stripe_len;
+	void *blocks[n];
+	u8 *disk, *parity;
+
+	if (find_open_row(fs, map, row))
+		return -EAGAIN;
+	disk = malloc((size_t)n * slen);
+	parity = malloc(a->nparity * slen);
+	if (!disk || !parity) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, row, i)];
+
+		ret = read_stripe(s, disk + i * slen, slen, s->physical + row * slen);
+	}
+	if (!ret)
+		ret = row_blocks(map, disk, parity, blocks);
+	for (i = ndata; !ret && i < n; i++) {
+		struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, row, i)];
+
+		if (!memcmp(blocks[i], disk + i * slen, slen))
+			continue;
+		bad_devids[nbad++] = s->devid;
+		mfs_dev_count_error(fs, s->dev, MFS_DEV_STAT_CORRUPTION_ERRS);
+		if (repair && write_copy(fs, s, blocks[i], slen, s->physical + row * slen))
+			ret = -EIO;
+	}
+out:
+	free(disk);
+	free(parity);
+	return ret ? ret : nbad;
+}
+
+/*
+ * Read through a given map (no open rows: the range takes no writes).
+ * mirror 0: each piece from the first copy that reads, so that a range
+ * across columns of a raid5/6 row with one column missing (the others
+ * read directly, the missing one rebuilt) reads whole.
+ */
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror)
 {
+	int copies = mfs_num_copies(map);
 	u8 *p = buf;
 
 	while (len) {
 		struct mfs_io_map io;
 		u64 n;
-		int ret = mfs_map_block(map, logical, &io);
+		int ret = mfs_map_block(map, logical, &io), m;
 
 		if (ret)
 			return ret;
 		n = min_t(u64, len, io.length);
-		ret = read_mirror(map, &io, logical, p, n, mirror);
+		if (mirror)
+			ret = read_mirror(map, &io, logical, p, n, mirror);
+		else
+			for (m = 1, ret = -EIO; ret && m <= copies; m++)
+				ret = read_mirror(map, &io, logical, p, n, m);
 		if (ret)
 			return ret;
 		logical += n;

@@ -40,6 +40,12 @@ int mfs_write_sys_array(struct mfs_fs_info *fs);
 
 struct mfs_device *mfs_find_device(struct mfs_fs_info *fs, u64 devid);
 int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev);
+/*
+ * dev becomes device devid in memory (a replace's target taking its
+ * source's devid): its place in fs->devices and the stripes of the chunk
+ * maps that name it. No other device may hold devid.
+ */
+void mfs_device_set_devid(struct mfs_fs_info *fs, struct mfs_device *dev, u64 devid);
 int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset);
 int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
 /* Largest unallocated hole on dev, skipping reserved ranges. */
@@ -120,12 +126,36 @@ int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *bu
  * true when that device can take the repair (it is usable).
  */
 bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
+/* Every copy of a range in one stripe unit of a mirrored chunk, read in parallel. */
+int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs, int *errs);
+/* raid5/6: P (and Q) of a row checked against its data columns (logical-io.c). */
+int mfs_scrub_row_parity(struct mfs_fs_info *fs, struct mfs_chunk_map *map, u64 row,
+			 bool repair, u64 *bad_devids);
 
 /* ---- device health (DESIGN §6) ---- */
 /* Present, open and not failed this mount: reads and writes may go to it. */
 bool mfs_dev_usable(const struct mfs_device *dev);
-/* Count one error of kind stat (MFS_DEV_STAT_*); safe without fs->lock. */
+/*
+ * Count one error of kind stat (MFS_DEV_STAT_*); past fs->fail_threshold
+ * errors this mount (generation errors, old copies, aside) the device is
+ * failing. Safe without fs->lock.
+ */
 void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat);
+/* The default of fs->fail_threshold (the mount option fail_threshold). */
+#define MFS_DEFAULT_FAIL_THRESHOLD	100
+/* Before the filesystem is in use: set it, and judge the errors counted so far. */
+void mfs_set_fail_threshold(struct mfs_fs_info *fs, u64 threshold);
+/* Failed this mount, or failing: the state the admin sees as failing. */
+bool mfs_dev_failing(const struct mfs_device *dev);
+/* Any member failing (mfs_dev_failing)? */
+bool mfs_fs_has_failing(struct mfs_fs_info *fs);
+/* dev's state as the admin sees it, MFS_DEV_HEALTH_* (format/ioctl.h). */
+int mfs_device_health(const struct mfs_device *dev);
+/*
+ * How many more device losses map survives with the devices usable now,
+ * at most what its profile survives whole; -1 when it cannot be read.
+ */
+int mfs_chunk_failures_left(const struct mfs_chunk_map *map);
 /*
  * A write or flush to dev failed (err): count it, and when the other
  * devices still hold every chunk, mark it failed for the rest of the mount
@@ -197,6 +227,7 @@ void mfs_free_chunk_layout(struct mfs_chunk_map **maps, int nmaps, const struct 
 bool mfs_stripe_holds_old(const struct mfs_chunk_map *old, const struct mfs_chunk_map *new, int j);
 /* Does the new layout keep stripe i of the old one in place? */
 bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new);
+/* mirror 0: each piece from the first copy that reads (missing devices, rebuilds) */
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);
 int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len);
 u64 mfs_map_stripe_size(const struct mfs_chunk_map *map);

@@ -26,7 +26,7 @@ setup() {
 	T=$(realpath "$T")
 	export MFS_REGISTRY="$T/registry"
 	# points where a test can hold an operation (restripe.bash: hold_at)
-	export MFS_TEST_PAUSE_AT="restripe-copied:$T/hold,restriper-stop:$T/hold-stop"
+	export MFS_TEST_PAUSE_AT="restripe-copied:$T/hold,restriper-stop:$T/hold-stop,scrub-step:$T/hold-scrub,scrubber-stop:$T/hold-scrub-stop"
 	: >"$T/.pids"
 	: >"$T/.mounts"
 	: >"$T/.loops"
@@ -371,4 +371,104 @@ dev_stat() {
 # copies the devices hold of every live tree block and data extent (tests/cli/corrupt-copies.py).
 corrupt_copies() {
 	"$MFS_PY" "$BATS_TEST_DIRNAME/corrupt-copies.py" "$@"
+}
+
+# ---------------- damaged copies (selfheal.bats, scrub.bats) ----------------
+
+STATS="write_io_errs read_io_errs flush_io_errs corruption_errs generation_errs"
+
+# populate MNT: files of assorted sizes, many small ones, a deep tree, xattrs
+populate() {
+	local m=$1 i s
+
+	mkdir -p "$m/big" "$m/small/a/b/c"
+	for s in 1 4095 4096 65537 300000 1048576 $((4 * MiB + 1)) $((7 * MiB + 4321)); do
+		head -c "$s" /dev/urandom >"$m/big/f$s"
+	done
+	for i in $(seq 1 400); do
+		echo "small file number $i" >"$m/small/s$i"
+	done
+	for i in $(seq 1 30); do
+		head -c $((i * 7777)) /dev/urandom >"$m/small/a/b/c/m$i"
+	done
+	yes "text that compresses" | head -c $((2 * MiB)) >"$m/big/text"
+	"$MFS_PY" -c '
+import os, sys
+for i in range(50):
+    os.setxattr(os.path.join(sys.argv[1], "small", "s%d" % (i + 1)), "user.tag", b"x" * (i * 20))
+' "$m"
+}
+
+# read_all MNT SUMS: walk everything (readdir, stat, xattrs) and verify every
+# file, its data read with O_DIRECT one 128 KiB request at a time.
+read_all() {
+	ls -laR "$1" >/dev/null &&
+		xattr_dump "$1" >/dev/null &&
+		"$MFS_PY" -c '
+import hashlib, mmap, os, sys
+top, ok = sys.argv[1], True
+buf = mmap.mmap(-1, 128 * 1024)
+for line in open(sys.argv[2]):
+    want, name = line.rstrip("\n").split("  ", 1)
+    fd = os.open(os.path.join(top, name), os.O_RDONLY | os.O_DIRECT)
+    h = hashlib.sha256()
+    while True:
+        n = os.readv(fd, [buf])
+        if n <= 0:
+            break
+        h.update(buf[:n])
+    os.close(fd)
+    if h.hexdigest() != want:
+        print("%s: FAILED" % name)
+        ok = False
+sys.exit(0 if ok else 1)
+' "$1" "$2"
+}
+
+# stats_of IMG: "devid counter value" lines of the persisted counters
+stats_of() {
+	mfs --format json device stats --offline "$1" | "$MFS_PY" -c '
+import json, sys
+for d in json.load(sys.stdin)["device-stats"]:
+    for k in sys.argv[1:]:
+        print(d["devid"], k, d[k])
+' $STATS
+}
+
+# damaged_counts DEVIDS: from corrupt_copies' $output, "devid min max" of
+# the corruption errors the damage must cause on each device: one per data
+# sector damaged there (every file is read through the bad copies), and at
+# most one more per tree block damaged there. (A tree block the open reads
+# before read_policy applies is read from its first copy; when the next
+# commit copies it elsewhere, its bad copy is never met: it is free space.)
+damaged_counts() {
+	local d
+
+	for d in ${1//,/ }; do
+		awk -v d="$d" '$1 == "damaged" && $3 == d { print d, $5, $5 + $7 }' <<<"$output"
+	done
+}
+
+# assert_corruption_errs IMG N EXPECTED: each device's persisted counters:
+# corruption_errs as EXPECTED says ("devid count" or "devid min max"
+# lines), 0 on the other devices, every other counter 0.
+assert_corruption_errs() {
+	local img=$1 n=$2 expected=$3 d k v min max
+
+	stats_of "$img" >"$T/stats1"
+	for ((d = 1; d <= n; d++)); do
+		for k in $STATS; do
+			v=$(awk -v d=$d -v k=$k '$1 == d && $2 == k { print $3 }' "$T/stats1")
+			min=0 max=0
+			if [ "$k" = corruption_errs ]; then
+				read -r min max < <(awk -v d=$d '$1 == d { print $2, ($3 == "" ? $2 : $3) }' \
+					<<<"$expected") || true
+				min=${min:-0} max=${max:-0}
+			fi
+			if ! [[ $v =~ ^[0-9]+$ ]] || ((v < min || v > max)); then
+				echo "devid $d: $k is $v, expected $min..$max" >&2
+				return 1
+			fi
+		done
+	done
 }

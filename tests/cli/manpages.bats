@@ -7,7 +7,8 @@ load helpers
 
 MAN_SRC="$BATS_TEST_DIRNAME/../../Documentation/man"
 PAGES="mfs.8 mkfs.mfs.8 fsck.mfs.8 mount.mfs.8 mfs-filesystem.8 mfs-device.8
-mfs-balance.8 mfs-replace.8 mfs-check.8 mfs-rescue.8 mfs-restore.8 mfs-inspect-internal.8 mfs-monitor.8 mfs.5"
+mfs-balance.8 mfs-replace.8 mfs-scrub.8 mfs-check.8 mfs-rescue.8 mfs-restore.8 mfs-inspect-internal.8
+mfs-monitor.8 mfs.5"
 
 manpages() {
 	python3 "$BATS_TEST_DIRNAME/helptext.py" "$@"

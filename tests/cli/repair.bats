@@ -88,10 +88,36 @@ files_intact() {
 	assert_stderr_line "ERROR: block group $bg (Data): used $((used + 8192)) but its extents add up to $used"
 	run --separate-stderr mfs check --repair --force $(imgs 2)
 	assert_success
-	assert_line "[repair] block groups: used bytes of 1 set from their extent items"
+	assert_line "[repair] block group $bg: used set to $used from its extent items"
 	run mfs check $(imgs 2)
 	assert_success
 	files_intact
+}
+
+@test "check --repair: link count, directory size and nbytes of inodes from the fs tree" {
+	make_fs
+	local f d
+	mfs_mount $(imgs 2) "$T/mnt"
+	f=$(stat -c %i "$T/mnt/d/f7")
+	d=$(stat -c %i "$T/mnt/d")
+	mfs umount "$T/mnt"
+	"$CORRUPT" -d "$T/img2" "$T/img1" set fs "$f" INODE_ITEM 0 nlink 3
+	"$CORRUPT" -d "$T/img2" "$T/img1" set fs "$f" INODE_ITEM 0 nbytes 1
+	"$CORRUPT" -d "$T/img2" "$T/img1" set fs "$d" INODE_ITEM 0 size 7
+	run --separate-stderr mfs check $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: inode $f (regular file) has link count 3, expected 1"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_success
+	assert_line "[repair] inode $f: link count set to 1"
+	assert_line --regexp "^\[repair\] inode $f: nbytes set to [0-9]+ from its file extents$"
+	assert_line --regexp "^\[repair\] directory $d: size set to [0-9]+ from its entries$"
+	assert_line "Repaired 3 problem(s); checking again"
+	run mfs check $(imgs 2)
+	assert_success
+	files_intact
+	mfs_mount $(imgs 2) "$T/mnt"
+	[ "$(stat -c %h "$T/mnt/d/f7")" -eq 1 ]
 }
 
 @test "check --repair: damage with no good source is left alone, nothing written, exit 4 from fsck" {

@@ -25,6 +25,14 @@
  * name of the same length); EXTENT_DATA type compression disk_bytenr
  * disk_num_bytes offset num_bytes ram_bytes; EXTENT_ITEM refs flags; and
  * for any item u8@N u16@N u32@N u64@N (little-endian at byte N of its data).
+ *
+ *   block BYTENR COPY FIELD VALUE
+ *	change a tree block as it is on disk, outside any transaction, and
+ *	give it a valid checksum: COPY 0 every copy, else that one (1 = first
+ *	stripe); FIELD bytenr, generation, owner, nritems, level, ptr:I (the
+ *	block pointer of slot I of a node), key:I (VALUE J: slot I's key
+ *	becomes slot J's, key order broken), u8@N u32@N u64@N (byte N of the
+ *	block)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +45,7 @@
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/fs/inode-internal.h"
 #include "kernel-shared/ops/open.h"
+#include "kernel-shared/volumes/volumes.h"
 
 static const struct { const char *name; u8 type; } key_types[] = {
 	{ "INODE_ITEM", MFS_INODE_ITEM_KEY }, { "XATTR_ITEM", MFS_XATTR_ITEM_KEY },
@@ -91,7 +100,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: mfs-corrupt [-d DEVICE]... DEVICE set TREE OBJECTID TYPE OFFSET FIELD VALUE\n"
 		"       mfs-corrupt [-d DEVICE]... DEVICE del TREE OBJECTID TYPE OFFSET\n"
-		"       mfs-corrupt [-d DEVICE]... DEVICE insert TREE OBJECTID TYPE OFFSET [HEX]\n");
+		"       mfs-corrupt [-d DEVICE]... DEVICE insert TREE OBJECTID TYPE OFFSET [HEX]\n"
+		"       mfs-corrupt [-d DEVICE]... DEVICE block BYTENR COPY FIELD VALUE\n");
 	exit(2);
 }
 
@@ -287,6 +297,80 @@ static int run(struct mfs_trans_handle *trans, const char *cmd, char **arg, int 
 	return ret;
 }
 
+/* FIELD VALUE of `block` into the block's bytes. */
+static int set_block_field(u8 *buf, u32 nodesize, const char *field, u64 v)
+{
+	struct mfs_header *h = (struct mfs_header *)buf;
+	u8 *items = buf + sizeof(*h);
+	unsigned int i, n;
+	char kind[8];
+
+	if (!strcmp(field, "bytenr"))
+		h->bytenr = cpu_to_le64(v);
+	else if (!strcmp(field, "generation"))
+		h->generation = cpu_to_le64(v);
+	else if (!strcmp(field, "owner"))
+		h->owner = cpu_to_le64(v);
+	else if (!strcmp(field, "nritems"))
+		h->nritems = cpu_to_le32(v);
+	else if (!strcmp(field, "level"))
+		h->level = v;
+	else if (sscanf(field, "ptr:%u", &i) == 1 && h->level)
+		((struct mfs_key_ptr *)items)[i].blockptr = cpu_to_le64(v);
+	else if (sscanf(field, "key:%u", &i) == 1 && v < le32_to_cpu(h->nritems)) {
+		size_t stride = h->level ? sizeof(struct mfs_key_ptr) : sizeof(struct mfs_item);
+
+		memcpy(items + i * stride, items + v * stride, sizeof(struct mfs_disk_key));
+	} else if (sscanf(field, "%7[u0-9]@%u", kind, &n) == 2 && n + 8 <= nodesize) {
+		mfs_le32 v32 = cpu_to_le32(v);
+		mfs_le64 v64 = cpu_to_le64(v);
+
+		if (!strcmp(kind, "u8"))
+			buf[n] = v;
+		else if (!strcmp(kind, "u32"))
+			memcpy(buf + n, &v32, sizeof(v32));
+		else if (!strcmp(kind, "u64"))
+			memcpy(buf + n, &v64, sizeof(v64));
+		else
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* block BYTENR COPY FIELD VALUE: see the top of the file. */
+static int corrupt_block(struct mfs_fs_info *fs, char **arg, int narg)
+{
+	struct mfs_chunk_map *map;
+	u64 bytenr, copy, v;
+	int m, copies, ret;
+	u8 *buf;
+
+	if (narg != 4 || parse_u64(arg[0], &bytenr) || parse_u64(arg[1], &copy) ||
+	    parse_u64(arg[3], &v))
+		usage();
+	map = mfs_find_chunk(fs, bytenr);
+	if (!map)
+		return -ENOENT;
+	copies = mfs_num_copies(map);
+	buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = mfs_read_logical(fs, bytenr, buf, fs->nodesize, copy ? (int)copy : 1);
+	if (!ret)
+		ret = set_block_field(buf, fs->nodesize, arg[2], v);
+	if (!ret)
+		mfs_csum_tree_block(fs, buf);
+	for (m = 1; !ret && m <= copies; m++)
+		if (!copy || (u64)m == copy)
+			ret = mfs_write_logical_mirror(fs, bytenr, buf, fs->nodesize, m);
+	if (!ret)
+		ret = mfs_flush_all_devices(fs);
+	free(buf);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const char *paths[16];
@@ -305,12 +389,20 @@ int main(int argc, char **argv)
 	paths[0] = argv[optind];
 	ctl.npaths++;
 	if (strcmp(argv[optind + 1], "set") && strcmp(argv[optind + 1], "del") &&
-	    strcmp(argv[optind + 1], "insert"))
+	    strcmp(argv[optind + 1], "insert") && strcmp(argv[optind + 1], "block"))
 		usage();
 	ret = mfs_open_fs(&ctl, &fs);
 	if (ret) {
 		fprintf(stderr, "mfs-corrupt: cannot open %s: %s\n", paths[0], strerror(-ret));
 		return 1;
+	}
+	if (!strcmp(argv[optind + 1], "block")) {
+		/* no transaction: the block as it is on disk, nothing else */
+		ret = corrupt_block(fs, argv + optind + 2, argc - optind - 2);
+		if (ret)
+			fprintf(stderr, "mfs-corrupt: %s\n", strerror(-ret));
+		mfs_free_fs_info(fs);
+		return ret ? 1 : 0;
 	}
 	pthread_mutex_lock(&fs->lock);
 	ret = mfs_start_transaction(fs, &trans);

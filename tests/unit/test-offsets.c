@@ -219,6 +219,7 @@ static void test_disk_balance_args(void)
 	CHECK_EQ(MFS_BALANCE_ARGS_SOFT, 0x40);
 	CHECK_EQ(MFS_BALANCE_ARGS_LIMIT, 0x80);
 	CHECK_EQ(MFS_BALANCE_ARGS_STRIPES, 0x100);
+	CHECK_EQ(MFS_BALANCE_ARGS_REDUCED, 0x200);
 	CHECK(MFS_AVAIL_ALLOC_BIT_SINGLE == 0x1000000000000ULL);
 }
 
@@ -254,6 +255,35 @@ static void test_balance_item(void)
 	CHECK_EQ(MFS_BALANCE_PAUSED, 0x10);
 	CHECK_EQ(MFS_BALANCE_REPLACE_READ_OTHERS, 0x20);
 	CHECK_EQ(MFS_BALANCE_REPLACE_CANCELLING, 0x40);
+}
+
+static void test_scrub_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_scrub_item), 192);
+	PIN(struct mfs_scrub_item, state, 0, 8);
+	PIN(struct mfs_scrub_item, flags, 8, 8);
+	PIN(struct mfs_scrub_item, cursor, 16, 8);
+	PIN(struct mfs_scrub_item, start_time, 24, 8);
+	PIN(struct mfs_scrub_item, elapsed_ns, 32, 8);
+	PIN(struct mfs_scrub_item, bytes_total, 40, 8);
+	PIN(struct mfs_scrub_item, limit, 48, 8);
+	PIN(struct mfs_scrub_item, bytes_done, 56, 8);
+	PIN(struct mfs_scrub_item, read_errors, 64, 8);
+	PIN(struct mfs_scrub_item, csum_errors, 72, 8);
+	PIN(struct mfs_scrub_item, verify_errors, 80, 8);
+	PIN(struct mfs_scrub_item, parity_errors, 88, 8);
+	PIN(struct mfs_scrub_item, corrected_errors, 96, 8);
+	PIN(struct mfs_scrub_item, uncorrectable_errors, 104, 8);
+	PIN(struct mfs_scrub_item, unverified_errors, 112, 8);
+	PIN(struct mfs_scrub_item, super_errors, 120, 8);
+	PIN(struct mfs_scrub_item, reserved, 128, 64);
+	CHECK_EQ(MFS_PERSISTENT_ITEM_KEY, 249);
+	CHECK_EQ(MFS_SCRUB_STATE_RUNNING, 1);
+	CHECK_EQ(MFS_SCRUB_STATE_PAUSED, 2);
+	CHECK_EQ(MFS_SCRUB_STATE_FINISHED, 3);
+	CHECK_EQ(MFS_SCRUB_STATE_CANCELED, 4);
+	CHECK_EQ(MFS_SCRUB_STATE_ABORTED, 5);
+	CHECK_EQ(MFS_SCRUB_ITEM_READONLY, 0x1);
 }
 
 /* ---- fs tree (section 7.5) ---- */
@@ -448,6 +478,7 @@ static void test_objectids(void)
 	CHECK_EQ(MFS_DEV_STATS_OBJECTID, 0);
 	CHECK(MFS_BALANCE_OBJECTID == 0xfffffffffffffffcULL);
 	CHECK(MFS_ORPHAN_OBJECTID == 0xfffffffffffffffbULL);
+	CHECK(MFS_SCRUB_OBJECTID == 0xfffffffffffffffaULL);
 	CHECK(MFS_EXTENT_CSUM_OBJECTID == 0xfffffffffffffff6ULL);
 }
 
@@ -519,6 +550,7 @@ int main(void)
 	RUN(test_dev_stats_item);
 	RUN(test_disk_balance_args);
 	RUN(test_balance_item);
+	RUN(test_scrub_item);
 	RUN(test_timespec);
 	RUN(test_inode_item);
 	RUN(test_dir_item);

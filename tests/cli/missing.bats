@@ -1,0 +1,349 @@
+#!/usr/bin/env bats
+# The missing-device path (DESIGN §5, §6): `device delete missing` and
+# `replace start <devid>|missing` rebuild what a missing member held from
+# the other copies and parity, online (-o degraded) and offline; the
+# target of a replace takes the source's devid; no chunk is left reduced
+# afterwards; refusals change nothing; pause, resume and a remount mid-way.
+
+load helpers
+load restripe
+
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
+# lose N...: take members img<N> away (kept as gone<N>)
+lose() {
+	local d
+
+	for d in "$@"; do
+		mv "$T/img$d" "$T/gone$d"
+	done
+}
+
+# degraded_write MIB: mounted -o degraded at $T/mnt (first image present),
+# files of MIB MiB and a few small ones written, $T/want updated from their
+# sources
+degraded_write() {
+	local first
+
+	first=$(ls "$T"/img* | head -n 1)
+	mnt -o degraded "$first"
+	mkdir -p "$T/src/degraded"
+	gen_file "$T/src/degraded/big" "$1"
+	head -c 555555 /dev/urandom >"$T/src/degraded/odd"
+	cp -r "$T/src/degraded" "$T/mnt/"
+	sums "$T/src" >"$T/want"
+	verify_online
+}
+
+# whole DEV N: N members, none missing, no chunk reduced, every file as
+# written, and the data checksums all hold (the filesystem unmounted)
+whole() {
+	run mfs filesystem show "$1"
+	assert_success
+	assert_line --partial "Total devices $2 "
+	refute_output --partial "MISSING"
+	refute_output --partial "missing"
+	run mfs inspect-internal dump-tree -t extent "$1"
+	refute_output --partial "REDUCED"
+	run mfs check --check-data-csum "$1"
+	assert_success
+	assert_line --partial "no error found"
+	mnt -o ro "$1"
+	verify_online
+	run mfs filesystem df "$T/mnt"
+	refute_output --partial "reduced"
+	umnt
+}
+
+# devid_path DEV DEVID: the path `filesystem show` gives that member
+devid_path() {
+	show_line "$1" "$2" | awk '{ print $NF }'
+}
+
+@test "raid1, one of three missing: device delete missing online rebuilds it on the two left" {
+	fs_with 3 1G 40 -d raid1 -m raid1
+	lose 3
+	degraded_write 12
+	run mfs filesystem show "$T/mnt"
+	assert_line --regexp "^	devid +3 size 0 used 0 path <missing disk> MISSING$"
+	run --separate-stderr mfs device delete missing "$T/mnt"
+	assert_success
+	verify_online
+	run mfs filesystem show "$T/mnt"
+	refute_output --partial "MISSING"
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2')"
+	whole "$T/img1" 2
+}
+
+@test "raid5, one of four missing: device delete missing online" {
+	fs_with 4 1G 40 -d raid5 -m raid1
+	lose 2
+	degraded_write 10
+	mfs device delete missing "$T/mnt"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4')"
+	whole "$T/img1" 3
+}
+
+@test "raid6, two of six missing: both deleted in one go, offline" {
+	fs_with 6 1G 40 -d raid6 -m raid1c3
+	lose 2 5
+	degraded_write 10
+	umnt
+	run --separate-stderr mfs device delete missing missing "$T/img1"
+	assert_success
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4\n6')"
+	whole "$T/img1" 4
+}
+
+@test "raid10 and raid1c3, one missing: device delete by devid online" {
+	fs_with 6 1G 40 -d raid10 -m raid1
+	lose 4
+	degraded_write 10
+	mfs device delete 4 "$T/mnt"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n3\n5\n6')"
+	whole "$T/img1" 5
+
+	fs_with 5 2G 40 -d raid1c3 -m raid1c3
+	lose 1
+	degraded_write 10
+	mfs device delete missing "$T/mnt"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img2"
+	assert_output "$(printf '2\n3\n4\n5')"
+	whole "$T/img2" 4
+}
+
+@test "replace missing online (raid1): the target rebuilt, under the missing device's devid" {
+	fs_with 3 1G 40 -d raid1 -m raid1
+	lose 2
+	degraded_write 10
+	truncate -s 1G "$T/new"
+	run --separate-stderr mfs replace start -B missing "$T/new" "$T/mnt"
+	assert_success
+	verify_online
+	assert_equal "$(devid_path "$T/mnt" 2)" "$T/new"
+	run mfs replace status -1 "$T/mnt"
+	assert_output --regexp '^Started on .*, finished on .*, 0 write errs, 0 uncorr\. read errs$'
+	run mfs device stats "$T/mnt"
+	assert_line --regexp "^\[$T/new\]\.write_io_errs +0$"
+	run mfs device stats -T "$T/mnt"
+	assert_line --regexp "^ *2 +$T/new +0 +0 +0 +0 +0$"
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n3')"
+	run mfs device stats --offline "$T/img1"
+	assert_line --regexp "^\[$T/new\]\.corruption_errs +0$"
+	whole "$T/img1" 3
+	# an ordinary member under devid 2: it grows by that devid
+	truncate -s 2G "$T/new"
+	mnt "$T/img1"
+	mfs filesystem resize 2:max "$T/mnt"
+	run show_line "$T/mnt" 2
+	assert_output --partial "size 2.00GiB"
+	umnt
+}
+
+@test "replace missing offline (raid5 and raid6 with two missing), by devid" {
+	fs_with 4 1G 40 -d raid5 -m raid1
+	lose 3
+	degraded_write 10
+	umnt
+	truncate -s 1G "$T/new3"
+	run --separate-stderr mfs replace start 3 "$T/new3" "$T/img1"
+	assert_success
+	assert_equal "$(devid_path "$T/img1" 3)" "$T/new3"
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n3\n4')"
+	whole "$T/img1" 4
+
+	fs_with 5 1G 40 -d raid6 -m raid1c3
+	lose 1 4
+	degraded_write 10
+	umnt
+	truncate -s 1G "$T/new1" "$T/new4"
+	mfs replace start missing "$T/new1" "$T/img2"
+	mfs replace start missing "$T/new4" "$T/img2"
+	assert_equal "$(devid_path "$T/img2" 1)" "$T/new1"
+	assert_equal "$(devid_path "$T/img2" 4)" "$T/new4"
+	whole "$T/img2" 5
+}
+
+@test "raid1 on two devices, one missing: device add, then delete missing gives the reduced chunks raid1 again" {
+	fs_with 2 1G 30 -d raid1 -m raid1
+	lose 2
+	degraded_write 12
+	run mfs filesystem df "$T/mnt"
+	assert_line --regexp "^Data, DUP: .*\(reduced: written degraded, the filesystem asks for RAID1\)$"
+	truncate -s 1G "$T/img3"
+	mfs device add "$T/img3" "$T/mnt"
+	mfs device delete missing "$T/mnt"
+	verify_online
+	run mfs filesystem df "$T/mnt"
+	assert_success
+	refute_output --partial "DUP"
+	refute_output --partial "reduced"
+	assert_line --regexp "^Data, RAID1: "
+	umnt
+	run chunk_layout "$T/img1"
+	refute_output --partial "DUP"
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3')"
+	whole "$T/img1" 2
+}
+
+@test "raid1 on two devices, one missing: replace missing gives the reduced chunks raid1 again" {
+	fs_with 2 1G 30 -d raid1 -m raid1
+	lose 2
+	degraded_write 12
+	run mfs filesystem df "$T/mnt"
+	assert_output --partial "reduced"
+	truncate -s 1G "$T/new"
+	run --separate-stderr mfs replace start -B missing "$T/new" "$T/mnt"
+	assert_success
+	verify_online
+	run mfs filesystem df "$T/mnt"
+	refute_output --partial "reduced"
+	refute_output --partial "DUP"
+	assert_equal "$(devid_path "$T/mnt" 2)" "$T/new"
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2')"
+	whole "$T/img1" 2
+}
+
+@test "balance -dconvert=raid1,soft converts chunks written reduced, once the device is back" {
+	fs_with 2 1G 20 -d raid1 -m raid1
+	lose 2
+	degraded_write 10
+	umnt
+	mv "$T/gone2" "$T/img2"
+	mnt "$T/img1"
+	run mfs filesystem df "$T/mnt"
+	assert_output --partial "reduced"
+	run --separate-stderr mfs balance start -dconvert=raid1,soft -mconvert=raid1,soft "$T/mnt"
+	assert_success
+	run mfs filesystem df "$T/mnt"
+	refute_output --partial "reduced"
+	refute_output --partial "DUP"
+	verify_online
+	umnt
+	whole "$T/img1" 2
+}
+
+@test "refused with nothing changed: too few devices, no room, nothing missing" {
+	# raid1 on two devices: deleting the missing one leaves one
+	fs_with 2 1G 20 -d raid1 -m raid1
+	lose 2
+	fp=$(fingerprint "$T/img1")
+	run --separate-stderr mfs device delete missing "$T/img1"
+	assert_failure
+	assert_stderr_regex "^ERROR: device delete: unable to go below two devices on RAID1 \((data|metadata|system) chunks\): 1 would remain; "
+	assert_untouched "$T/img1" "$fp"
+	mnt -o degraded "$T/img1"
+	run --separate-stderr mfs device delete missing "$T/mnt"
+	assert_failure
+	assert_stderr_regex "^ERROR: device delete: unable to go below two devices on RAID1"
+	run mfs filesystem show "$T/mnt"
+	assert_line --partial "MISSING"
+	umnt
+
+	# no room: what the missing device held does not fit on the others
+	fs_with 3 400M 150 -d raid1 -m raid1
+	lose 3
+	fp1=$(fingerprint "$T/img1")
+	fp2=$(fingerprint "$T/img2")
+	run --separate-stderr mfs device delete missing "$T/img1"
+	assert_failure
+	assert_stderr_regex "^ERROR: device delete: not enough (contiguous )?(free )?space"
+	assert_untouched "$T/img1" "$fp1"
+	assert_untouched "$T/img2" "$fp2"
+
+	# nothing missing
+	fs_with 3 1G 10 -d raid1 -m raid1
+	fp=$(fingerprint "$T/img1")
+	truncate -s 1G "$T/new"
+	run --separate-stderr mfs device delete missing "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: error removing device 'missing': no missing devices found to remove"
+	run --separate-stderr mfs replace start missing "$T/new" "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: no missing device to replace in filesystem '$T/img1': every member is present; name the source by its devid or path"
+	assert_untouched "$T/img1" "$fp"
+	mnt "$T/img1"
+	run --separate-stderr mfs replace start missing "$T/new" "$T/mnt"
+	assert_failure
+	assert_stderr_regex "^ERROR: no missing device to replace"
+	run --separate-stderr mfs device delete missing "$T/mnt"
+	assert_failure
+	assert_stderr_line "ERROR: error removing device 'missing': no missing devices found to remove"
+	umnt
+	run mfs inspect-internal dump-super "$T/new"
+	assert_failure
+}
+
+@test "delete missing paused, unmounted, mounted -o degraded again and resumed" {
+	fs_with 4 1G 60 -d raid1 -m raid1
+	lose 4
+	degraded_write 10
+	hold_at 1
+	mfs device delete --bg missing "$T/mnt"
+	run while_held mfs device delete pause "$T/mnt"
+	assert_success
+	run mfs balance status "$T/mnt"
+	assert_line --regexp "paused"
+	umnt
+	# the delete is on disk: a plain mount still needs -o degraded
+	run mfs inspect-internal dump-tree -t root "$T/img1"
+	assert_output --partial "BALANCE_ITEM"
+	mnt -o degraded,skip_balance "$T/img1"
+	run mfs balance status "$T/mnt"
+	assert_line --regexp "paused"
+	verify_online
+	mfs device delete resume "$T/mnt"
+	wait_done "$T/mnt"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n3')"
+	whole "$T/img1" 3
+}
+
+@test "delete missing: SIGKILL of the daemon mid-way; mounted -o degraded again it resumes and completes" {
+	fs_with 4 1G 60 -d raid1 -m raid1
+	lose 2
+	degraded_write 10
+	# killed when the first chunk is copied, not yet swapped in
+	hold_at 1
+	mfs device delete --bg missing "$T/mnt"
+	wait_held
+	kill_daemon
+	release
+	# nothing wrong but the missing member
+	run mfs check "$T/img1"
+	assert_line "ERROR: device 2 is missing"
+	assert_line "1 error(s) found"
+	mnt -o degraded "$T/img1"
+	wait_done "$T/mnt"
+	verify_online
+	run mfs filesystem show "$T/mnt"
+	refute_output --partial "MISSING"
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4')"
+	whole "$T/img1" 3
+}

@@ -1,0 +1,6 @@
+# a data extent's reference count too low
+EXPECT='data extent [0-9]+ length 12288 has refs 0, but 1 file extent item\(s\) point at it'
+REPAIR=no
+damage() {
+	corrupt set extent "$DATA_BYTENR" EXTENT_ITEM 12288 refs 0
+}

@@ -1,0 +1,8 @@
+# raid5 parity strips damaged, the data good
+PROFILE=raid5
+EXPECT='data extent [0-9]+ sector [0-9]+ \(logical [0-9]+\): copy [2-9] .*'
+REPAIR=no
+DATA_CSUM=1
+damage() {
+	corrupt_copies --what data --copy p "$W/img1" 1,2,3
+}

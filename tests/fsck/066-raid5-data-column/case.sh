@@ -1,0 +1,8 @@
+# one raid5 data column damaged: parity rebuilds it
+PROFILE=raid5
+EXPECT='data extent [0-9]+ sector [0-9]+ \(logical [0-9]+\): copy 1 .*'
+REPAIR=no
+DATA_CSUM=1
+damage() {
+	corrupt_copies --what data --max 1 "$W/img1" 2
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The fsck corpus: every case in tests/fsck/NNN-name/case.sh (see
+# tests/fsck/lib.bash) is made, checked and repaired; one TAP line each.
+# A case passes when `mfs check` exits 1 with an ERROR line matching its
+# EXPECT, and then REPAIR=yes: `mfs check --repair --force` exits 0, a
+# second check (with --check-data-csum) is clean and every file reads back
+# with its sha256; REPAIR=no: --repair exits 1 and the images are unchanged.
+# MFS_FSCK_ONLY=TEXT runs the cases whose name holds TEXT.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${MFS_BUILD:-$top/build}
+mfs=$build/mfs
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-fsck.XXXXXX")
+CACHE=$tmp/cache
+W=$tmp/case
+export PATH="$build:$PATH"
+cleanup() {
+	mountpoint -q "$tmp/mnt" 2>/dev/null && timeout 60 "$mfs" umount "$tmp/mnt"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+mkdir -p "$CACHE" "$tmp/mnt"
+# shellcheck source=tests/fsck/lib.bash
+. "$top/tests/fsck/lib.bash"
+
+# The files read back, mounted read-only, are those of the base.
+files_intact() {
+	# shellcheck disable=SC2086
+	timeout 60 "$mfs" mount -o ro $IMGS "$tmp/mnt" || { echo "cannot be mounted"; return 1; }
+	if ! (cd "$tmp/mnt" && sha256sum --quiet -c "$W/sums") >/dev/null 2>&1; then
+		timeout 60 "$mfs" umount "$tmp/mnt"
+		echo "a file does not read back with its sha256"
+		return 1
+	fi
+	timeout 60 "$mfs" umount "$tmp/mnt"
+}
+
+# run_case DIR: prints why it failed, if it did.
+run_case() {
+	local out rc sums csum=()
+	unset -f damage
+	EXPECT="" REPAIR="" DATA_CSUM=0 PROFILE=raid1
+	# shellcheck disable=SC1091
+	. "$1/case.sh"
+	[ "$DATA_CSUM" = 1 ] && csum=(--check-data-csum)
+	base "$PROFILE" || { echo "the base filesystem could not be made"; return 1; }
+	damage || { echo "damage failed"; return 1; }
+	# shellcheck disable=SC2086
+	out=$(timeout 120 "$mfs" check "${csum[@]}" $IMGS 2>&1)
+	rc=$?
+	if [ "$rc" -ne 1 ]; then
+		echo "check exited $rc, not 1"
+		return 1
+	fi
+	if ! grep -qE "^ERROR: ($EXPECT)\$" <<<"$out"; then
+		echo "no ERROR line matches '$EXPECT':"
+		grep '^ERROR' <<<"$out" | head -5 | sed 's/^/# /' >&2
+		return 1
+	fi
+	sums=$(md5sum $IMGS)
+	# shellcheck disable=SC2086
+	out=$(timeout 120 "$mfs" check --repair --force "${csum[@]}" $IMGS 2>&1)
+	rc=$?
+	case $REPAIR in
+	yes)
+		[ "$rc" -eq 0 ] || { echo "--repair exited $rc"; sed -n '/^ERROR/s/^/# /p' <<<"$out" | head -5 >&2; return 1; }
+		# shellcheck disable=SC2086
+		out=$(timeout 120 "$mfs" check --check-data-csum $IMGS 2>&1) ||
+			{ echo "not clean after --repair"; sed -n '/^ERROR/s/^/# /p' <<<"$out" | head -5 >&2; return 1; }
+		files_intact || return 1 ;;
+	no)
+		[ "$rc" -eq 1 ] || { echo "--repair exited $rc, not 1"; return 1; }
+		[ "$sums" = "$(md5sum $IMGS)" ] || { echo "--repair wrote to the images"; return 1; } ;;
+	*)
+		echo "REPAIR is '$REPAIR', not yes or no"; return 1 ;;
+	esac
+}
+
+n=0
+failures=0
+for dir in "$top"/tests/fsck/[0-9][0-9][0-9]-*/; do
+	name=$(basename "$dir")
+	[[ $name == *"${MFS_FSCK_ONLY:-}"* ]] || continue
+	n=$((n + 1))
+	if why=$(run_case "$dir"); then
+		echo "ok $n - $name"
+	else
+		failures=$((failures + 1))
+		echo "not ok $n - $name: $(tr '\n' ' ' <<<"$why")"
+	fi
+done
+echo "1..$n"
+echo "# $n cases, $failures failed"
+[ "$failures" -eq 0 ]
