@@ -33,7 +33,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable)"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused, and chunks written reduced while a member was missing as they are), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL

@@ -1144,6 +1144,24 @@ static void stop_restriper(struct server *s)
 	s->restriper_started = false;
 }
 
+/*
+ * At mount, every member present, usable and caught up (a device that was
+ * away is back): the chunks written reduced while it was away go back to
+ * their profile, as a balance the daemon runs (pausable, shown by balance
+ * status; skip_balance leaves them for a later mount).
+ */
+static void convert_reduced_chunks(struct server *s)
+{
+	struct mfs_fs_info *fs = s->fs;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_restripe_start_reduced(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (ret > 0)
+		start_restriper(s);
+}
+
 /* The scrub runs in its own thread too, in bounded steps under fs->lock. */
 static void *scrub_thread(void *arg)
 {
@@ -1644,6 +1662,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	    fs->restripe->state == MFS_RESTRIPE_PAUSED &&
 	    mfs_admin_restripe_ctl(fs, MFS_RESTRIPE_CTL_RESUME) == 0)
 		start_restriper(s);
+	else if (!opts->ro && !opts->skip_balance)
+		convert_reduced_chunks(s);
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);

@@ -455,14 +455,15 @@ static void note_replace_end(struct mfs_restripe_status *st)
 }
 
 /*
- * After a delete or a replace, with its devices dropped (in memory): the
- * chunks written reduced while devices were missing (format §7.4) whose
- * profile asked for the devices now allow, to be converted to it - no
- * chunk is left below its profile (DESIGN §6). false when there are none,
- * or when the convert would not fit (said in the log: a balance with
- * -dconvert=...,soft does it once there is room).
+ * After a delete or a replace, with its devices dropped (in memory), or at
+ * a mount with every member back: the chunks written reduced while
+ * devices were missing (format §7.4) whose profile asked for the devices
+ * now allow, to be converted to it - no chunk is left below its profile
+ * (DESIGN §6). false when there are none, or when the convert would not
+ * fit (said in the log: a balance with -dconvert=...,soft does it once
+ * there is room).
  */
-static bool reduced_followup(struct mfs_fs_info *fs, struct mfs_restripe_args *next)
+bool mfs_restripe_reduced_pending(struct mfs_fs_info *fs, struct mfs_restripe_args *next)
 {
 	struct mfs_balance_filter *f[3] = { &next->data, &next->meta, &next->sys };
 	static const u64 sel[3] = { MFS_BALANCE_DATA, MFS_BALANCE_METADATA, MFS_BALANCE_SYSTEM };
@@ -495,6 +496,26 @@ static bool reduced_followup(struct mfs_fs_info *fs, struct mfs_restripe_args *n
 	return true;
 }
 
+int mfs_restripe_start_reduced(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_args next;
+	char msg[256];
+	int ret;
+
+	if (mfs_fs_degraded(fs) || mfs_scrub_in_progress(fs) ||
+	    (fs->restripe && fs->restripe->state != MFS_RESTRIPE_NONE) ||
+	    !mfs_restripe_reduced_pending(fs, &next))
+		return 0;
+	ret = mfs_restripe_start(fs, &next, msg, sizeof(msg));
+	if (ret) {
+		mfs_log(fs, "the chunks written reduced while a member was missing keep their profile for now: %s",
+			msg[0] ? msg : strerror(-ret));
+		return ret;
+	}
+	mfs_log(fs, "every member is present: converting the chunks written reduced while one was missing back to their profile ('mfs balance status' follows it)");
+	return 1;
+}
+
 /* The operation goes on as next, from its start (finish: the same commit). */
 static void start_followup(struct mfs_restripe_status *st, const struct mfs_restripe_args *next)
 {
@@ -525,7 +546,7 @@ static int finish(struct mfs_fs_info *fs, bool *followed)
 	if (leaves)
 		ret = drop_devices(fs, trans, gone, &ngone);
 	if (!ret && leaves && !(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING) &&
-	    reduced_followup(fs, &next)) {
+	    mfs_restripe_reduced_pending(fs, &next)) {
 		note_replace_end(st);
 		start_followup(st, &next);
 		rs_apply_targets(fs, &next);

@@ -92,6 +92,17 @@ int mfs_restripe_start(struct mfs_fs_info *fs, const struct mfs_restripe_args *a
  * (state kept, paused).
  */
 int mfs_restripe_run(struct mfs_fs_info *fs);
+/*
+ * The convert that brings the chunks written reduced (degraded) back to
+ * their profile, into *next, when there are such chunks and the devices
+ * usable now allow it and it fits; false otherwise.
+ */
+bool mfs_restripe_reduced_pending(struct mfs_fs_info *fs, struct mfs_restripe_args *next);
+/*
+ * With every member usable and nothing else running: that convert started
+ * (1, then mfs_restripe_run runs it), 0 when there is nothing to do.
+ */
+int mfs_restripe_start_reduced(struct mfs_fs_info *fs);
 /* A paused operation becomes RUNNING again (then call mfs_restripe_run). */
 int mfs_restripe_resume(struct mfs_fs_info *fs);
 /* Empty data chunks back to the unallocated pool (takes fs->lock). */

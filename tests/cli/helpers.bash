@@ -130,6 +130,13 @@ wait_until() {
 	done
 }
 
+# balance_done MNT: no balance, convert or delete runs or waits on MNT
+# (balance status exits 0); with wait_until, until one the mount started
+# by itself (a returning member's reduced chunks) has finished.
+balance_done() {
+	mfs balance status "$1" >/dev/null 2>&1
+}
+
 # wait_for_file FILE [SECONDS]: until FILE exists (60 s at most)
 wait_for_file() {
 	wait_until "${2:-60}" test -e "$1"
