@@ -1162,6 +1162,22 @@ static void convert_reduced_chunks(struct server *s)
 		start_restriper(s);
 }
 
+/*
+ * At a read-write mount (without skip_balance): an operation interrupted
+ * by unmount or a crash carries on, else the reduced chunks' convert
+ * starts when there is one to do.
+ */
+static void restripe_at_mount(struct server *s)
+{
+	struct mfs_fs_info *fs = s->fs;
+
+	if (fs->restripe && fs->restripe->state == MFS_RESTRIPE_PAUSED &&
+	    mfs_admin_restripe_ctl(fs, MFS_RESTRIPE_CTL_RESUME) == 0)
+		start_restriper(s);
+	else
+		convert_reduced_chunks(s);
+}
+
 /* The scrub runs in its own thread too, in bounded steps under fs->lock. */
 static void *scrub_thread(void *arg)
 {
@@ -1657,13 +1673,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		goto out_unmount;
 	if (!opts->ro)
 		pthread_create(&s->committer, NULL, committer, s);
-	/* an operation interrupted by unmount or a crash carries on */
-	if (!opts->ro && !opts->skip_balance && fs->restripe &&
-	    fs->restripe->state == MFS_RESTRIPE_PAUSED &&
-	    mfs_admin_restripe_ctl(fs, MFS_RESTRIPE_CTL_RESUME) == 0)
-		start_restriper(s);
-	else if (!opts->ro && !opts->skip_balance)
-		convert_reduced_chunks(s);
+	if (!opts->ro && !opts->skip_balance)
+		restripe_at_mount(s);
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
