@@ -249,7 +249,8 @@ static void count_bad_copy(struct mfs_fs_info *fs, struct mfs_chunk_map *old, u6
 	if (mfs_profile(old->type)->nparity && mirror > 1)
 		return;
 	dev = mfs_mirror_device(old, logical, mirror);
-	if (dev)
+	/* one out of service was not read (mfs_dev_stat_inc says the same) */
+	if (dev && mfs_dev_usable(dev))
 		mfs_dev_count_error(fs, dev, stat);
 }
 
@@ -406,6 +407,7 @@ struct window {
 };
 
 struct chunk_writer {
+	struct mfs_fs_info *fs;
 	struct mfs_chunk_map *map;
 	u64 rows_max;		/* rows per window */
 	struct window win[2];
@@ -536,9 +538,19 @@ static void *write_window(void *arg)
 			write_stripe_part(&sw[i]);
 	}
 	for (i = 0; i < n; i++) {
+		struct mfs_device *dev = map->stripes[i].dev;
+
 		if (started[i])
 			pthread_join(sw[i].thread, NULL);
-		if (sw[i].ret && !ret)
+		if (!sw[i].ret)
+			continue;
+		/* named and counted: the operation stops on it, the admin sees which */
+		if (dev) {
+			mfs_dev_count_error(w->fs, dev, MFS_DEV_STAT_WRITE_ERRS);
+			mfs_log(w->fs, "devid %llu (%s): write error while moving a chunk onto it: %s",
+				(unsigned long long)dev->devid, dev->path, strerror(-sw[i].ret));
+		}
+		if (!ret)
 			ret = sw[i].ret;
 	}
 	w->unflushed += w->writing->rows * map->stripe_len;
@@ -680,7 +692,7 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 slen = new->stripe_len, ra_limit = 0;
-	struct chunk_writer w = { .map = new, .keep = plan->keep };
+	struct chunk_writer w = { .fs = fs, .map = new, .keep = plan->keep };
 	int i, ra_next = 0, ret = 0, err;
 	u8 *buf;
 

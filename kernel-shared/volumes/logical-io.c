@@ -1009,10 +1009,15 @@ bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat)
 	if (idx < 0)
 		return false;
 	dev = map->stripes[idx].dev;
-	if (!dev)
+	/*
+	 * A device out of service (missing, or failed earlier in this mount)
+	 * was not read: its copy counts as no error of its own, the failure
+	 * that put it out was counted already.
+	 */
+	if (!dev || !mfs_dev_usable(dev))
 		return false;
 	mfs_dev_count_error(fs, dev, stat);
-	return mfs_dev_usable(dev) && (fs->open_flags & MFS_OPEN_WRITABLE);
+	return fs->open_flags & MFS_OPEN_WRITABLE;
 }
 
 /*

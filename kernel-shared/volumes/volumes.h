@@ -123,7 +123,8 @@ int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *bu
 			     u32 len, int mirror);
 /*
  * Count an error against the device holding copy `mirror` of logical;
- * true when that device can take the repair (it is usable).
+ * true when that device can take the repair. A device out of service
+ * (missing, failed this mount) is not counted: it was not read.
  */
 bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
 /* Every copy of a range in one stripe unit of a mirrored chunk, read in parallel. */

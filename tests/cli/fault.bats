@@ -132,3 +132,18 @@ many"
 	run mfs check img1
 	assert_success
 }
+
+@test "fault: a device failed by a write error is not also counted for the reads skipped on it" {
+	# (the fault sweep's D5) raid1 on four devices, a full balance, the
+	# first write to img3 fails: img3 is out of service for the rest of it
+	make_images 4 256M
+	mkfs.mfs -q -f -K -d raid1 -m raid1 img1 img2 img3 img4
+	mkdir -p mnt
+	mfs mount img1 img2 img3 img4 mnt 3>&-
+	head -c $((8 * 1024 * 1024)) /dev/urandom >mnt/f
+	mfs umount mnt
+	run --separate-stderr env MFS_FAULT="write:+1@img3" mfs balance start -q --full-balance img1
+	run mfs device stats --offline img1
+	assert_line --regexp "^\[.*img3\]\.write_io_errs +[1-9][0-9]*$"
+	assert_line --regexp "^\[.*img3\]\.read_io_errs +0$"
+}
