@@ -37,8 +37,10 @@ run mfs filesystem show demo
 run mfs replace start -B d3.img d7.img mnt
 run mfs replace status -1 mnt
 run mfs filesystem show demo
+run mfs scrub start -B mnt
+run mfs filesystem status mnt
 run sha256sum -c sums
 run mfs umount mnt
 run mfs check d1.img
 echo
-echo "demo finished: filesystems made, mounted, grown, balanced, converted, shrunk, replaced, shown and checked in $work"
+echo "demo finished: filesystems made, mounted, grown, balanced, converted, shrunk, replaced, scrubbed, shown and checked in $work"
