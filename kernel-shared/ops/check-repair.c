@@ -202,7 +202,7 @@ static void say_item_fix(void (*done)(void *, const char *), void *arg,
 int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		     void (*done)(void *arg, const char *msg), u64 *applied)
 {
-	int i, n, ret = 0, first_err = 0;
+	int i, n = 0, ret = 0, first_err = 0;
 
 	*applied = 0;
 	for (i = 0; i < ctl->nr_fixes; i++) {

@@ -680,6 +680,63 @@ out:
 }
 
 /* The estimate for what is left of an operation at logical cursor on. */
+/* Is devid one the delete a takes away? */
+static bool deleting(const struct mfs_restripe_args *a, u64 devid)
+{
+	int k;
+
+	for (k = 0; a->op == MFS_RESTRIPE_OP_DELETE && k < a->nr_devids; k++)
+		if (devid == a->devids[k])
+			return true;
+	return false;
+}
+
+/* The unallocated bytes of the devices that stay and take new chunks. */
+static u64 raw_available(struct mfs_fs_info *fs, const struct mfs_restripe_args *a)
+{
+	u64 avail = 0;
+	int i, e;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		u64 used = 0;
+
+		if (deleting(a, dev->devid) || !mfs_device_allocatable(dev))
+			continue;
+		for (e = 0; e < dev->nr_extents; e++)
+			used += dev->extents[e].length;
+		used += SZ_1M + (dev->total_bytes > mfs_sb_offset(1) ? SZ_1M : 0);
+		if (dev->total_bytes > used)
+			avail += dev->total_bytes - used;
+	}
+	return avail;
+}
+
+/*
+ * The sums say how much; whether it fits is decided by placing every
+ * chunk with the allocator itself (a chunk's stripes are contiguous, so
+ * free space in small holes may not do). est->fits, and the figures made
+ * to agree with it.
+ */
+static int decide_fit(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+		      const u64 *list, int n, struct mfs_restripe_estimate *est)
+{
+	u64 stuck = 0;
+	int ret = simulate_placement(fs, a, list, n, &stuck, &est->stuck_logical, &est->evac);
+
+	est->fits = ret == 0;
+	if (ret == -ENOSPC) {
+		if (est->raw_needed <= est->raw_available) {
+			est->holes_too_small = true;
+			est->raw_needed = est->raw_available + stuck;
+		}
+		return 0;
+	}
+	if (!ret && est->raw_needed > est->raw_available)
+		est->raw_needed = est->raw_available;
+	return ret;
+}
+
 int rs_estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, u64 cursor,
 			 struct mfs_restripe_estimate *est)
 {
@@ -724,16 +781,9 @@ int rs_estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, 
 		 * its old stripes on the devices that stay are free again; while
 		 * it is copied, both are held.
 		 */
-		for (j = 0; j < map->num_stripes; j++) {
-			bool gone = false;
-			int k;
-
-			for (k = 0; a->op == MFS_RESTRIPE_OP_DELETE && k < a->nr_devids; k++)
-				if (map->stripes[j].devid == a->devids[k])
-					gone = true;
-			if (!gone)
+		for (j = 0; j < map->num_stripes; j++)
+			if (!deleting(a, map->stripes[j].devid))
 				kept += mfs_map_stripe_size(map);
-		}
 		net = raw > kept ? raw - kept : 0;
 		est->raw_needed += net;
 		/* a delete keeps the stripes on staying devices in place */
@@ -743,44 +793,8 @@ int rs_estimate_from(struct mfs_fs_info *fs, const struct mfs_restripe_args *a, 
 	}
 	/* the chunk being copied holds its old and new layout at once */
 	est->raw_needed += n ? largest : 0;
-	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-		bool excl = false;
-		u64 used = 0;
-		int e;
-
-		for (j = 0; a->op == MFS_RESTRIPE_OP_DELETE && j < a->nr_devids; j++)
-			if (dev->devid == a->devids[j])
-				excl = true;
-		if (excl || !mfs_device_allocatable(dev))
-			continue;
-		for (e = 0; e < dev->nr_extents; e++)
-			used += dev->extents[e].length;
-		used += SZ_1M + (dev->total_bytes > mfs_sb_offset(1) ? SZ_1M : 0);
-		if (dev->total_bytes > used)
-			est->raw_available += dev->total_bytes - used;
-	}
-	/*
-	 * The sums say how much; whether it fits is decided by placing every
-	 * chunk with the allocator itself (a chunk's stripes are contiguous,
-	 * so free space in small holes may not do).
-	 */
-	{
-		u64 stuck = 0;
-
-		ret = simulate_placement(fs, a, list, n, &stuck, &est->stuck_logical,
-					 &est->evac);
-		est->fits = ret == 0;
-		if (ret == -ENOSPC) {
-			if (est->raw_needed <= est->raw_available) {
-				est->holes_too_small = true;
-				est->raw_needed = est->raw_available + stuck;
-			}
-			ret = 0;
-		} else if (!ret && est->raw_needed > est->raw_available) {
-			est->raw_needed = est->raw_available;
-		}
-	}
+	est->raw_available = raw_available(fs, a);
+	ret = decide_fit(fs, a, list, n, est);
 	if (shrunk)
 		shrunk->total_bytes = old_size;
 	free(list);

@@ -758,7 +758,7 @@ static int from_item(struct mfs_scrub *sc, const struct mfs_scrub_item *it)
  */
 static struct mfs_scrub *scrub_of(struct mfs_fs_info *fs)
 {
-	struct mfs_scrub_item it;
+	struct mfs_scrub_item it = { 0 };
 	struct mfs_scrub *sc;
 	struct mfs_path path;
 	int ret;

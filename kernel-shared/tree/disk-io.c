@@ -397,7 +397,7 @@ static int verify_layout(struct mfs_fs_info *fs, const u8 *buf)
 	u32 nritems = le32_to_cpu(h->nritems), i;
 	u32 data_size = fs->nodesize - sizeof(struct mfs_header);
 	u32 data_end = data_size;	/* item data is packed downwards from the block end */
-	struct mfs_key prev, cur;
+	struct mfs_key prev = { 0 }, cur;
 
 	if (h->level > 0) {
 		if (nritems == 0 || nritems > data_size / sizeof(struct mfs_key_ptr))

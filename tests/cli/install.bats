@@ -21,7 +21,8 @@ expected_files() {
 		echo "$prefix/share/bash-completion/completions/$p"
 	done
 	for p in mfs mkfs.mfs fsck.mfs mount.mfs mfs-filesystem mfs-device mfs-balance \
-		mfs-replace mfs-check mfs-inspect-internal mfs-monitor; do
+		mfs-replace mfs-scrub mfs-check mfs-rescue mfs-restore mfs-inspect-internal \
+		mfs-monitor; do
 		echo "$prefix/share/man/man8/$p.8"
 	done
 	echo "$prefix/share/man/man5/mfs.5"
