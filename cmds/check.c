@@ -236,18 +236,13 @@ enum { OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM };
 /* --repair without --force: the admin says yes first, as btrfs warns first. */
 static bool repair_confirmed(void)
 {
-	char answer[16];
-
 	fprintf(stderr,
 		"WARNING:\n\n"
 		"\t--repair writes to the devices. It repairs only what it has a good\n"
 		"\tsource for (another copy, sound extent items) and leaves the rest,\n"
 		"\tbut no fsck can repair every kind of damage: restore what you can\n"
-		"\t('mfs restore') before you go on if the data matters.\n\n"
-		"Do you want to continue? [y/N]: ");
-	if (!fgets(answer, sizeof(answer), stdin))
-		return false;
-	return answer[0] == 'y' || answer[0] == 'Y';
+		"\t('mfs restore') before you go on if the data matters.\n\n");
+	return ask_yes(stderr, "Do you want to continue?");
 }
 
 static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)

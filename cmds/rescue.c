@@ -78,17 +78,6 @@ static int list_copies(struct mfs_fs_info *fs, bool want_good, bool print)
 	return n;
 }
 
-static bool confirm(void)
-{
-	char answer[16];
-
-	printf("Make sure this is an mfs disk otherwise the tool will destroy other fs, Are you sure? [y/N]: ");
-	fflush(stdout);
-	if (!fgets(answer, sizeof(answer), stdin))
-		return false;
-	return answer[0] == 'y' || answer[0] == 'Y';
-}
-
 /* Rewrite every copy of every present member from the open fs's superblock. */
 static int rewrite_supers(char **devs, int ndevs)
 {
@@ -152,7 +141,7 @@ static int cmd_rescue_super_recover(const struct cmd_struct *cmd, int argc, char
 		printf("All supers are valid, no need to recover\n");
 		return SR_ALL_GOOD;
 	}
-	if (!yes && !confirm()) {
+	if (!yes && !ask_yes(stdout, "Make sure this is an mfs disk otherwise the tool will destroy other fs, Are you sure?")) {
 		printf("Aborted to recover bad superblocks\n");
 		return SR_ABORTED;
 	}

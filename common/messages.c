@@ -33,3 +33,14 @@ void warning(const char *fmt, ...)
 	print_prefixed("WARNING: ", fmt, ap);
 	va_end(ap);
 }
+
+bool ask_yes(FILE *out, const char *question)
+{
+	char answer[16];
+
+	fprintf(out, "%s [y/N]: ", question);
+	fflush(out);
+	if (!fgets(answer, sizeof(answer), stdin))
+		return false;
+	return answer[0] == 'y' || answer[0] == 'Y';
+}
