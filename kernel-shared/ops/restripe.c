@@ -64,9 +64,11 @@ struct mfs_restripe_status *rs_status(struct mfs_fs_info *fs)
 void rs_reset_status(struct mfs_restripe_status *st)
 {
 	typeof(st->last_replace) last = st->last_replace;
+	u64 operation = st->operation;
 
 	memset(st, 0, sizeof(*st));
 	st->last_replace = last;
+	st->operation = operation + 1;
 }
 
 /* ---------------- the persistent item ---------------- */
@@ -519,7 +521,10 @@ int mfs_restripe_start_reduced(struct mfs_fs_info *fs)
 /* The operation goes on as next, from its start (finish: the same commit). */
 static void start_followup(struct mfs_restripe_status *st, const struct mfs_restripe_args *next)
 {
+	u64 operation = st->operation;
+
 	rs_reset_status(st);
+	st->operation = operation;	/* the run that finished it goes on with it */
 	st->args = *next;
 	st->start_time = time(NULL);
 	st->state = MFS_RESTRIPE_RUNNING;
@@ -675,9 +680,9 @@ static int run_once(struct mfs_fs_info *fs)
 	bool *removed = NULL;
 	int n = 0, nall = 0, i, j, ret;
 
+	pthread_mutex_lock(&fs->lock);
 	st->start_ns = now_ns();
 	st->bytes_at_start = st->bytes_done;
-	pthread_mutex_lock(&fs->lock);
 	ret = rs_select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes);
 	if (!ret)
 		ret = chunks_from_cursor(fs, st->cursor, &all, &alen, &nall);
@@ -727,18 +732,37 @@ static int run_once(struct mfs_fs_info *fs)
 	return ret;
 }
 
-int mfs_restripe_run(struct mfs_fs_info *fs)
+/*
+ * Still running the operation this run began with? The state changes
+ * under fs->lock (end_pass, a new start); an operation started just after
+ * this one ended belongs to the run its starter launches, not to this one.
+ */
+static bool rs_running(struct mfs_fs_info *fs, u64 *operation)
 {
 	struct mfs_restripe_status *st = fs->restripe;
+	bool running;
+
+	pthread_mutex_lock(&fs->lock);
+	running = st && st->state == MFS_RESTRIPE_RUNNING;
+	if (running && !*operation)
+		*operation = st->operation;
+	running = running && st->operation == *operation;
+	pthread_mutex_unlock(&fs->lock);
+	return running;
+}
+
+int mfs_restripe_run(struct mfs_fs_info *fs)
+{
+	u64 operation = 0;
 	int ret;
 
-	if (!st || st->state != MFS_RESTRIPE_RUNNING)
+	if (!rs_running(fs, &operation))
 		return -ENOENT;
 	/* a cancelled replace goes on, the other way (mfs_restripe_cancel_paused) */
 	/* ... and a finished delete or replace may go on converting reduced chunks (finish) */
 	do {
 		ret = run_once(fs);
-	} while ((ret == -ECANCELED || !ret) && st->state == MFS_RESTRIPE_RUNNING);
+	} while ((ret == -ECANCELED || !ret) && rs_running(fs, &operation));
 	return ret;
 }
 

@@ -51,6 +51,7 @@ struct mfs_restripe_status {
 	volatile int pause_req;
 	volatile int cancel_req;
 	int last_result;
+	u64 operation;		/* counts operations begun while open (a run stays with its own) */
 	u64 start_time;		/* wall clock (seconds) when the operation started; persisted */
 	u64 cancel_progress;	/* replace: tenths of a percent done when cancelled; persisted */
 	u64 read_errs;		/* replace: ranges no copy could give */
