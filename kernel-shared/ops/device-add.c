@@ -281,6 +281,19 @@ static int rewrite_chunk_item(struct mfs_trans_handle *trans, struct mfs_chunk_m
  * a stripe on it move to devid. Its superblock says so from this commit
  * on (open.c finds it by uuid if a crash leaves its superblock behind).
  */
+/*
+ * A chunk made in the running transaction (a tree block COWed while the
+ * replace finishes may need one, on any member, the target included) has
+ * no items yet: they go in at the commit, from the map, under the devid
+ * its stripes have then.
+ */
+static bool chunk_is_new(struct mfs_fs_info *fs, u64 logical)
+{
+	struct mfs_block_group *bg = mfs_lookup_block_group(fs, logical);
+
+	return bg && bg->start == logical && bg->new_chunk;
+}
+
 int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt, u64 devid)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
@@ -300,6 +313,8 @@ int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt
 			.length = cpu_to_le64(e->length),
 		};
 
+		if (chunk_is_new(fs, e->chunk_offset))
+			continue;
 		ret = rs_delete_key(trans, fs->dev_root, &dk);
 		dk.objectid = devid;
 		if (!ret)
@@ -310,7 +325,8 @@ int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt
 	mfs_device_set_devid(fs, tgt, devid);
 	for (i = 0; !ret && i < fs->nr_chunks; i++)
 		for (s = 0; s < fs->chunks[i]->num_stripes; s++)
-			if (fs->chunks[i]->stripes[s].dev == tgt) {
+			if (fs->chunks[i]->stripes[s].dev == tgt &&
+			    !chunk_is_new(fs, fs->chunks[i]->logical)) {
 				ret = rewrite_chunk_item(trans, fs->chunks[i]);
 				break;
 			}

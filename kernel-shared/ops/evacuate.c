@@ -104,7 +104,9 @@ int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		else if (!ret)
 			__atomic_add_fetch(moved, r[i].len, __ATOMIC_RELAXED);
 		since_commit += r[i].len;
-		if (!ret && since_commit >= EVACUATE_COMMIT_BYTES) {
+		if (ret) {
+			mfs_end_transaction_abort(trans, ret);
+		} else if (since_commit >= EVACUATE_COMMIT_BYTES) {
 			ret = mfs_commit_transaction(trans);
 			since_commit = 0;
 		} else {

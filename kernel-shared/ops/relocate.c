@@ -156,10 +156,8 @@ static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg
 	ret = replace_chunk_items(trans, map, NULL, 0);
 	if (!ret)
 		ret = rs_delete_key(trans, fs->extent_root, &key);
-	if (ret) {
-		mfs_end_transaction(trans);
-		return ret;
-	}
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
 	mfs_remove_chunk_map(fs, map);
 	mfs_remove_block_group(fs, bg);
 	ret = mfs_commit_transaction(trans);
@@ -1037,10 +1035,8 @@ static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
 	}
 	if (!ret)
 		ret = rs_write_item(trans, st, false);
-	if (ret) {
-		mfs_end_transaction(trans);
-		return ret;
-	}
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
 	ret = mfs_commit_transaction(trans);
 	if (!ret) {
 		release_old_extents(fs, old, new, nnew);

@@ -172,10 +172,8 @@ int rs_persist(struct mfs_fs_info *fs, bool paused)
 	if (ret)
 		return ret;
 	ret = rs_write_item(trans, fs->restripe, paused);
-	if (ret) {
-		mfs_end_transaction(trans);
-		return ret;
-	}
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
 	return mfs_commit_transaction(trans);
 }
 
@@ -560,10 +558,8 @@ static int finish(struct mfs_fs_info *fs, bool *followed)
 	} else if (!ret) {
 		ret = delete_item(trans);
 	}
-	if (ret) {
-		mfs_end_transaction(trans);
-		return ret;
-	}
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
 	ret = mfs_commit_transaction(trans);
 	/* only now, with no superblock naming them, are the devices free */
 	for (i = 0; i < ngone; i++) {
@@ -830,10 +826,8 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 			dev->dirty = true;
 		}
 	}
-	if (ret) {
-		mfs_end_transaction(trans);
-		return ret;
-	}
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
 	ret = mfs_commit_transaction(trans);
 	if (!ret) {
 		st->state = MFS_RESTRIPE_NONE;

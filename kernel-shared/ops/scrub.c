@@ -805,9 +805,11 @@ static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit)
 		return ret;
 	ret = mfs_write_item(trans, fs->tree_root, &scrub_key, &it, sizeof(it));
 	commit |= sc->st.c.bytes_done - sc->committed_at >= SCRUB_COMMIT;
-	if (ret || !commit) {
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
+	if (!commit) {
 		mfs_end_transaction(trans);
-		return ret;
+		return 0;
 	}
 	sc->committed_at = sc->st.c.bytes_done;
 	return mfs_commit_transaction(trans);

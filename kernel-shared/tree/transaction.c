@@ -40,6 +40,17 @@ void mfs_end_transaction(struct mfs_trans_handle *trans)
 	free(trans);
 }
 
+int mfs_end_transaction_abort(struct mfs_trans_handle *trans, int err)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+
+	if (!fs->fatal_error)
+		fs->fatal_error = err;
+	mfs_abort_transaction(fs);
+	free(trans);
+	return err;
+}
+
 static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t)
 {
 	struct extent_buffer *eb = t->dirty_list;

@@ -27,6 +27,13 @@ u64 mfs_metadata_free_blocks(struct mfs_fs_info *fs);
 /* Leave the transaction open; it commits later. */
 void mfs_end_transaction(struct mfs_trans_handle *trans);
 /*
+ * The handle failed with err after it may have changed trees or the
+ * in-memory maps: a later commit would write that half-made change, so
+ * the running transaction is aborted (the filesystem turns read-only, the
+ * disk keeps the last commit; btrfs_abort_transaction) and err returned.
+ */
+int mfs_end_transaction_abort(struct mfs_trans_handle *trans, int err);
+/*
  * Commit: settle the extent tree and root items, write every dirty node to
  * fresh space, flush every device, write the superblocks with the new
  * generation, flush again. A failure leaves the old generation on disk.
