@@ -176,7 +176,7 @@ count_requests() {
 	bench_unmount
 	python3 - "$log" "$ntrace" "$ndirs" <<'EOF'
 import collections, re, sys
-names = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 9: "MKDIR",
+names = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 8: "MKNOD", 9: "MKDIR", 14: "OPEN",
          15: "READ", 16: "WRITE", 17: "STATFS", 18: "RELEASE", 20: "FSYNC",
          22: "GETXATTR", 25: "FLUSH", 27: "OPENDIR", 29: "RELEASEDIR",
          35: "CREATE", 39: "IOCTL", 42: "BATCH_FORGET", 44: "READDIRPLUS"}
