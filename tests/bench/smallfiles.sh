@@ -82,78 +82,25 @@ int main(int argc, char **argv)
 EOF
 cc -O2 -o "$tmp/mkfiles" "$tmp/mkfiles.c" || die "cannot compile the file creator"
 
-mount_fs() {	# mount_fs mfs|btrfs
-	if [ "$1" = mfs ]; then
-		"$mfs" mount -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
-			die "mfs mount failed"
-	else
-		mount -t btrfs -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
-			die "btrfs mount failed"
-	fi
-	mounted=$1
-}
-
-mkfs_fs() {	# mkfs_fs mfs|btrfs
-	local out=$tmp/mkfs.out
-
-	if [ "$1" = mfs ]; then
-		"$build/mkfs.mfs" -f -q -d raid1 -m raid1 "${loops[@]}" >"$out" 2>&1
-	else
-		mkfs.btrfs -f -q -d raid1 -m raid1 "${loops[@]}" >"$out" 2>&1
-	fi || { cat "$out" >&2; die "mkfs of $1 failed"; }
-}
-
-# Cold caches: remount (mfs keeps its own tree-block cache in the daemon)
-# and drop the kernel's caches, those of the image files included.
-cold() {
-	local fs=$mounted
-
-	bench_unmount
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	mount_fs "$fs"
-}
-
-# run_phase FS CMD...: $wall (seconds) and, for mfs, $dcpu ("user/sys"
-# daemon CPU seconds during the phase)
-run_phase() {
-	local fs=$1 t0 t1 pid u0 s0 u1 s1
-	shift
-	dcpu=-
-	if [ "$fs" = mfs ]; then
-		pid=$(daemon_pid) || die "cannot find the mfs daemon"
-		read -r u0 s0 < <(cpu_of "$pid")
-	fi
-	t0=$(now_ns)
-	"$@" || die "phase failed: $*"
-	t1=$(now_ns)
-	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-	if [ "$fs" = mfs ]; then
-		read -r u1 s1 < <(cpu_of "$pid")
-		dcpu=$(awk -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" \
-			'BEGIN { printf "%.2f/%.2f", b - a, d - c }')
-	fi
-}
-
 create_files() { "$tmp/mkfiles" "$mnt/files" "$nfiles" "$file_size" "$ndirs"; }
 sync_fs() { sync -f "$mnt"; }
 list_files() { ls -lR "$mnt/files" >/dev/null; }
 
-declare -A WALL DCPU
+declare -A WALL DUSR DSYS
 phases="create sync ls-lR"
 
 bench_fs() {	# bench_fs mfs|btrfs
 	local fs=$1
 
-	mkfs_fs "$fs"
+	mkfs_fs "$fs" raid1
 	mount_fs "$fs"
 	run_phase "$fs" create_files
-	WALL[$fs,create]=$wall DCPU[$fs,create]=$dcpu
+	WALL[$fs,create]=$wall DUSR[$fs,create]=$dusr DSYS[$fs,create]=$dsys
 	run_phase "$fs" sync_fs
-	WALL[$fs,sync]=$wall DCPU[$fs,sync]=$dcpu
+	WALL[$fs,sync]=$wall DUSR[$fs,sync]=$dusr DSYS[$fs,sync]=$dsys
 	cold
 	run_phase "$fs" list_files
-	WALL[$fs,ls-lR]=$wall DCPU[$fs,ls-lR]=$dcpu
+	WALL[$fs,ls-lR]=$wall DUSR[$fs,ls-lR]=$dusr DSYS[$fs,ls-lR]=$dsys
 	bench_unmount
 }
 
@@ -163,7 +110,7 @@ bench_fs() {	# bench_fs mfs|btrfs
 count_requests() {
 	local pid log=$tmp/strace.log
 
-	mkfs_fs mfs
+	mkfs_fs mfs raid1
 	mount_fs mfs
 	pid=$(daemon_pid) || die "cannot find the mfs daemon"
 	strace -f -qq -e trace=read -e signal=none -xx -s 8 -o "$log" -p "$pid" &
@@ -211,7 +158,7 @@ for ph in $phases; do
 		"$(awk -v a="$m" -v b="$b" 'BEGIN { printf "%.2f", a / b }')" \
 		"$(awk -v s="$b" -v n="$nfiles" 'BEGIN { printf "%.1f", s * 1e6 / n }')" \
 		"$(awk -v s="$m" -v n="$nfiles" 'BEGIN { printf "%.1f", s * 1e6 / n }')" \
-		"${DCPU[mfs,$ph]}"
+		"${DUSR[mfs,$ph]}/${DSYS[mfs,$ph]}"
 done
 b=$(awk -v a="${WALL[btrfs,create]}" -v b="${WALL[btrfs,sync]}" 'BEGIN { print a + b }')
 m=$(awk -v a="${WALL[mfs,create]}" -v b="${WALL[mfs,sync]}" 'BEGIN { print a + b }')
