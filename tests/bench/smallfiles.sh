@@ -12,8 +12,9 @@
 #
 # Printed: wall times, microseconds per file, mfs/btrfs, and the mfs
 # daemon's user/system CPU seconds per phase (/proc/PID/stat). Then, on a
-# fresh mfs and with the daemon under strace, BENCH_TRACE_FILES creates
-# counted by FUSE request kind: the requests one create costs.
+# fresh mfs with the daemon under strace, the FUSE requests by kind of
+# BENCH_TRACE_FILES creates and of a cold ls -lR of them: the round trips
+# one create and one listed file cost.
 #
 # Needs root, the btrfs kernel module, btrfs-progs, a C compiler and, for the
 # request count, strace (skipped without it).
@@ -25,7 +26,7 @@
 #   BENCH_FILE_SIZE [1024]   bytes per file
 #   BENCH_DIRS [20]          directories they are spread over
 #   BENCH_IMG_SIZE [4G]      size of each of the two sparse images
-#   BENCH_TRACE_FILES [300]  creates traced for the request count (0: none)
+#   BENCH_TRACE_FILES [300]  files traced for the request counts (0: none)
 #   BENCH_TMPDIR [$TMPDIR or /tmp]  where the images live
 #   MFS_BUILD [build/]       where the mfs binaries are
 set -u
@@ -104,44 +105,53 @@ bench_fs() {	# bench_fs mfs|btrfs
 	bench_unmount
 }
 
-# FUSE requests per create: the daemon under strace while $ntrace files are
-# made; each read() of /dev/fuse is one request, its opcode the second
-# 32-bit word of the header (printed as the first 8 bytes in hex).
-count_requests() {
-	local pid log=$tmp/strace.log
+# traced WHAT N CMD...: the FUSE requests the daemon reads while CMD runs,
+# by kind, per one of N: each read() of /dev/fuse is one request, its
+# opcode the second 32-bit word of the header (strace prints the first 8
+# bytes in hex). The bench's own FS_INFO ioctl is left out.
+traced() {
+	local what=$1 n=$2 pid spid log=$tmp/strace.log
+	shift 2
 
-	mkfs_fs mfs raid1
-	mount_fs mfs
 	pid=$(daemon_pid) || die "cannot find the mfs daemon"
 	strace -f -qq -e trace=read -e signal=none -xx -s 8 -o "$log" -p "$pid" &
-	local spid=$!
+	spid=$!
 	sleep 1
-	"$tmp/mkfiles" "$mnt/files" "$ntrace" "$file_size" "$ndirs" || die "traced create failed"
+	"$@" || die "traced command failed: $*"
 	sleep 0.5
 	kill "$spid"
 	wait "$spid" 2>/dev/null
-	bench_unmount
-	python3 - "$log" "$ntrace" "$ndirs" <<'EOF'
+	python3 - "$log" "$what" "$n" <<'EOF'
 import collections, re, sys
-names = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 8: "MKNOD", 9: "MKDIR", 14: "OPEN",
-         15: "READ", 16: "WRITE", 17: "STATFS", 18: "RELEASE", 20: "FSYNC",
-         22: "GETXATTR", 25: "FLUSH", 27: "OPENDIR", 29: "RELEASEDIR",
-         35: "CREATE", 39: "IOCTL", 42: "BATCH_FORGET", 44: "READDIRPLUS"}
-n, dirs = int(sys.argv[2]), int(sys.argv[3])
+names = {1: "LOOKUP", 2: "FORGET", 3: "GETATTR", 4: "SETATTR", 8: "MKNOD", 9: "MKDIR",
+         14: "OPEN", 15: "READ", 16: "WRITE", 17: "STATFS", 18: "RELEASE", 20: "FSYNC",
+         22: "GETXATTR", 23: "LISTXATTR", 25: "FLUSH", 27: "OPENDIR", 28: "READDIR",
+         29: "RELEASEDIR", 35: "CREATE", 39: "IOCTL", 42: "BATCH_FORGET", 44: "READDIRPLUS"}
+what, n = sys.argv[2], int(sys.argv[3])
 count = collections.Counter()
 pat = re.compile(r'(?:read\(\d+, |read resumed>)"((?:\\x[0-9a-f]{2}){8})"')
 for line in open(sys.argv[1]):
     m = pat.search(line)
-    if not m:
-        continue
-    b = bytes(int(h, 16) for h in m.group(1).split("\\x")[1:])
-    count[int.from_bytes(b[4:8], "little")] += 1
-total = sum(v for k, v in count.items() if k != 39)	# the bench's own ioctl
-print("# FUSE requests for %d creates (+%d mkdir): %.2f per create" %
-      (n, dirs + 1, total / n))
+    if m:
+        b = bytes(int(h, 16) for h in m.group(1).split("\\x")[1:])
+        count[int.from_bytes(b[4:8], "little")] += 1
+del count[39]
+print("# FUSE requests per %s: %.2f (%d of them)" % (what, sum(count.values()) / n, n))
 print("   " + ", ".join("%s %.2f" % (names.get(k, "op%d" % k), v / n)
-                        for k, v in count.most_common() if k != 39))
+                        for k, v in count.most_common()))
 EOF
+}
+
+# Requests per create ($ntrace files; the directories made first count
+# too) and per file of a cold ls -lR of them.
+count_requests() {
+	mkfs_fs mfs raid1
+	mount_fs mfs
+	traced "create (+$((ndirs + 1)) mkdir)" "$ntrace" \
+		"$tmp/mkfiles" "$mnt/files" "$ntrace" "$file_size" "$ndirs"
+	cold
+	traced "file of a cold ls -lR" "$ntrace" list_files
+	bench_unmount
 }
 
 echo "# mfs ($("$mfs" --version 2>/dev/null | head -1)) vs btrfs (kernel $(uname -r), $(mkfs.btrfs --version | head -1))"
