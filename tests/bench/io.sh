@@ -57,63 +57,7 @@ size_mb=$(( $(to_bytes "$size") / 1048576 ))
 bench_tmp io
 bench_loops 2 "$img_size"
 
-# ---- mounting ----
-
-mount_fs() {	# mount_fs mfs|btrfs
-	if [ "$1" = mfs ]; then
-		"$mfs" mount -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
-			die "mfs mount failed"
-	else
-		mount -t btrfs -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
-			die "btrfs mount failed"
-	fi
-	mounted=$1
-}
-
-mkfs_fs() {	# mkfs_fs mfs|btrfs PROFILE
-	local out=$tmp/mkfs.out
-
-	if [ "$1" = mfs ]; then
-		"$build/mkfs.mfs" -f -q -d "$2" -m raid1 "${loops[@]}" >"$out" 2>&1
-	else
-		mkfs.btrfs -f -q -d "$2" -m raid1 "${loops[@]}" >"$out" 2>&1
-	fi || { cat "$out" >&2; die "mkfs of $1 failed"; }
-}
-
-# Cold caches: remount (mfs keeps its own tree-block cache in the daemon)
-# and drop the kernel's page, dentry and inode caches (also those of the
-# image files under the loop devices).
-cold() {
-	local fs=$mounted
-
-	bench_unmount
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	mount_fs "$fs"
-}
-
 # ---- measuring ----
-
-# run_phase FS: runs "$@" after FS, sets $wall (seconds) and, for mfs,
-# $dusr/$dsys (daemon CPU seconds during the phase)
-run_phase() {
-	local fs=$1 t0 t1 pid u0 s0 u1 s1
-	shift
-	dusr=- dsys=-
-	if [ "$fs" = mfs ]; then
-		pid=$(daemon_pid) || die "cannot find the mfs daemon"
-		read -r u0 s0 < <(cpu_of "$pid")
-	fi
-	t0=$(now_ns)
-	"$@" || die "phase failed: $*"
-	t1=$(now_ns)
-	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-	if [ "$fs" = mfs ]; then
-		read -r u1 s1 < <(cpu_of "$pid")
-		dusr=$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%.2f", b - a }')
-		dsys=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", b - a }')
-	fi
-}
 
 # median_phase FS FUNC: FUNC run $repeats times from cold caches; $wall,
 # $dusr and $dsys of the run with the median wall time (the virtual disks

@@ -61,6 +61,62 @@ bench_loops() {
 
 now_ns() { date +%s%N; }
 
+# mount_fs mfs|btrfs: the two loop devices on $mnt, noatime.
+mount_fs() {
+	if [ "$1" = mfs ]; then
+		"$mfs" mount -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
+			die "mfs mount failed"
+	else
+		mount -t btrfs -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
+			die "btrfs mount failed"
+	fi
+	mounted=$1
+}
+
+# mkfs_fs mfs|btrfs PROFILE: data PROFILE, metadata raid1, on all of $loops.
+mkfs_fs() {
+	local out=$tmp/mkfs.out
+
+	if [ "$1" = mfs ]; then
+		"$build/mkfs.mfs" -f -q -d "$2" -m raid1 "${loops[@]}" >"$out" 2>&1
+	else
+		mkfs.btrfs -f -q -d "$2" -m raid1 "${loops[@]}" >"$out" 2>&1
+	fi || { cat "$out" >&2; die "mkfs of $1 failed"; }
+}
+
+# Cold caches: remount (mfs keeps its own tree-block cache in the daemon)
+# and drop the kernel's page, dentry and inode caches (also those of the
+# image files under the loop devices).
+cold() {
+	local fs=$mounted
+
+	bench_unmount
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	mount_fs "$fs"
+}
+
+# run_phase FS CMD...: runs CMD, sets $wall (seconds) and, for mfs,
+# $dusr/$dsys (daemon CPU seconds during the phase)
+run_phase() {
+	local fs=$1 t0 t1 pid u0 s0 u1 s1
+	shift
+	dusr=- dsys=-
+	if [ "$fs" = mfs ]; then
+		pid=$(daemon_pid) || die "cannot find the mfs daemon"
+		read -r u0 s0 < <(cpu_of "$pid")
+	fi
+	t0=$(now_ns)
+	"$@" || die "phase failed: $*"
+	t1=$(now_ns)
+	wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+	if [ "$fs" = mfs ]; then
+		read -r u1 s1 < <(cpu_of "$pid")
+		dusr=$(awk -v a="$u0" -v b="$u1" 'BEGIN { printf "%.2f", b - a }')
+		dsys=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", b - a }')
+	fi
+}
+
 # The pid of the mfs daemon serving $mnt, from its FS_INFO ioctl.
 daemon_pid() {
 	python3 - "$mnt" <<'PY'

@@ -242,6 +242,25 @@ os.mkdir("d2/sgid-dir")
 out("setgid dir: child gid", os.stat("d2/sgid-child").st_gid)
 out("setgid dir: subdir mode", oct(os.stat("d2/sgid-dir").st_mode))
 
+# ---- the creating open (the daemon may create with MKNOD and leave the
+# open to the kernel): the new file is writable through it whatever its
+# mode, the umask applies, a second open shares the data
+old_umask = os.umask(0o022)
+fd = os.open("ro-created", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o444)
+out("write through creating open of 0444", os.write(fd, b"abc"))
+os.lseek(fd, 0, os.SEEK_SET)
+out("read through creating open", os.read(fd, 10))
+os.close(fd)
+out("created 0444 mode", oct(stat.S_IMODE(os.stat("ro-created").st_mode)))
+os.close(os.open("umasked", os.O_CREAT | os.O_WRONLY, 0o666))
+out("create under umask 022", oct(stat.S_IMODE(os.stat("umasked").st_mode)))
+os.umask(old_umask)
+with open("two-opens", "w+b") as a, open("two-opens", "rb") as b:
+    a.write(b"shared")
+    a.flush()
+    out("read through second open", b.read())
+out("O_CREAT without O_EXCL on existing", err(os.close, os.open("two-opens", os.O_CREAT | os.O_WRONLY)))
+
 # ---- unlinked but open
 with open("open-unlinked", "w+b") as f:
     f.write(b"still here")
