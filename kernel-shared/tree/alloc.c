@@ -466,11 +466,63 @@ static unsigned int reduced_profiles(struct mfs_fs_info *fs, u64 profile)
  * that does not fit is ENOSPC as it always was.
  */
 static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
+			   struct mfs_block_group **out);
+
+/* Free bytes in the block groups of type that can take new extents. */
+static u64 allocatable_free(struct mfs_fs_info *fs, u64 type)
+{
+	u64 free = 0;
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++) {
+		struct mfs_block_group *bg = fs->bgs[i];
+
+		if (bg_allocatable(bg) && (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) == type)
+			free += mfs_free_space_total(bg);
+	}
+	return free;
+}
+
+/*
+ * Tree blocks the chunk tree may need in one commit that adds a chunk: its
+ * path copied, a split, the device items beside it.
+ */
+#define MFS_SYSTEM_HEADROOM_BLOCKS	4
+
+/*
+ * A new data or metadata chunk is recorded in the chunk tree, whose blocks
+ * live in SYSTEM chunks. Before one takes unallocated space, a system
+ * chunk that can be written must have room for that record (as btrfs's
+ * check_system_chunk); on a degraded mount none of the array's own system
+ * chunks can be (they have a stripe on the device that is gone), so a
+ * system chunk on the devices present comes first. Without that room the
+ * new chunk could never be committed: -ENOSPC now, before it takes space
+ * (the commit would otherwise fail and lose the transaction).
+ */
+static int keep_system_headroom(struct mfs_fs_info *fs)
+{
+	u64 need = (u64)MFS_SYSTEM_HEADROOM_BLOCKS * fs->nodesize;
+	struct mfs_block_group *bg;
+
+	if (allocatable_free(fs, MFS_BLOCK_GROUP_SYSTEM) >= need)
+		return 0;
+	alloc_new_chunk(fs, MFS_BLOCK_GROUP_SYSTEM, 0, &bg);
+	return allocatable_free(fs, MFS_BLOCK_GROUP_SYSTEM) >= need ? 0 : -ENOSPC;
+}
+
+static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 			   struct mfs_block_group **out)
 {
 	u64 profile = mfs_target_profile(fs, type), p = 0;
 	unsigned int mask;
-	int ret = mfs_alloc_chunk(fs, type | profile, max_stripe, out);
+	int ret;
+
+	if (!(type & MFS_BLOCK_GROUP_SYSTEM)) {
+		ret = keep_system_headroom(fs);
+		if (ret)
+			return ret;
+	}
+	ret = mfs_alloc_chunk(fs, type | profile, max_stripe, out);
 
 	/* a failing device takes nothing new: the others may be too few too */
 	if (ret != -ENOSPC || (!mfs_fs_degraded(fs) && !mfs_fs_has_failing(fs)))
@@ -518,15 +570,8 @@ u64 mfs_new_chunk_capacity(struct mfs_fs_info *fs, u64 type)
 static void keep_metadata_headroom(struct mfs_fs_info *fs)
 {
 	struct mfs_block_group *bg;
-	u64 free = 0;
-	int i;
+	u64 free = allocatable_free(fs, MFS_BLOCK_GROUP_METADATA);
 
-	for (i = 0; i < fs->nr_bgs; i++) {
-		bg = fs->bgs[i];
-		if (bg_allocatable(bg) &&
-		    (bg->flags & MFS_BLOCK_GROUP_TYPE_MASK) == MFS_BLOCK_GROUP_METADATA)
-			free += mfs_free_space_total(bg);
-	}
 	if (free / fs->nodesize >= 2 * mfs_global_reserve_blocks(fs))
 		return;
 	/* no room for one is fine: the reservation sees that too */

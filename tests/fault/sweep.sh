@@ -476,7 +476,7 @@ make_sources
 start=$(date +%s)
 run_config "file writes, raid1" write 4 raid1
 run_config "file writes, raid5" write 4 raid5
-run_config "file writes, raid6" write 4 raid6 512M
+run_config "file writes, raid6" write 4 raid6
 run_config "balance, raid1" balance 4 raid1
 run_config "balance, raid5" balance 4 raid5
 run_config "balance, raid6" balance 4 raid6 512M
