@@ -33,7 +33,7 @@ static u64 fs_writable_size(struct mfs_fs_info *fs)
 	int i;
 
 	for (i = 0; i < fs->nr_devices; i++)
-		if (!fs->devices[i]->missing)
+		if (mfs_device_allocatable(fs->devices[i]))
 			total += fs->devices[i]->total_bytes;
 	return total;
 }
@@ -113,12 +113,20 @@ static int gather_max_holes(struct mfs_fs_info *fs, const struct mfs_raid_attr *
  * The stripe size of a new chunk over holes[0..ndevs): what the smallest
  * hole takes, up to max_stripe (0: the policy's), no chunk larger than a
  * tenth of the filesystem, in whole MFS_CHUNK_ALIGN. 0: too small.
+ *
+ * With a member missing or failing, also no stripe larger than a tenth of
+ * its device: the chunks made then lie on fewer devices, where few data
+ * stripes carry many copies (raid6 on three devices writes each byte three
+ * times), and a tenth of the filesystem would take a third of each device
+ * for a nearly empty metadata chunk, leaving an interrupted balance or
+ * delete no room to go on once the member is back.
  */
 static u64 new_stripe_size(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 			   const struct dev_hole *holes, int ndevs, int ndata)
 {
 	const struct mfs_raid_attr *a = mfs_profile(flags);
-	u64 stripe_size, max_logical;
+	u64 stripe_size, max_logical, dev_cap;
+	int i;
 
 	if (!max_stripe)
 		max_stripe = chunk_policy_max_stripe(fs, flags);
@@ -126,6 +134,11 @@ static u64 new_stripe_size(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 	max_logical = max_t(u64, fs_writable_size(fs) / 10, MFS_MIN_STRIPE_SIZE);
 	if (stripe_size * ndata > max_logical)
 		stripe_size = max_logical / ndata;
+	for (i = 0; (mfs_fs_degraded(fs) || mfs_fs_has_failing(fs)) && i < ndevs; i++) {
+		dev_cap = max_t(u64, holes[i].dev->total_bytes / 10 / a->dev_stripes,
+				MFS_MIN_STRIPE_SIZE);
+		stripe_size = min_t(u64, stripe_size, dev_cap);
+	}
 	stripe_size = round_down(stripe_size, MFS_CHUNK_ALIGN);
 	return stripe_size < MFS_MIN_STRIPE_SIZE ? 0 : stripe_size;
 }
@@ -264,23 +277,22 @@ u64 mfs_simulate_alloc_free(u64 *free_space, int n, u64 flags)
 
 u64 mfs_simulate_alloc(struct mfs_fs_info *fs, u64 flags)
 {
+	const struct mfs_raid_attr *a = mfs_profile(flags);
 	u64 *free_space, total;
 	int n = 0, i;
 
 	free_space = calloc(fs->nr_devices + 1, sizeof(*free_space));
 	if (!free_space)
 		return 0;
-	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-		u64 used = mfs_device_reserved_bytes(dev->total_bytes);
-		int e;
-
-		if (!mfs_device_allocatable(dev))
-			continue;
-		for (e = 0; e < dev->nr_extents; e++)
-			used += dev->extents[e].length;
-		free_space[n++] = dev->total_bytes > used ? dev->total_bytes - used : 0;
-	}
+	/*
+	 * only holes a stripe fits in: chunks removed between others leave
+	 * fragments that the space reservation must not count on (a dup
+	 * metadata chunk needs both its stripes in one hole)
+	 */
+	for (i = 0; i < fs->nr_devices; i++)
+		if (mfs_device_allocatable(fs->devices[i]))
+			free_space[n++] = mfs_device_usable_free(fs->devices[i],
+								 MFS_MIN_STRIPE_SIZE * a->dev_stripes);
 	total = mfs_simulate_alloc_free(free_space, n, flags);
 	free(free_space);
 	return total;

@@ -440,6 +440,32 @@ u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start)
 	return m.len;
 }
 
+struct usable_arg {
+	u64 min_hole;
+	u64 total;
+};
+
+static int usable_cb(u64 start, u64 len, void *arg)
+{
+	struct usable_arg *u = arg;
+	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+
+	if (astart >= start + len)
+		return 0;
+	len = round_down(start + len - astart, MFS_CHUNK_ALIGN);
+	if (len >= u->min_hole)
+		u->total += len;
+	return 0;
+}
+
+u64 mfs_device_usable_free(struct mfs_device *dev, u64 min_hole)
+{
+	struct usable_arg u = { min_hole, 0 };
+
+	for_each_hole(dev, usable_cb, &u);
+	return u.total;
+}
+
 struct best_fit_arg {
 	u64 need;
 	u64 start;

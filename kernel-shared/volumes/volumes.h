@@ -50,6 +50,12 @@ int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 
 int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
 /* Largest unallocated hole on dev, skipping reserved ranges. */
 u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start);
+/*
+ * Free bytes in the holes of at least min_hole (aligned as chunks are
+ * placed): what new stripes can use, leaving out the fragments between
+ * chunks that no stripe fits in.
+ */
+u64 mfs_device_usable_free(struct mfs_device *dev, u64 min_hole);
 /* The smallest hole that takes need bytes, so big holes stay big (-ENOSPC if none). */
 int mfs_device_best_fit(struct mfs_device *dev, u64 need, u64 *start);
 /* Is [start, start+len) clear of superblock copies and the first MiB? */

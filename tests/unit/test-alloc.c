@@ -410,6 +410,12 @@ static void check_new_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		if (chosen && stripe_size * a->dev_stripes > hole_before[i])
 			FAIL("chunk %" PRIu64 ": stripes larger than devid %" PRIu64 "'s hole",
 			     map->logical, fs->devices[i]->devid);
+		/* degraded: no stripe over a tenth of its device (raid6 on three devices) */
+		if (chosen && (mfs_fs_degraded(fs) || mfs_fs_has_failing(fs)) &&
+		    stripe_size > max_t(u64, fs->devices[i]->total_bytes / 10 /
+					a->dev_stripes, MFS_MIN_STRIPE_SIZE))
+			FAIL("chunk %" PRIu64 " (%s): stripe %" PRIu64 " over a tenth of devid %" PRIu64,
+			     map->logical, a->name, stripe_size, fs->devices[i]->devid);
 	}
 	if (largest_unchosen > smallest_chosen)
 		FAIL("chunk %" PRIu64 " (%s): skipped a device with a larger hole",
@@ -1442,6 +1448,92 @@ out:
 	remove_images(&im);
 }
 
+/*
+ * Space between chunks that no stripe fits in is not capacity: with the
+ * unallocated space in 12 MiB holes, a dup chunk (both stripes in one
+ * hole, 8 MiB at least) fits nowhere, and the capacity the space
+ * reservation counts on must say so (it summed the holes, admitted
+ * writes whose commit then failed with ENOSPC).
+ */
+static int cmp_map_physical(const void *a, const void *b)
+{
+	const struct mfs_chunk_map *x = *(struct mfs_chunk_map *const *)a;
+	const struct mfs_chunk_map *y = *(struct mfs_chunk_map *const *)b;
+
+	return x->stripes[0].physical < y->stripes[0].physical ? -1 :
+	       x->stripes[0].physical > y->stripes[0].physical;
+}
+
+static void test_capacity_of_fragments(void)
+{
+	static const u64 sizes[1] = { 256 * SZ_1M };
+	struct mfs_chunk_map *maps[64], *map;
+	static const u64 flags[2] = { MFS_BLOCK_GROUP_METADATA | MFS_BLOCK_GROUP_DUP,
+				      MFS_BLOCK_GROUP_DATA };
+	struct mfs_fs_info *fs;
+	struct images im;
+	int n = 0, i, ret;
+	u64 cap;
+
+	if (make_images(&im, 1, sizes) || mkfs(&im, 0, MFS_BLOCK_GROUP_DUP) || open_fs(&im, &fs)) {
+		FAIL("mkfs/open");
+		remove_images(&im);
+		return;
+	}
+	while (n < 64 && mfs_place_chunk(fs, MFS_BLOCK_GROUP_DATA, 12 * SZ_1M, &maps[n]) == 0)
+		n++;
+	/* every other one in the order they lie on the device: 12 MiB holes */
+	qsort(maps, n, sizeof(*maps), cmp_map_physical);
+	for (i = 0; i < n; i += 2)
+		mfs_unplace_chunk(fs, maps[i]);
+	for (i = 0; i < 2; i++) {
+		cap = mfs_simulate_alloc(fs, flags[i]);
+		ret = mfs_place_chunk(fs, flags[i], 0, &map);
+		if ((cap > 0) != (ret == 0))
+			FAIL("%s: capacity %" PRIu64 " but a new chunk: %d",
+			     mfs_profile(flags[i])->name, cap, ret);
+		if (!ret)
+			mfs_unplace_chunk(fs, map);
+	}
+	/* take every hole a dup chunk fits in: the fragments left give nothing */
+	while (mfs_place_chunk(fs, flags[0], 0, &map) == 0)
+		;
+	CHECK_EQ(mfs_simulate_alloc(fs, flags[0]), 0);
+	mfs_free_fs_info(fs);
+	remove_images(&im);
+}
+
+/*
+ * A member failed (raid6 on 4 x 512 MiB): the chunks made on the other
+ * three carry each byte three times; none takes more than a tenth of a
+ * device, so a nearly empty metadata chunk leaves an interrupted balance
+ * room to go on (the fault sweep's D1: it took 203 MiB of each).
+ */
+static void test_failed_member_chunk_size(void)
+{
+	static const u64 sizes[4] = { 512 * SZ_1M, 512 * SZ_1M, 512 * SZ_1M, 512 * SZ_1M };
+	struct mfs_block_group *bg;
+	struct mfs_fs_info *fs;
+	struct images im;
+	u64 stripe;
+
+	if (make_images(&im, 4, sizes) || mkfs(&im, MFS_BLOCK_GROUP_RAID6, MFS_BLOCK_GROUP_RAID6) ||
+	    open_fs(&im, &fs)) {
+		FAIL("mkfs/open");
+		remove_images(&im);
+		return;
+	}
+	fs->devices[3]->failed = true;
+	CHECK_EQ(mfs_alloc_chunk(fs, MFS_BLOCK_GROUP_METADATA | MFS_BLOCK_GROUP_RAID6, 0, &bg), 0);
+	CHECK_EQ(bg->map->num_stripes, 3);
+	stripe = bg->map->length / mfs_nr_data_stripes(bg->map->type, bg->map->num_stripes);
+	if (stripe > 512 * SZ_1M / 10)
+		FAIL("raid6 on three devices: stripe %" PRIu64 " over a tenth of a device", stripe);
+	check_layout(fs);
+	mfs_free_fs_info(fs);
+	remove_images(&im);
+}
+
 int main(void)
 {
 	RUN(test_chunks_1dev);
@@ -1455,5 +1547,7 @@ int main(void)
 	RUN(test_data_enospc);
 	RUN(test_extents_4dev);
 	RUN(test_extents_raid56_meta);
+	RUN(test_failed_member_chunk_size);
+	RUN(test_capacity_of_fragments);
 	UNIT_EXIT();
 }
