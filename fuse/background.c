@@ -45,6 +45,23 @@ void *committer(void *arg)
 	return NULL;
 }
 
+/*
+ * Run fn(s) in *thread. The thread the previous operation ran in has ended
+ * or is about to (one operation at a time); it is joined first.
+ */
+static int start_thread(pthread_t *thread, bool *started, void *(*fn)(void *),
+			struct server *s)
+{
+	if (*started) {
+		pthread_join(*thread, NULL);
+		*started = false;
+	}
+	if (pthread_create(thread, NULL, fn, s))
+		return -EAGAIN;
+	*started = true;
+	return 0;
+}
+
 /* The restriper runs in its own thread; one at a time. */
 static void *restripe_thread(void *arg)
 {
@@ -56,14 +73,7 @@ static void *restripe_thread(void *arg)
 
 int start_restriper(struct server *s)
 {
-	if (s->restriper_started) {
-		pthread_join(s->restriper, NULL);
-		s->restriper_started = false;
-	}
-	if (pthread_create(&s->restriper, NULL, restripe_thread, s))
-		return -EAGAIN;
-	s->restriper_started = true;
-	return 0;
+	return start_thread(&s->restriper, &s->restriper_started, restripe_thread, s);
 }
 
 void stop_restriper(struct server *s)
@@ -124,14 +134,7 @@ static void *scrub_thread(void *arg)
 
 int start_scrubber(struct server *s)
 {
-	if (s->scrubber_started) {
-		pthread_join(s->scrubber, NULL);
-		s->scrubber_started = false;
-	}
-	if (pthread_create(&s->scrubber, NULL, scrub_thread, s))
-		return -EAGAIN;
-	s->scrubber_started = true;
-	return 0;
+	return start_thread(&s->scrubber, &s->scrubber_started, scrub_thread, s);
 }
 
 /* At unmount a running scrub pauses where it is. */
