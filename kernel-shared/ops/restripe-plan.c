@@ -565,6 +565,51 @@ static int evac_fits(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
 }
 
 /*
+ * The raw size a chunk found no room for: its length in the new profile,
+ * striped over as many of the devices it may use as the profile takes.
+ */
+static u64 stuck_raw_size(struct mfs_fs_info *fs, const struct mfs_restripe_args *a,
+			  const struct mfs_chunk_map *map, u64 flags)
+{
+	const struct mfs_raid_attr *t = mfs_profile(flags);
+	int nd = allocatable_devices(fs, a);
+
+	if (t->devs_max && nd > t->devs_max)
+		nd = t->devs_max;
+	nd -= nd % t->devs_increment;
+	if (nd < 1)
+		nd = 1;
+	return map->length / mfs_nr_data_stripes(flags, nd * t->dev_stripes) *
+	       nd * t->dev_stripes;
+}
+
+/*
+ * Take a placed chunk's old places off their devices, noting each in rel
+ * (up to max entries) to give back at the undo; the stripes the new
+ * layout kept (kept: that layout, or NULL) stay. Returns the new count.
+ */
+static int release_old_places(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+			      const struct mfs_chunk_map *kept, struct released *rel, int nrel,
+			      int max)
+{
+	int j;
+
+	for (j = 0; j < map->num_stripes && nrel < max; j++) {
+		struct mfs_device *dev = mfs_find_device(fs, map->stripes[j].devid);
+
+		if (!dev || (kept && mfs_stripe_kept(map, j, kept)))
+			continue;
+		if (mfs_device_remove_extent(dev, map->stripes[j].physical))
+			continue;
+		rel[nrel].dev = dev;
+		rel[nrel].physical = map->stripes[j].physical;
+		rel[nrel].length = mfs_map_stripe_size(map);
+		rel[nrel++].chunk_offset = map->logical;
+	}
+	return nrel;
+}
+
+/*
  * Place every selected chunk's new layout with the real allocator, in the
  * order the run takes them (empty chunks first, they are only removed),
  * giving back each old layout's places once its chunk is placed - then
@@ -583,7 +628,7 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 	struct placed *placed;
 	struct released *rel;
 	u64 excl[MFS_RESTRIPE_MAX_DEVIDS], incompat = fs->incompat_flags;
-	int nexcl = 0, nplaced = 0, nrel = 0, nmade = 0, pass, i, j, ret = 0;
+	int nexcl = 0, nplaced = 0, nrel = 0, nmade = 0, pass, i, ret = 0;
 
 	placed = calloc(n + 1, sizeof(*placed));
 	rel = calloc((size_t)n * 16 + 1, sizeof(*rel));
@@ -621,17 +666,7 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 					ret = evac_add(&es, flags, bg);
 				}
 				if (ret == -ENOSPC) {
-					const struct mfs_raid_attr *t = mfs_profile(flags);
-					int nd = allocatable_devices(fs, a);
-
-					if (t->devs_max && nd > t->devs_max)
-						nd = t->devs_max;
-					nd -= nd % t->devs_increment;
-					if (nd < 1)
-						nd = 1;
-					*stuck = map->length /
-						 mfs_nr_data_stripes(flags, nd * t->dev_stripes) *
-						 nd * t->dev_stripes;
+					*stuck = stuck_raw_size(fs, a, map, flags);
 					*stuck_logical = map->logical;
 				}
 				if (ret)
@@ -640,19 +675,8 @@ static int simulate_placement(struct mfs_fs_info *fs, const struct mfs_restripe_
 				nplaced++;
 			}
 			/* the old places are free once the chunk has moved */
-			for (j = 0; j < map->num_stripes && nrel < n * 16; j++) {
-				struct mfs_device *dev = mfs_find_device(fs, map->stripes[j].devid);
-
-				if (!dev || (!empty && p->nmaps == 1 &&
-					     mfs_stripe_kept(map, j, p->maps[0])))
-					continue;
-				if (mfs_device_remove_extent(dev, map->stripes[j].physical))
-					continue;
-				rel[nrel].dev = dev;
-				rel[nrel].physical = map->stripes[j].physical;
-				rel[nrel].length = mfs_map_stripe_size(map);
-				rel[nrel++].chunk_offset = map->logical;
-			}
+			nrel = release_old_places(fs, map, !empty && p->nmaps == 1 ? p->maps[0] : NULL,
+						  rel, nrel, n * 16);
 		}
 	}
 	if (!ret && es.ngone) {
