@@ -547,11 +547,16 @@ static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slo
 			const struct mfs_block_group_item *b = p;
 			u64 f = le64_to_cpu(b->flags);
 
-			printf("\t\tblock group used %llu chunk_objectid %llu flags %s|%s%s\n",
+			u64 asked = (f & MFS_BLOCK_GROUP_ASKED_MASK) >> MFS_BLOCK_GROUP_ASKED_SHIFT;
+
+			printf("\t\tblock group used %llu chunk_objectid %llu flags %s|%s%s",
 			       (unsigned long long)le64_to_cpu(b->used),
 			       (unsigned long long)le64_to_cpu(b->chunk_objectid),
 			       mfs_bg_type_name(f), mfs_profile_ui_name(f),
 			       (f & MFS_BLOCK_GROUP_REDUCED) ? "|REDUCED" : "");
+			if (asked)
+				printf(" (asked %s)", mfs_profile_ui_name(asked));
+			printf("\n");
 		}
 		break;
 	case MFS_EXTENT_ITEM_KEY:

@@ -108,6 +108,15 @@ static inline u64 mfs_sb_offset(int mirror)
  * get the requested one back (format §7.4). Not a btrfs bit.
  */
 #define MFS_BLOCK_GROUP_REDUCED		(1ULL << 11)
+/*
+ * With REDUCED, in the same flags: the profile the filesystem asked for
+ * when the chunk was allocated, its profile bits shifted left by 32
+ * (format §7.4), so that the profile asked for is known even when every
+ * chunk of the type is reduced. 0 in an item written before: inferred
+ * from the other chunks.
+ */
+#define MFS_BLOCK_GROUP_ASKED_SHIFT	32
+#define MFS_BLOCK_GROUP_ASKED_MASK	(MFS_BLOCK_GROUP_PROFILE_MASK << MFS_BLOCK_GROUP_ASKED_SHIFT)
 
 /* Superblock flags. */
 #define MFS_SUPER_FLAG_SEEDING		(1ULL << 32)

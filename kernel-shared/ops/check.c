@@ -454,21 +454,30 @@ static struct mfs_check_block *find_block(struct mfs_check_ctl *ctl, u64 bytenr)
 	return bsearch(&k, ctl->blocks, ctl->nr_blocks, sizeof(k), cmp_block);
 }
 
-/* A block group item's flags: type and profile bits, and REDUCED (format §7.4). */
+/*
+ * A block group item's flags: type and profile bits, and REDUCED with the
+ * profile asked for (format §7.4): one profile, only with REDUCED.
+ */
 static void check_bg_item(struct mfs_check_ctl *ctl, const struct mfs_key *key,
 			  struct extent_buffer *leaf, int slot)
 {
 	const u64 known = MFS_BLOCK_GROUP_TYPE_MASK | MFS_BLOCK_GROUP_PROFILE_MASK |
-			  MFS_BLOCK_GROUP_REDUCED;
+			  MFS_BLOCK_GROUP_REDUCED | MFS_BLOCK_GROUP_ASKED_MASK;
 	struct mfs_block_group_item *bi = leaf_item_data(leaf, slot);
-	u64 flags;
+	u64 flags, asked;
 
 	if (leaf_item_size(leaf, slot) != sizeof(*bi))
 		return;		/* the open refused such an item already */
 	flags = le64_to_cpu(bi->flags);
+	asked = (flags & MFS_BLOCK_GROUP_ASKED_MASK) >> MFS_BLOCK_GROUP_ASKED_SHIFT;
 	if (flags & ~known)
 		problem(ctl, "block group %llu has unknown flags 0x%llx",
 			(unsigned long long)key->objectid, (unsigned long long)(flags & ~known));
+	else if (asked && (!(flags & MFS_BLOCK_GROUP_REDUCED) || (asked & (asked - 1))))
+		problem(ctl, "block group %llu: the profile asked for (0x%llx) %s",
+			(unsigned long long)key->objectid, (unsigned long long)asked,
+			(flags & MFS_BLOCK_GROUP_REDUCED) ? "is more than one profile" :
+			"is set on a chunk that is not reduced");
 }
 
 static void check_extent_item(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,

@@ -517,7 +517,10 @@ void mfs_init_alloc_profiles(struct mfs_fs_info *fs)
 		int k = (t & MFS_BLOCK_GROUP_DATA) ? 0 : (t & MFS_BLOCK_GROUP_SYSTEM) ? 2 : 1;
 		struct mfs_block_group *bg = mfs_lookup_block_group(fs, fs->chunks[i]->logical);
 
-		if (bg && bg->reduced)
+		/* a reduced chunk stands for the profile asked for, where it says which */
+		if (bg && bg->reduced && bg->asked)
+			seen[k] |= 1U << mfs_bg_flags_to_raid_index(bg->asked);
+		else if (bg && bg->reduced)
 			seen_reduced[k] |= 1U << mfs_bg_flags_to_raid_index(t);
 		else
 			seen[k] |= 1U << mfs_bg_flags_to_raid_index(t);

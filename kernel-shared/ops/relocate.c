@@ -1029,6 +1029,7 @@ static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
 				   mfs_target_profile(fs, new[0]->type)) {
 			bg->dirty = true;
 			bg->reduced = false;
+			bg->asked = 0;
 		}
 	} else {
 		ret = swap_in_pieces(trans, bg, old, new, nnew);

@@ -344,6 +344,14 @@ void mfs_seal_row(struct mfs_fs_info *fs, u64 logical)
 		seal_row(bg, row);
 }
 
+u64 mfs_bg_item_flags(const struct mfs_block_group *bg)
+{
+	if (!bg->reduced)
+		return bg->flags;
+	return bg->flags | MFS_BLOCK_GROUP_REDUCED |
+	       ((bg->asked & MFS_BLOCK_GROUP_PROFILE_MASK) << MFS_BLOCK_GROUP_ASKED_SHIFT);
+}
+
 u64 mfs_target_profile(struct mfs_fs_info *fs, u64 type)
 {
 	if (type & MFS_BLOCK_GROUP_DATA)
@@ -536,6 +544,7 @@ static int alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 		if (ret)
 			return ret;
 		(*out)->reduced = true;
+		(*out)->asked = profile;
 		mfs_log(fs, "degraded: new %s chunk at %llu is %s, as the devices present allow; the filesystem asks for %s",
 			mfs_bg_type_name(type), (unsigned long long)(*out)->start,
 			mfs_profile_ui_name(p), mfs_profile_ui_name(profile));
@@ -957,8 +966,7 @@ int mfs_write_dirty_block_groups(struct mfs_trans_handle *trans, bool *did_work)
 		struct mfs_block_group_item item = {
 			.used = cpu_to_le64(bg->used),
 			.chunk_objectid = cpu_to_le64(MFS_FIRST_CHUNK_TREE_OBJECTID),
-			.flags = cpu_to_le64(bg->flags |
-					     (bg->reduced ? MFS_BLOCK_GROUP_REDUCED : 0)),
+			.flags = cpu_to_le64(mfs_bg_item_flags(bg)),
 		};
 		struct mfs_path path;
 
@@ -1076,6 +1084,9 @@ int mfs_load_block_groups(struct mfs_fs_info *fs)
 			if (ret)
 				break;
 			bg->reduced = !!(le64_to_cpu(bi->flags) & MFS_BLOCK_GROUP_REDUCED);
+			if (bg->reduced)
+				bg->asked = (le64_to_cpu(bi->flags) >> MFS_BLOCK_GROUP_ASKED_SHIFT) &
+					    MFS_BLOCK_GROUP_PROFILE_MASK;
 		}
 		ret = mfs_next_item(fs->extent_root, &path);
 	}

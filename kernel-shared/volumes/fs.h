@@ -123,6 +123,7 @@ struct mfs_block_group {
 	bool new_chunk;		/* chunk/bg items still to be inserted */
 	/* below the requested profile, allocated degraded (MFS_BLOCK_GROUP_REDUCED) */
 	bool reduced;
+	u64 asked;		/* reduced: the profile asked for (0: not recorded) */
 	struct mfs_chunk_map *map;
 	/* free space, sorted ranges */
 	struct mfs_free_range *free;

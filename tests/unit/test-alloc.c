@@ -1534,6 +1534,66 @@ static void test_failed_member_chunk_size(void)
 	remove_images(&im);
 }
 
+/*
+ * Mark every System block group reduced with the profile asked for (0: an
+ * item from before that field), commit, reopen: the system profile new
+ * chunks get afterwards.
+ */
+static u64 system_profile_after_reduced(struct images *im, u64 asked)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_fs_info *fs;
+	u64 profile = (u64)-1;
+	int i;
+
+	if (open_fs(im, &fs)) {
+		FAIL("open");
+		return profile;
+	}
+	for (i = 0; i < fs->nr_bgs; i++)
+		if (fs->bgs[i]->flags & MFS_BLOCK_GROUP_SYSTEM) {
+			fs->bgs[i]->reduced = true;
+			fs->bgs[i]->asked = asked;
+			fs->bgs[i]->dirty = true;
+		}
+	if (mfs_start_transaction(fs, &trans) || mfs_commit_transaction(trans))
+		FAIL("commit");
+	if (mfs_close_fs(fs) || open_fs(im, &fs)) {
+		FAIL("reopen");
+		return profile;
+	}
+	for (i = 0; i < fs->nr_bgs; i++)
+		if ((fs->bgs[i]->flags & MFS_BLOCK_GROUP_SYSTEM) &&
+		    (!fs->bgs[i]->reduced || fs->bgs[i]->asked != asked))
+			FAIL("system block group %" PRIu64 ": reduced %d asked %#" PRIx64 ", wrote %#" PRIx64,
+			     fs->bgs[i]->start, fs->bgs[i]->reduced, fs->bgs[i]->asked, asked);
+	profile = fs->system_profile;
+	mfs_close_fs(fs);
+	return profile;
+}
+
+/*
+ * A reduced chunk's block group item keeps the profile asked for (format
+ * §7.4): once every chunk of a type is reduced, the filesystem still asks
+ * for that profile, not for the reduced one it sees.
+ */
+static void test_reduced_keeps_asked_profile(void)
+{
+	static const u64 sizes[3] = { SZ_1G, SZ_1G, SZ_1G };
+	struct images im;
+
+	if (make_images(&im, 3, sizes) || mkfs(&im, MFS_BLOCK_GROUP_RAID1, MFS_BLOCK_GROUP_RAID1)) {
+		FAIL("mkfs");
+		remove_images(&im);
+		return;
+	}
+	/* the System chunks are raid1, standing in for raid1c3 */
+	CHECK_EQ(system_profile_after_reduced(&im, MFS_BLOCK_GROUP_RAID1C3), MFS_BLOCK_GROUP_RAID1C3);
+	/* not recorded (an item written before the field): what the chunks are */
+	CHECK_EQ(system_profile_after_reduced(&im, 0), MFS_BLOCK_GROUP_RAID1);
+	remove_images(&im);
+}
+
 int main(void)
 {
 	RUN(test_chunks_1dev);
@@ -1547,6 +1607,7 @@ int main(void)
 	RUN(test_data_enospc);
 	RUN(test_extents_4dev);
 	RUN(test_extents_raid56_meta);
+	RUN(test_reduced_keeps_asked_profile);
 	RUN(test_failed_member_chunk_size);
 	RUN(test_capacity_of_fragments);
 	UNIT_EXIT();
