@@ -33,7 +33,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused, and chunks written reduced while a member was missing as they are), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable)"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused, and chunks written reduced while a member was missing as they are), skip_scrub (leave a scrub an unmount or a crash interrupted paused), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL
@@ -151,6 +151,8 @@ static int parse_options(struct mount_args *m, char *list)
 			m->fail_threshold = v;
 		} else if (!strcmp(tok, "skip_balance")) {
 			m->opts.skip_balance = true;
+		} else if (!strcmp(tok, "skip_scrub")) {
+			m->opts.skip_scrub = true;
 		} else if (!strcmp(tok, "dev") || !strcmp(tok, "nodev")) {
 			m->opts.nodev = tok[0] == 'n';
 		} else if (!strcmp(tok, "suid") || !strcmp(tok, "nosuid")) {

@@ -202,7 +202,7 @@ static void fill_scrub_ctl(struct server *s, void *arg)
 {
 	struct mfs_ioctl_scrub_ctl *c = arg;
 
-	c->result = mfs_scrub_ctl(s->fs, c->cmd);
+	c->result = c->cmd == MFS_SCRUB_CTL_INTERRUPT ? -EINVAL : mfs_scrub_ctl(s->fs, c->cmd);
 	if (c->result == 0 && c->cmd == MFS_SCRUB_CTL_RESUME)
 		c->result = start_scrubber(s);
 }

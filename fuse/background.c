@@ -137,12 +137,26 @@ int start_scrubber(struct server *s)
 	return start_thread(&s->scrubber, &s->scrubber_started, scrub_thread, s);
 }
 
-/* At unmount a running scrub pauses where it is. */
+/*
+ * At a read-write mount (without skip_scrub): a scrub an unmount paused or
+ * a crash stopped goes on where it stopped (one the admin paused stays
+ * paused). Beside an operation resumed at mount it waits: it is paused
+ * still, and the next mount tries again.
+ */
+void scrub_at_mount(struct server *s)
+{
+	if (!mfs_scrub_interrupted(s->fs) || mfs_scrub_ctl(s->fs, MFS_SCRUB_CTL_RESUME))
+		return;
+	mfs_log(s->fs, "resuming the scrub an unmount or a crash interrupted ('mfs scrub status' follows it; -o skip_scrub leaves it paused)");
+	start_scrubber(s);
+}
+
+/* At unmount a running scrub pauses where it is, to go on at the next mount. */
 void stop_scrubber(struct server *s)
 {
 	if (!s->scrubber_started)
 		return;
-	mfs_scrub_ctl(s->fs, MFS_SCRUB_CTL_PAUSE);
+	mfs_scrub_ctl(s->fs, MFS_SCRUB_CTL_INTERRUPT);
 	mfs_test_pause_at("scrubber-stop");	/* the pause is asked for */
 	pthread_join(s->scrubber, NULL);
 	s->scrubber_started = false;

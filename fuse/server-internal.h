@@ -55,6 +55,7 @@ void stop_restriper(struct server *s);
 void restripe_at_mount(struct server *s);
 int start_scrubber(struct server *s);
 void stop_scrubber(struct server *s);
+void scrub_at_mount(struct server *s);
 
 /* admin-ioctl.c */
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,

@@ -1044,6 +1044,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		pthread_create(&s->committer, NULL, committer, s);
 	if (!opts->ro && !opts->skip_balance)
 		restripe_at_mount(s);
+	if (!opts->ro && !opts->skip_scrub)
+		scrub_at_mount(s);
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);

@@ -13,6 +13,7 @@ struct mfs_mount_opts {
 	bool noatime;
 	bool nodev, nosuid, noexec;	/* as for kernel filesystems: off unless asked */
 	bool skip_balance;	/* leave a persisted balance paused */
+	bool skip_scrub;	/* leave a scrub an unmount or crash interrupted paused */
 	unsigned int commit_interval;	/* seconds */
 	u64 cache_size;			/* bytes of tree blocks to cache */
 };

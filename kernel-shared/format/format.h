@@ -499,6 +499,8 @@ static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 32 + 
 #define MFS_SCRUB_STATE_CANCELED	4
 #define MFS_SCRUB_STATE_ABORTED		5
 #define MFS_SCRUB_ITEM_READONLY		(1ULL << 0)
+/* PAUSED by an unmount, not by the admin: the next read-write mount resumes it */
+#define MFS_SCRUB_ITEM_INTERRUPTED	(1ULL << 1)
 
 struct mfs_scrub_item {
 	mfs_le64 state;		/* MFS_SCRUB_STATE_* */

@@ -50,6 +50,8 @@ struct mfs_scrub {
 	int nr_inos;
 	size_t files_used;
 	u64 committed_at;		/* bytes_done when the item was last committed */
+	/* paused by an unmount or stopped by a crash, not by the admin */
+	bool interrupted;
 };
 
 static u64 now_ns(void)
@@ -706,7 +708,9 @@ static void to_item(const struct mfs_scrub *sc, struct mfs_scrub_item *it)
 
 	memset(it, 0, sizeof(*it));
 	it->state = cpu_to_le64(sc->st.state);
-	it->flags = cpu_to_le64((sc->st.flags & MFS_SCRUB_READONLY) ? MFS_SCRUB_ITEM_READONLY : 0);
+	it->flags = cpu_to_le64(((sc->st.flags & MFS_SCRUB_READONLY) ? MFS_SCRUB_ITEM_READONLY : 0) |
+				(sc->interrupted && sc->st.state == MFS_SCRUB_PAUSED ?
+				 MFS_SCRUB_ITEM_INTERRUPTED : 0));
 	it->cursor = cpu_to_le64(sc->st.cursor);
 	it->start_time = cpu_to_le64(sc->st.start_time);
 	it->elapsed_ns = cpu_to_le64(elapsed(sc));
@@ -732,6 +736,9 @@ static int from_item(struct mfs_scrub *sc, const struct mfs_scrub_item *it)
 	if (state < MFS_SCRUB_STATE_RUNNING || state > MFS_SCRUB_STATE_ABORTED)
 		return -EUCLEAN;
 	sc->st.state = state == MFS_SCRUB_STATE_RUNNING ? MFS_SCRUB_PAUSED : state;
+	sc->interrupted = state == MFS_SCRUB_STATE_RUNNING ||
+			  (state == MFS_SCRUB_STATE_PAUSED &&
+			   (le64_to_cpu(it->flags) & MFS_SCRUB_ITEM_INTERRUPTED));
 	sc->st.flags = (le64_to_cpu(it->flags) & MFS_SCRUB_ITEM_READONLY) ? MFS_SCRUB_READONLY : 0;
 	sc->st.cursor = le64_to_cpu(it->cursor);
 	sc->st.start_time = le64_to_cpu(it->start_time);
@@ -970,6 +977,18 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 	return ret == 1 ? 0 : ret;
 }
 
+bool mfs_scrub_interrupted(struct mfs_fs_info *fs)
+{
+	const struct mfs_scrub *sc;
+	bool ret;
+
+	pthread_mutex_lock(&fs->lock);
+	sc = scrub_of(fs);
+	ret = sc && sc->st.state == MFS_SCRUB_PAUSED && sc->interrupted;
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
 int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 {
 	struct mfs_scrub *sc;
@@ -981,8 +1000,10 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 		pthread_mutex_unlock(&fs->lock);
 		return ret;
 	}
-	if (cmd == MFS_SCRUB_CTL_PAUSE && sc->st.state == MFS_SCRUB_RUNNING) {
+	if ((cmd == MFS_SCRUB_CTL_PAUSE || cmd == MFS_SCRUB_CTL_INTERRUPT) &&
+	    sc->st.state == MFS_SCRUB_RUNNING) {
 		sc->pause_req = 1;
+		sc->interrupted = cmd == MFS_SCRUB_CTL_INTERRUPT;
 		ret = 0;
 	} else if (cmd == MFS_SCRUB_CTL_CANCEL && sc->st.state == MFS_SCRUB_RUNNING) {
 		sc->cancel_req = 1;
@@ -998,6 +1019,7 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 						   sc->st.state == MFS_SCRUB_ABORTED)) {
 		sc->st.state = MFS_SCRUB_RUNNING;
 		sc->st.resumed = 1;
+		sc->interrupted = false;
 		ret = 0;
 	} else if (cmd == MFS_SCRUB_CTL_RESUME && sc->st.state == MFS_SCRUB_RUNNING) {
 		ret = -EINPROGRESS;

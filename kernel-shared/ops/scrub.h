@@ -31,6 +31,13 @@ void mfs_scrub_status(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
  */
 int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd);
 /*
+ * The daemon's own pause at unmount (never an ioctl's): the item says the
+ * scrub was interrupted, and the next read-write mount resumes it.
+ */
+#define MFS_SCRUB_CTL_INTERRUPT	100
+/* A scrub paused by an unmount or stopped by a crash, to resume at mount? */
+bool mfs_scrub_interrupted(struct mfs_fs_info *fs);
+/*
  * A scrub is running or paused (also one an unmount or crash interrupted):
  * other exclusive operations must wait. Under fs->lock.
  */

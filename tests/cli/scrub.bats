@@ -429,7 +429,8 @@ requested() {
 	rm -f "$T/hold-scrub-stop.held"
 	wait $!
 
-	mfs_mount "$T/img1" "$T/mnt"
+	# skip_scrub: the scrub the unmount interrupted stays paused
+	mfs_mount -o skip_scrub "$T/img1" "$T/mnt"
 	run mfs scrub status -R "$T/mnt"
 	assert_line --regexp '^Status: +paused$'
 	done1=$(awk '$1 == "bytes_scrubbed:" { print $2 }' <<<"$output")
@@ -462,6 +463,76 @@ requested() {
 	run mfs scrub start -B $(imgs 2)
 	assert_success
 	assert_line --regexp '^Error summary: +no errors found$'
+	assert_intact
+}
+
+# scrub_state MNT: the Status: of MNT's scrub
+scrub_state() {
+	mfs scrub status "$1" | awk '$1 == "Status:" { print $2 }'
+}
+
+# scrub_ended MNT: MNT's scrub finished
+scrub_ended() {
+	[ "$(scrub_state "$1")" = finished ]
+}
+
+@test "a scrub an unmount or a crash interrupted goes on at the next mount; one the admin paused waits" {
+	make_fs raid1 2
+	run corrupt_copies --copy 2 "$T/img1" 2
+	assert_success
+	# interrupted by an unmount: resumed by the plain mount after it
+	mfs_mount "$T/img1" "$T/mnt"
+	echo 1 >"$T/hold-scrub"
+	mfs scrub start "$T/mnt"
+	wait_for_file "$T/hold-scrub.held"
+	echo 1 >"$T/hold-scrub-stop"
+	mfs umount "$T/mnt" &
+	wait_for_file "$T/hold-scrub-stop.held"
+	rm -f "$T/hold-scrub.held" "$T/hold-scrub-stop.held"
+	wait $!
+	run mfs scrub status -R $(imgs 2)
+	assert_line --regexp '^Status: +paused$'
+	mfs_mount "$T/img1" "$T/mnt"
+	wait_until 600 scrub_ended "$T/mnt"
+	run mfs scrub status -R "$T/mnt"
+	assert_line --regexp '^Scrub resumed: '
+	assert_line --regexp '^Status: +finished$'
+	assert_line --regexp '^\s+uncorrectable_errors: 0$'
+	assert_line --regexp '^\s+corrected_errors: [1-9][0-9]*$'
+	mfs umount "$T/mnt"
+
+	# stopped by a crash (the item says running): resumed too
+	run corrupt_copies --copy 2 "$T/img1" 2
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	echo 1 >"$T/hold-scrub"
+	mfs scrub start "$T/mnt"
+	wait_for_file "$T/hold-scrub.held"
+	mfs filesystem sync "$T/mnt"
+	mfs_kill9 "$T/mnt"
+	rm -f "$T/hold-scrub.held"
+	mfs_mount "$T/img1" "$T/mnt"
+	wait_until 600 scrub_ended "$T/mnt"
+	mfs umount "$T/mnt"
+
+	# paused by the admin: stays paused across unmount and mount
+	mfs_mount "$T/img1" "$T/mnt"
+	echo 1 >"$T/hold-scrub"
+	mfs scrub start "$T/mnt"
+	wait_for_file "$T/hold-scrub.held"
+	mfs scrub pause "$T/mnt" &
+	wait_until 60 requested pause "$T/mnt"
+	rm -f "$T/hold-scrub.held"
+	wait $!
+	mfs umount "$T/mnt"
+	mfs_mount "$T/img1" "$T/mnt"
+	assert_equal "$(scrub_state "$T/mnt")" paused
+	run mfs scrub resume "$T/mnt"
+	assert_success
+	wait_until 600 scrub_ended "$T/mnt"
+	mfs umount "$T/mnt"
+	run mfs check --check-data-csum $(imgs 2)
+	assert_success
 	assert_intact
 }
 

@@ -284,6 +284,7 @@ static void test_scrub_item(void)
 	CHECK_EQ(MFS_SCRUB_STATE_CANCELED, 4);
 	CHECK_EQ(MFS_SCRUB_STATE_ABORTED, 5);
 	CHECK_EQ(MFS_SCRUB_ITEM_READONLY, 0x1);
+	CHECK_EQ(MFS_SCRUB_ITEM_INTERRUPTED, 0x2);
 }
 
 /* ---- fs tree (section 7.5) ---- */
