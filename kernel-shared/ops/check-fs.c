@@ -272,10 +272,12 @@ static int walk_inode_items(struct fs_check *c)
 struct dir_entry_rec {
 	u64 index;
 	u64 child;
+	u64 transid;
 	u32 name_off;		/* into names */
 	u16 name_len;
 	u8 type;
 	bool matched;
+	bool hash_ok;		/* under its name's hash */
 };
 
 /* State of the inode whose items the walk is in. */
@@ -323,6 +325,8 @@ static int add_dir_entry_rec(struct cur_inode *cur, const struct mfs_dir_item *d
 	e = &cur->entries[cur->nr_entries++];
 	e->index = le64_to_cpu(di->index);
 	e->child = le64_to_cpu(di->child);
+	e->transid = le64_to_cpu(di->transid);
+	e->hash_ok = true;
 	e->name_off = cur->names_len;
 	e->name_len = len;
 	e->type = di->type;
@@ -353,6 +357,7 @@ static void check_dir_item(struct fs_check *c, struct cur_inode *cur,
 		c->err = add_dir_entry_rec(cur, e.di);
 		if (c->err)
 			return;
+		cur->entries[cur->nr_entries - 1].hash_ok = hash == key->offset;
 	}
 	if (ret < 0)
 		problem(c->ctl, "dir %llu: DIR_ITEM %llu has a truncated entry",
@@ -372,6 +377,20 @@ static struct dir_entry_rec *find_entry_by_index(struct cur_inode *cur, u64 inde
 	return bsearch(&k, cur->entries, cur->nr_entries, sizeof(k), cmp_entry_index);
 }
 
+/*
+ * Can the missing twin of an entry be rebuilt from the half that is there?
+ * Only when that half is sound: a valid name, naming an inode (not the
+ * directory itself) of the entry's type.
+ */
+static bool entry_sound(struct fs_check *c, struct cur_inode *cur, u64 child_ino, u8 type,
+			const u8 *name, u32 len)
+{
+	struct ino_rec *child = ino_find(&c->inodes, child_ino);
+
+	return child && child->has_item && !child->bad && child_ino != cur->ino &&
+	       type == mfs_mode_to_ft(child->mode) && name_is_valid(name, len);
+}
+
 /* The DIR_ITEM twin of a DIR_INDEX entry: same index, name, child, type. */
 static void match_dir_index(struct fs_check *c, struct cur_inode *cur,
 			    const struct mfs_dir_item *di, const char *qname)
@@ -384,6 +403,9 @@ static void match_dir_index(struct fs_check *c, struct cur_inode *cur,
 	if (!e) {
 		problem(c->ctl, "dir %llu entry %s (index %llu) has no DIR_ITEM",
 			(unsigned long long)cur->ino, qname, (unsigned long long)index);
+		if (entry_sound(c, cur, le64_to_cpu(di->child), di->type, (const u8 *)(di + 1), len))
+			mfs_check_add_entry_fix(c->ctl, MFS_FIX_DIR_ITEM, cur->ino, di,
+						sizeof(*di) + len);
 		return;
 	}
 	/* a duplicate index in DIR_ITEMs: the first unmatched one pairs */
@@ -645,6 +667,37 @@ static void check_file_extent(struct fs_check *c, struct cur_inode *cur,
 	c->err = add_data_ref(c, cur->ino, key->offset, fi);
 }
 
+/*
+ * A DIR_ITEM entry with no DIR_INDEX: when it is sound and its index is
+ * one the directory handed out and no other entry holds (an unmatched
+ * entry's index matched no DIR_INDEX), its DIR_INDEX is rebuilt - and it
+ * is counted now as the DIR_INDEX would count it (the child's links, the
+ * directory's size), so the link count and size fixes derived from the
+ * counts agree with the repaired directory.
+ */
+static void rebuild_dir_index(struct fs_check *c, struct cur_inode *cur,
+			      const struct dir_entry_rec *e)
+{
+	u8 buf[sizeof(struct mfs_dir_item) + MFS_NAME_LEN];
+	struct mfs_dir_item *di = (void *)buf;
+	const u8 *name = cur->names + e->name_off;
+	char q[QNAME_SIZE];
+
+	if (!c->ctl->repair || !cur->rec || cur->rec->bad || !e->hash_ok ||
+	    e->name_len > MFS_NAME_LEN || e->index < 2 || e->index >= cur->rec->dir_index_next ||
+	    !entry_sound(c, cur, e->child, e->type, name, e->name_len))
+		return;
+	di->child = cpu_to_le64(e->child);
+	di->index = cpu_to_le64(e->index);
+	di->transid = cpu_to_le64(e->transid);
+	di->name_len = cpu_to_le16(e->name_len);
+	di->type = e->type;
+	memcpy(di + 1, name, e->name_len);
+	mfs_check_add_entry_fix(c->ctl, MFS_FIX_DIR_INDEX, cur->ino, di, sizeof(*di) + e->name_len);
+	cur->rec->name_bytes += e->name_len;
+	count_dir_link(c, cur, di, quote_name(name, e->name_len, q, sizeof(q)));
+}
+
 /* Checks that need all the items of one inode. */
 static void finish_inode(struct fs_check *c, struct cur_inode *cur)
 {
@@ -654,11 +707,13 @@ static void finish_inode(struct fs_check *c, struct cur_inode *cur)
 	for (i = 0; i < cur->nr_entries; i++) {
 		struct dir_entry_rec *e = &cur->entries[i];
 
-		if (!e->matched)
+		if (!e->matched) {
 			problem(c->ctl, "dir %llu entry %s (index %llu) has no DIR_INDEX",
 				(unsigned long long)cur->ino,
 				quote_name(cur->names + e->name_off, e->name_len, q, sizeof(q)),
 				(unsigned long long)e->index);
+			rebuild_dir_index(c, cur, e);
+		}
 	}
 	if (cur->rec && !cur->rec->bad && S_ISLNK(cur->rec->mode)) {
 		if (!cur->has_inline)

@@ -19,6 +19,18 @@
 #include "kernel-shared/fs/inode-internal.h"
 #include "kernel-shared/volumes/volumes.h"
 
+/* A new fix at the end of ctl->fixes, zeroed; NULL without memory (then not fixed). */
+static struct mfs_check_fix *new_fix(struct mfs_check_ctl *ctl)
+{
+	struct mfs_check_fix *f;
+
+	if (MFS_ARRAY_RESERVE(ctl->fixes, ctl->nr_fixes, ctl->max_fixes, 32))
+		return NULL;	/* not fixed: the second check says so */
+	f = &ctl->fixes[ctl->nr_fixes++];
+	memset(f, 0, sizeof(*f));
+	return f;
+}
+
 void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 bytenr,
 		       u64 value, int mirror)
 {
@@ -32,17 +44,34 @@ void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, 
 		if (f->kind == kind && f->bytenr == bytenr && f->mirror == mirror)
 			return;		/* once: e.g. the superblocks for many bad copies */
 	}
-	if (ctl->nr_fixes == ctl->max_fixes) {
-		int max = ctl->max_fixes ? ctl->max_fixes * 2 : 32;
+	f = new_fix(ctl);
+	if (f)
+		*f = (struct mfs_check_fix){ .kind = kind, .bytenr = bytenr, .value = value,
+					     .mirror = mirror };
+}
 
-		f = realloc(ctl->fixes, max * sizeof(*f));
-		if (!f)
-			return;		/* not fixed: the second check says so */
-		ctl->fixes = f;
-		ctl->max_fixes = max;
+void mfs_check_add_entry_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 dir,
+			     const struct mfs_dir_item *di, u32 len)
+{
+	struct mfs_check_fix *f;
+	void *entry;
+
+	if (!ctl->repair)
+		return;
+	entry = malloc(len);
+	if (!entry)
+		return;
+	f = new_fix(ctl);
+	if (!f) {
+		free(entry);
+		return;
 	}
-	ctl->fixes[ctl->nr_fixes++] = (struct mfs_check_fix){ .kind = kind, .bytenr = bytenr,
-							 .value = value, .mirror = mirror };
+	memcpy(entry, di, len);
+	f->kind = kind;
+	f->bytenr = dir;
+	f->value = le64_to_cpu(di->index);
+	f->entry = entry;
+	f->entry_len = len;
 }
 
 void mfs_check_drop_fixes(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind)
@@ -110,7 +139,26 @@ static int fix_tree_copy(struct mfs_fs_info *fs, const struct mfs_check_fix *f)
 static bool in_transaction(enum mfs_check_fix_kind kind)
 {
 	return kind == MFS_FIX_BG_USED || kind == MFS_FIX_NLINK || kind == MFS_FIX_DIR_SIZE ||
-	       kind == MFS_FIX_NBYTES;
+	       kind == MFS_FIX_NBYTES || kind == MFS_FIX_DIR_ITEM || kind == MFS_FIX_DIR_INDEX;
+}
+
+/*
+ * The missing half of a directory entry, from the half that is there (the
+ * checker took it only when it names an inode of its type): a DIR_ITEM
+ * appended under its name's hash (beside colliding names), or a DIR_INDEX
+ * under its index, which no other entry of the directory uses.
+ */
+static int fix_dir_entry(struct mfs_trans_handle *trans, const struct mfs_check_fix *f)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	const struct mfs_dir_item *di = f->entry;
+	struct mfs_key key = { f->bytenr, MFS_DIR_INDEX_KEY, le64_to_cpu(di->index) };
+
+	if (f->kind == MFS_FIX_DIR_INDEX)
+		return mfs_insert_item(trans, fs->fs_root, &key, f->entry, f->entry_len);
+	key.type = MFS_DIR_ITEM_KEY;
+	key.offset = mfs_name_hash((const char *)(di + 1), le16_to_cpu(di->name_len));
+	return inode_item_append(trans, fs->fs_root, &key, f->entry, f->entry_len);
 }
 
 /* One field of an inode item, as the fs tree walk counted it. */
@@ -163,7 +211,12 @@ static int fix_items(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfi
 
 		if (!in_transaction(f->kind))
 			continue;
-		ret = f->kind == MFS_FIX_BG_USED ? fix_bg_used(fs, f) : fix_inode(trans, f);
+		if (f->kind == MFS_FIX_BG_USED)
+			ret = fix_bg_used(fs, f);
+		else if (f->kind == MFS_FIX_DIR_ITEM || f->kind == MFS_FIX_DIR_INDEX)
+			ret = fix_dir_entry(trans, f);
+		else
+			ret = fix_inode(trans, f);
 		(*nfixed)++;
 	}
 	if (ret) {
@@ -193,6 +246,12 @@ static void say_item_fix(void (*done)(void *, const char *), void *arg,
 		break;
 	case MFS_FIX_NBYTES:
 		say(done, arg, "inode %llu: nbytes set to %llu from its file extents", id, v);
+		break;
+	case MFS_FIX_DIR_ITEM:
+	case MFS_FIX_DIR_INDEX:
+		say(done, arg, "dir %llu entry index %llu: %s rebuilt from its %s", id, v,
+		    f->kind == MFS_FIX_DIR_ITEM ? "DIR_ITEM" : "DIR_INDEX",
+		    f->kind == MFS_FIX_DIR_ITEM ? "DIR_INDEX" : "DIR_ITEM");
 		break;
 	default:
 		break;

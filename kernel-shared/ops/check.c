@@ -53,6 +53,10 @@ static void check_warning(struct mfs_check_ctl *ctl, const char *fmt, ...)
 
 void mfs_check_free(struct mfs_check_ctl *ctl)
 {
+	int i;
+
+	for (i = 0; i < ctl->nr_fixes; i++)
+		free(ctl->fixes[i].entry);
 	free(ctl->fixes);
 	ctl->fixes = NULL;
 	ctl->nr_fixes = ctl->max_fixes = 0;

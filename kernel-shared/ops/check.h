@@ -24,6 +24,9 @@ enum mfs_check_fix_kind {
 	MFS_FIX_NLINK,
 	MFS_FIX_DIR_SIZE,
 	MFS_FIX_NBYTES,
+	/* dir `bytenr`: the missing twin of an entry, from `entry` (its other half) */
+	MFS_FIX_DIR_ITEM,
+	MFS_FIX_DIR_INDEX,
 };
 
 struct mfs_check_fix {
@@ -34,6 +37,9 @@ struct mfs_check_fix {
 	/* MFS_FIX_TREE_COPY: what the parent's pointer says of the block */
 	struct mfs_tree_check chk;
 	struct mfs_key first_key;
+	/* MFS_FIX_DIR_ITEM/INDEX: the entry (struct mfs_dir_item + name), malloc'd */
+	void *entry;
+	u32 entry_len;
 };
 
 struct mfs_check_ctl {
@@ -78,6 +84,9 @@ void mfs_check_free(struct mfs_check_ctl *ctl);
 /* Record a fix (with ctl->repair); the phases call it beside the problem. */
 void mfs_check_add_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 bytenr,
 		       u64 value, int mirror);
+/* Record the rebuild of a directory entry's missing DIR_ITEM or DIR_INDEX twin. */
+void mfs_check_add_entry_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind, u64 dir,
+			     const struct mfs_dir_item *di, u32 len);
 /* Forget the recorded fixes of one kind (their source proved unsound). */
 void mfs_check_drop_fixes(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind);
 /* The fix of copy `mirror` of a tree block, verified against chk when read. */
