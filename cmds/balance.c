@@ -643,7 +643,9 @@ static int cmd_balance_status(const struct cmd_struct *cmd, int argc, char **arg
 	}
 	if (check_argc_min(argc - optind, 1))
 		return 2;
-	if (mfs_target_open((const char * const *)argv + optind, argc - optind, false, &t))
+	/* a status reads only: unmounted, a member may be missing (a delete of it paused) */
+	if (mfs_target_open_flags((const char * const *)argv + optind, argc - optind,
+				  MFS_OPEN_DEGRADED, &t))
 		return 2;
 	st = calloc(1, sizeof(*st));
 	ret = st ? mfs_target_restripe_status(&t, st) : -ENOMEM;

@@ -308,9 +308,13 @@ devid_path() {
 	run mfs balance status "$T/mnt"
 	assert_line --regexp "paused"
 	umnt
-	# the delete is on disk: a plain mount still needs -o degraded
+	# the delete is on disk: a plain mount still needs -o degraded; the
+	# offline status (read only) shows it with the member missing
 	run mfs inspect-internal dump-tree -t root "$T/img1"
 	assert_output --partial "BALANCE_ITEM"
+	run mfs balance status "$T/img1"
+	assert_failure 1
+	assert_line --regexp "^Device delete on '.*' is paused$"
 	mnt -o degraded,skip_balance "$T/img1"
 	run mfs balance status "$T/mnt"
 	assert_line --regexp "paused"
