@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Crash consistency of the restriper: log every write and flush of a convert
 # (raid0 -> raid5), of a convert on small devices that replaces chunks by
-# several pieces each, of a device delete and of a replace, and rebuild the
+# several pieces each, of a device delete and of a replace, and of a delete
+# and a replace of a member that is missing (every state opened degraded,
+# check allowed to name only that member as missing), and rebuild the
 # devices at the log's crash points (tests/crash/replay: each device holds
 # what its own flushes made durable), each also with random parts of the
 # writes in flight landing. Every state must pass `mfs check
@@ -69,7 +71,7 @@ print(" ".join(profiles), "|", " ".join(devices))
 
 # mount_images OPTIONS IMAGE...
 mount_images() {
-	local opts=$1
+	local opts=$1${MOUNT_EXTRA:+,$MOUNT_EXTRA}
 	shift
 	timeout 60 "$mfs" mount -o "$opts" "$@" "$tmp/mnt" 2>"$tmp/mount.err" && return 0
 	sed 's/^/# /' "$tmp/mount.err" >&2
@@ -117,9 +119,20 @@ os.setxattr(sys.argv[1] + "/dir", "user.b", b"two")' "$tmp/mnt" || return 1
 }
 
 # Check and mount read-only: clean, the tree intact. Prints why not.
+# check_clean IMAGE...: mfs check --check-data-csum finds nothing, its
+# output in out; with MISSING_DEVID set (a configuration whose operation
+# removes a missing member), nothing but that member being missing and the
+# copies on it unreadable
+check_clean() {
+	out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1) && return 0
+	[ -n "${MISSING_DEVID:-}" ] || return 1
+	! echo "$out" | grep '^ERROR' |
+		grep -vE "^ERROR: device $MISSING_DEVID is missing\$|\(on devid $MISSING_DEVID\): Input/output error\$" | grep -q .
+}
+
 verify_state() {	# verify_state IMAGE...
 	local out
-	if ! out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1); then
+	if ! check_clean "$@"; then
 		echo "mfs check --check-data-csum is not clean"
 		echo "$out" | grep '^ERROR' | sed 's/^/# /' | head -10 >&2
 		return 1
@@ -176,7 +189,7 @@ resume_state() {	# resume_state IMAGE...
 		return 1
 	fi
 	[ "$begun" = 1 ] && finished=1
-	if ! out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1); then
+	if ! check_clean "$@"; then
 		echo "mfs check --check-data-csum is not clean after the resume"
 		echo "$out" | grep '^ERROR' | sed 's/^/# /' | head -10 >&2
 		return 1
@@ -235,7 +248,7 @@ sampled_resumes() {	# sampled_resumes NAME COUNT POINTS
 }
 
 run_config() {	# name, then the operation to log (run on the d*.img)
-	local name=$1 count k r s i prev=0 why="" n=0 nr=0 resume maps=() rmaps=()
+	local name=$1 count k r s i d prev=0 why="" n=0 nr=0 resume maps=() rmaps=()
 	local points resumes
 	shift
 	rm -f "$tmp/log"
@@ -247,7 +260,12 @@ run_config() {	# name, then the operation to log (run on the d*.img)
 		tap FAIL "$name: the operation failed"
 		return
 	fi
-	if ! { mount_images ro "${imgs[@]}" && layout >"$tmp/final" &&
+	# read from copies named by position, as the states are (a replace's
+	# target need not be the image numbered as its position)
+	for i in $(seq 1 ${#imgs[@]}); do
+		cp --sparse=always "${imgs[i - 1]}" "$tmp/z$i.img"
+	done
+	if ! { mount_images ro "$tmp"/z[0-9]*.img && layout >"$tmp/final" &&
 	       timeout 60 "$mfs" umount "$tmp/mnt"; }; then
 		tap FAIL "$name: cannot read the final layout"
 		return
@@ -262,10 +280,13 @@ run_config() {	# name, then the operation to log (run on the d*.img)
 		tap FAIL "$name: the operation returned with $LOG_UNFLUSHED writes no flush made durable"
 		return
 	fi
+	# the states are numbered by position in imgs; each image's copy from
+	# before the operation is its b*.img
 	for i in $(seq 1 ${#imgs[@]}); do
-		cp --sparse=always "$tmp/b$i.img" "$tmp/w$i.img"
-		maps+=(--map "$tmp/d$i.img=$tmp/w$i.img")
-		rmaps+=(--map "$tmp/d$i.img=$tmp/x$i.img")
+		d=${imgs[i - 1]}
+		cp --sparse=always "$(dirname "$d")/b$(basename "$d" | tr -dc 0-9).img" "$tmp/w$i.img"
+		maps+=(--map "$d=$tmp/w$i.img")
+		rmaps+=(--map "$d=$tmp/x$i.img")
 	done
 	resumes=""
 	if [ "$CRASH_MODE" = sampled ]; then
@@ -318,7 +339,7 @@ run_config() {	# name, then the operation to log (run on the d*.img)
 	else
 		tap FAIL "$name: $why (after $n crash points and $nr reordered states)"
 	fi
-	rm -f "$tmp"/[swx]*.img
+	rm -f "$tmp"/[swxz]*.img
 }
 
 if [ ! -x "$replay" ] || [ ! -x "$mfs" ]; then
@@ -365,6 +386,45 @@ elif make_fs 3 -d raid1 -m raid1; then
 	cp "$tmp/registry" "$tmp/op-registry"
 	run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
 		"$mfs" replace start -K 2 "$tmp/d4.img" "${imgs[0]}"
+else
+	tap FAIL "$name: setup"
+fi
+# delete of a missing member: the fourth image is gone before the
+# operation, every state is opened without it (-o degraded), and it may
+# show only as missing in check until the delete has removed it
+name="device delete missing"
+if ! wanted "$name"; then
+	:
+elif make_fs 4 -d raid1 -m raid1; then
+	rm -f "$tmp/d4.img" "$tmp/b4.img"
+	imgs=("$tmp/d1.img" "$tmp/d2.img" "$tmp/d3.img")
+	MOUNT_EXTRA=degraded MISSING_DEVID=4
+	if mount_images ro "${imgs[@]}" && layout >"$tmp/initial" && timeout 60 "$mfs" umount "$tmp/mnt"; then
+		run_config "$name" "$mfs" device delete -q missing "${imgs[0]}"
+	else
+		tap FAIL "$name: setup"
+	fi
+	MOUNT_EXTRA="" MISSING_DEVID=""
+else
+	tap FAIL "$name: setup"
+fi
+# replace of a missing member: the same, onto a fifth image, blank before
+name="replace missing"
+if ! wanted "$name"; then
+	:
+elif make_fs 4 -d raid1 -m raid1; then
+	rm -f "$tmp/d4.img" "$tmp/b4.img"
+	truncate -s 512M "$tmp/d5.img" "$tmp/b5.img"
+	imgs=("$tmp/d1.img" "$tmp/d2.img" "$tmp/d3.img" "$tmp/d5.img")
+	MOUNT_EXTRA=degraded MISSING_DEVID=4
+	cp "$tmp/registry" "$tmp/op-registry"
+	if mount_images ro "${imgs[@]:0:3}" && layout >"$tmp/initial" && timeout 60 "$mfs" umount "$tmp/mnt"; then
+		run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
+			"$mfs" replace start -K missing "$tmp/d5.img" "${imgs[0]}"
+	else
+		tap FAIL "$name: setup"
+	fi
+	MOUNT_EXTRA="" MISSING_DEVID=""
 else
 	tap FAIL "$name: setup"
 fi
