@@ -486,6 +486,22 @@ static void print_csum_item(struct mfs_fs_info *fs, const struct mfs_key *k, con
 	}
 }
 
+/* A block group item: used bytes, type, profile, REDUCED and the profile asked for. */
+static void print_bg_item(const struct mfs_block_group_item *b)
+{
+	u64 f = le64_to_cpu(b->flags);
+	u64 asked = (f & MFS_BLOCK_GROUP_ASKED_MASK) >> MFS_BLOCK_GROUP_ASKED_SHIFT;
+
+	printf("\t\tblock group used %llu chunk_objectid %llu flags %s|%s%s",
+	       (unsigned long long)le64_to_cpu(b->used),
+	       (unsigned long long)le64_to_cpu(b->chunk_objectid),
+	       mfs_bg_type_name(f), mfs_profile_ui_name(f),
+	       (f & MFS_BLOCK_GROUP_REDUCED) ? "|REDUCED" : "");
+	if (asked)
+		printf(" (asked %s)", mfs_profile_ui_name(asked));
+	printf("\n");
+}
+
 static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slot,
 		       const struct mfs_key *k)
 {
@@ -543,21 +559,8 @@ static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slo
 		}
 		break;
 	case MFS_BLOCK_GROUP_ITEM_KEY:
-		if (size == sizeof(struct mfs_block_group_item)) {
-			const struct mfs_block_group_item *b = p;
-			u64 f = le64_to_cpu(b->flags);
-
-			u64 asked = (f & MFS_BLOCK_GROUP_ASKED_MASK) >> MFS_BLOCK_GROUP_ASKED_SHIFT;
-
-			printf("\t\tblock group used %llu chunk_objectid %llu flags %s|%s%s",
-			       (unsigned long long)le64_to_cpu(b->used),
-			       (unsigned long long)le64_to_cpu(b->chunk_objectid),
-			       mfs_bg_type_name(f), mfs_profile_ui_name(f),
-			       (f & MFS_BLOCK_GROUP_REDUCED) ? "|REDUCED" : "");
-			if (asked)
-				printf(" (asked %s)", mfs_profile_ui_name(asked));
-			printf("\n");
-		}
+		if (size == sizeof(struct mfs_block_group_item))
+			print_bg_item(p);
 		break;
 	case MFS_EXTENT_ITEM_KEY:
 		if (size == sizeof(struct mfs_extent_item)) {
