@@ -490,14 +490,17 @@ static void *write_stripe_part(void *arg)
  */
 #define RESTRIPE_FLUSH_EVERY	(32 * SZ_1M)
 
-static int flush_written(struct mfs_chunk_map **maps, int nmaps, const u8 *keep)
+static int flush_written(struct mfs_fs_info *fs, struct mfs_chunk_map **maps, int nmaps,
+			 const u8 *keep)
 {
-	int m, i, j, n = 0, total = 0;
+	int m, i, j, n = 0, total = 0, ret;
 
 	for (m = 0; m < nmaps; m++)
 		total += maps[m]->num_stripes;
 
 	struct mfs_io_dev *io[total ? total : 1];
+	struct mfs_device *devs[total ? total : 1];
+	int rets[total ? total : 1];
 
 	for (m = 0; m < nmaps; m++)
 		for (i = 0; i < maps[m]->num_stripes; i++) {
@@ -507,10 +510,21 @@ static int flush_written(struct mfs_chunk_map **maps, int nmaps, const u8 *keep)
 				continue;
 			for (j = 0; j < n && io[j] != dev->io; j++)
 				;
-			if (j == n)
+			if (j == n) {
+				devs[n] = dev;
 				io[n++] = dev->io;
+			}
 		}
-	return mfs_flush_io_devices(io, n);
+	ret = mfs_flush_io_devices(io, n, rets);
+	/* named and counted as a write error is: the operation stops on it */
+	for (j = 0; j < n; j++) {
+		if (!rets[j])
+			continue;
+		mfs_dev_count_error(fs, devs[j], MFS_DEV_STAT_FLUSH_ERRS);
+		mfs_log(fs, "devid %llu (%s): flush error while moving a chunk onto it: %s",
+			(unsigned long long)devs[j]->devid, devs[j]->path, strerror(-rets[j]));
+	}
+	return ret;
 }
 
 /* Parity, then every stripe's part at once: the devices write in parallel. */
@@ -553,7 +567,7 @@ static void *write_window(void *arg)
 	}
 	w->unflushed += w->writing->rows * map->stripe_len;
 	if (!ret && w->unflushed >= RESTRIPE_FLUSH_EVERY) {
-		ret = flush_written(&w->map, 1, w->keep);
+		ret = flush_written(w->fs, &w->map, 1, w->keep);
 		w->unflushed = 0;
 	}
 	w->ret = ret;
@@ -801,7 +815,7 @@ static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	 * lock is taken for the swap: the commit under the lock, which
 	 * flushes every device again, then finds nothing left to write back.
 	 */
-	return ret ?: flush_written(new, nnew, plan->keep);
+	return ret ?: flush_written(fs, new, nnew, plan->keep);
 }
 
 /*

@@ -895,7 +895,7 @@ static void *flush_job_run(void *arg)
  * the device to write back what it holds, and one device's writeback need
  * not wait for another's. The first error is returned.
  */
-int mfs_flush_io_devices(struct mfs_io_dev **io, int n)
+int mfs_flush_io_devices(struct mfs_io_dev **io, int n, int *rets)
 {
 	struct flush_job job[n ? n : 1];
 	pthread_t tid[n ? n : 1];
@@ -911,6 +911,8 @@ int mfs_flush_io_devices(struct mfs_io_dev **io, int n)
 			flush_job_run(&job[i]);
 		else
 			pthread_join(tid[i], NULL);
+		if (rets)
+			rets[i] = job[i].ret;
 		if (job[i].ret && !ret)
 			ret = job[i].ret;
 	}

@@ -181,3 +181,28 @@ many"
 	cmp new2 mnt/new2
 	mfs umount mnt
 }
+
+@test "fault: a flush failing while a balance moves a chunk names the device and counts it" {
+	# (the fault sweep's D3, flush half) each of the first flushes of img3
+	# fails in turn: the one the relocation issues after copying a chunk
+	# onto img3 used to stop the balance with a bare EIO, counted nowhere
+	make_images 4 256M
+	mkfs.mfs -q -f -K -d raid1 -m raid1 img1 img2 img3 img4
+	mkdir -p mnt
+	mfs mount img1 img2 img3 img4 mnt 3>&-
+	head -c $((8 * 1024 * 1024)) /dev/urandom >mnt/f
+	mfs umount mnt
+	for i in 1 2 3 4; do cp --sparse=always "img$i" "base$i"; done
+	local n err seen=0
+	for n in 1 2 3 4 5 6 7 8; do
+		for i in 1 2 3 4; do cp --sparse=always "base$i" "img$i"; done
+		run --separate-stderr env MFS_FAULT="flush:+$n@img3" mfs balance start -q --full-balance img1
+		err=$stderr
+		[[ $err == *"devid 3 ("*"flush error"* ]] || continue
+		run mfs device stats --offline img1
+		assert_line --regexp "^\[.*img3\]\.flush_io_errs +[1-9][0-9]*$"
+		[[ $err != *"flush error while moving a chunk onto it"* ]] || seen=$((seen + 1))
+	done
+	# the relocation's own flush was among them
+	[ "$seen" -gt 0 ]
+}
