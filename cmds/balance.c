@@ -19,6 +19,7 @@
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/ops/restripe.h"
 #include "kernel-shared/ops/admin.h"
+#include "kernel-shared/tree/disk-io.h"
 
 static const char * const cmd_balance_start_usage[] = {
 	"mfs balance start [options] <path>|<device>...",
@@ -491,20 +492,59 @@ void mfs_restripe_ctl_noun(const char *noun)
 	ctl_noun = noun;
 }
 
+/*
+ * Unmounted with a member missing: the paused operation goes on (or is
+ * cancelled) here only when it is the one that takes that member out - a
+ * device delete or replace of it. Any other would write a degraded
+ * filesystem the admin did not ask for: that takes a mount with -o
+ * degraded, as btrfs. The missing devid, or 0 when none is in the way.
+ */
+static u64 missing_in_the_way(struct mfs_target *t)
+{
+	struct mfs_fs_info *fs = t->fs;
+	const struct mfs_restripe_status *st = fs->restripe;
+	int i, k;
+
+	for (i = 0; i < fs->nr_devices; i++) {
+		const struct mfs_device *dev = fs->devices[i];
+		bool removed = false;
+
+		if (!dev->missing)
+			continue;
+		for (k = 0; st && st->state != MFS_RESTRIPE_NONE && k < st->args.nr_devids; k++)
+			if (st->args.devids[k] == dev->devid &&
+			    (st->args.op == MFS_RESTRIPE_OP_DELETE ||
+			     (st->args.op == MFS_RESTRIPE_OP_REPLACE && k == 0)))
+				removed = true;
+		if (!removed)
+			return dev->devid;
+	}
+	return 0;
+}
+
 static int ctl_command(const struct cmd_struct *cmd, int argc, char **argv, unsigned int op,
 		       const char *verb)
 {
 	struct mfs_target t;
+	u64 missing;
 	int ret;
 
 	clean_args_no_options(cmd, argc, argv);
 	if (check_argc_min(argc - optind, 1))
 		return 1;
-	/* unmounted, a device delete may be of a member that is missing */
+	/* unmounted, the operation may be the delete or replace of a missing member */
 	if (mfs_target_open_flags((const char * const *)argv + optind, argc - optind,
-				  MFS_OPEN_WRITABLE |
-				  (strcmp(ctl_noun, "device delete") ? 0 : MFS_OPEN_DEGRADED), &t))
+				  MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED, &t))
 		return 1;
+	missing = t.online ? 0 : missing_in_the_way(&t);
+	if (missing) {
+		error("device %llu is missing, and the paused operation does not remove it",
+		      (unsigned long long)missing);
+		fprintf(stderr, "Mount with -o degraded to %s it there, or add the device back.\n",
+			verb);
+		mfs_free_fs_info(t.fs);		/* refused: nothing is written */
+		return 1;
+	}
 	ret = mfs_target_restripe_ctl(&t, op);
 	if (ret == -ENOTCONN || ret == -ENOENT) {
 		error("%s %s on '%s' failed: %s", ctl_noun, verb, t.mnt,

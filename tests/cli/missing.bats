@@ -328,6 +328,39 @@ devid_path() {
 	whole "$T/img1" 3
 }
 
+@test "offline resume with a member missing: the delete of it goes on; a plain balance is refused, nothing written" {
+	fs_with 4 1G 60 -d raid1 -m raid1
+	lose 4
+	degraded_write 10
+	# a plain balance, paused on the degraded mount, then unmounted
+	hold_at 1
+	mfs balance start --bg --full-balance "$T/mnt"
+	run while_held mfs balance pause "$T/mnt"
+	assert_success
+	umnt
+	fp=$(fingerprint "$T/img1")
+	run --separate-stderr mfs balance resume "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: device 4 is missing, and the paused operation does not remove it"
+	assert_stderr_line "Mount with -o degraded to resume it there, or add the device back."
+	run --separate-stderr mfs balance cancel "$T/img1"
+	assert_failure 1
+	assert_untouched "$T/img1" "$fp"
+	# the delete of the missing member, paused, goes on offline to the end
+	mnt -o degraded,skip_balance "$T/img1"
+	mfs balance cancel "$T/mnt"
+	hold_at 1
+	mfs device delete --bg missing "$T/mnt"
+	run while_held mfs device delete pause "$T/mnt"
+	assert_success
+	umnt
+	run mfs balance resume "$T/img1"
+	assert_success
+	run mfs balance status "$T/img1"
+	assert_success
+	whole "$T/img1" 3
+}
+
 @test "delete missing: SIGKILL of the daemon mid-way; mounted -o degraded again it resumes and completes" {
 	fs_with 4 1G 60 -d raid1 -m raid1
 	lose 2
