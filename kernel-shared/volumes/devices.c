@@ -413,16 +413,21 @@ struct max_hole_arg {
 	u64 len;
 };
 
+/* The part of a hole stripes can use: from an aligned start, whole MFS_CHUNK_ALIGN. */
+static u64 aligned_hole(u64 start, u64 len, u64 *astart)
+{
+	*astart = round_up(start, MFS_CHUNK_ALIGN);
+	if (*astart >= start + len)
+		return 0;
+	return round_down(start + len - *astart, MFS_CHUNK_ALIGN);
+}
+
 static int max_hole_cb(u64 start, u64 len, void *arg)
 {
 	struct max_hole_arg *m = arg;
-	/* holes are used from an aligned start */
-	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+	u64 astart;
 
-	if (astart >= start + len)
-		return 0;
-	len -= astart - start;
-	len = round_down(len, MFS_CHUNK_ALIGN);
+	len = aligned_hole(start, len, &astart);
 	if (len > m->len) {
 		m->len = len;
 		m->start = astart;
@@ -448,12 +453,10 @@ struct usable_arg {
 static int usable_cb(u64 start, u64 len, void *arg)
 {
 	struct usable_arg *u = arg;
-	u64 astart = round_up(start, MFS_CHUNK_ALIGN);
+	u64 astart;
 
-	if (astart >= start + len)
-		return 0;
-	len = round_down(start + len - astart, MFS_CHUNK_ALIGN);
-	if (len >= u->min_hole)
+	len = aligned_hole(start, len, &astart);
+	if (len && len >= u->min_hole)
 		u->total += len;
 	return 0;
 }
