@@ -5,6 +5,16 @@
 
 load helpers
 
+# raid1_four_with_a_file: raid1 on img1..img4 (256 MiB), an 8 MiB file on it
+raid1_four_with_a_file() {
+	make_images 4 256M
+	mkfs.mfs -q -f -K -d raid1 -m raid1 img1 img2 img3 img4
+	mkdir -p mnt
+	mfs mount img1 img2 img3 img4 mnt 3>&-
+	head -c $((8 * 1024 * 1024)) /dev/urandom >mnt/f
+	mfs umount mnt
+}
+
 @test "fault: a failing flush during mkfs is reported and leaves no filesystem" {
 	make_images 2
 	run --separate-stderr env MFS_FAULT="flush:2@img2" mkfs.mfs -q -f -K -d raid1 img1 img2
@@ -136,12 +146,7 @@ many"
 @test "fault: a device failed by a write error is not also counted for the reads skipped on it" {
 	# (the fault sweep's D5) raid1 on four devices, a full balance, the
 	# first write to img3 fails: img3 is out of service for the rest of it
-	make_images 4 256M
-	mkfs.mfs -q -f -K -d raid1 -m raid1 img1 img2 img3 img4
-	mkdir -p mnt
-	mfs mount img1 img2 img3 img4 mnt 3>&-
-	head -c $((8 * 1024 * 1024)) /dev/urandom >mnt/f
-	mfs umount mnt
+	raid1_four_with_a_file
 	run --separate-stderr env MFS_FAULT="write:+1@img3" mfs balance start -q --full-balance img1
 	run mfs device stats --offline img1
 	assert_line --regexp "^\[.*img3\]\.write_io_errs +[1-9][0-9]*$"
@@ -186,12 +191,7 @@ many"
 	# (the fault sweep's D3, flush half) each of the first flushes of img3
 	# fails in turn: the one the relocation issues after copying a chunk
 	# onto img3 used to stop the balance with a bare EIO, counted nowhere
-	make_images 4 256M
-	mkfs.mfs -q -f -K -d raid1 -m raid1 img1 img2 img3 img4
-	mkdir -p mnt
-	mfs mount img1 img2 img3 img4 mnt 3>&-
-	head -c $((8 * 1024 * 1024)) /dev/urandom >mnt/f
-	mfs umount mnt
+	raid1_four_with_a_file
 	for i in 1 2 3 4; do cp --sparse=always "img$i" "base$i"; done
 	local n err seen=0
 	for n in 1 2 3 4 5 6 7 8; do
