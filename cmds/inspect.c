@@ -307,6 +307,7 @@ static const char *key_type_name(u8 type)
 	case MFS_DEV_EXTENT_KEY: return "DEV_EXTENT";
 	case MFS_DEV_ITEM_KEY: return "DEV_ITEM";
 	case MFS_CHUNK_ITEM_KEY: return "CHUNK_ITEM";
+	case MFS_BALANCE_CHUNK_KEY: return "BALANCE_CHUNK";
 	case MFS_BALANCE_ITEM_KEY: return "BALANCE_ITEM";
 	case MFS_PERSISTENT_ITEM_KEY: return "PERSISTENT_ITEM";
 	case MFS_DEV_REPLACE_KEY: return "DEV_REPLACE";
@@ -502,6 +503,33 @@ static void print_bg_item(const struct mfs_block_group_item *b)
 	printf("\n");
 }
 
+/* A chunk copied part of the way: how far, and the pieces of its new layout. */
+static void print_balance_chunk(const u8 *p, u32 size)
+{
+	const struct mfs_balance_chunk_item *h = (const void *)p;
+	u32 off = sizeof(*h), i, n;
+
+	if (size < sizeof(*h))
+		return;
+	n = le32_to_cpu(h->nr_pieces);
+	printf("\t\tcopied %llu bytes_done %llu generation %llu pieces %u\n",
+	       (unsigned long long)le64_to_cpu(h->copied),
+	       (unsigned long long)le64_to_cpu(h->bytes_done),
+	       (unsigned long long)le64_to_cpu(h->generation), n);
+	for (i = 0; i < n && off + sizeof(mfs_le64) + sizeof(struct mfs_chunk) <= size; i++) {
+		const struct mfs_chunk *c = (const void *)(p + off + sizeof(mfs_le64));
+		u32 csize = mfs_chunk_item_size(le16_to_cpu(c->num_stripes));
+		mfs_le64 logical;
+
+		if (off + sizeof(logical) + csize > size)
+			break;
+		memcpy(&logical, p + off, sizeof(logical));
+		printf("\t\tpiece %u logical %llu\n", i, (unsigned long long)le64_to_cpu(logical));
+		print_chunk_item(c, 1);
+		off += sizeof(logical) + csize;
+	}
+}
+
 static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slot,
 		       const struct mfs_key *k)
 {
@@ -548,6 +576,9 @@ static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slo
 		if (size >= sizeof(struct mfs_chunk) &&
 		    size == mfs_chunk_item_size(le16_to_cpu(((const struct mfs_chunk *)p)->num_stripes)))
 			print_chunk_item(p, 1);
+		break;
+	case MFS_BALANCE_CHUNK_KEY:
+		print_balance_chunk(p, size);
 		break;
 	case MFS_DEV_EXTENT_KEY:
 		if (size == sizeof(struct mfs_dev_extent)) {

@@ -74,6 +74,7 @@ static inline u64 mfs_sb_offset(int mirror)
 #define MFS_DEV_EXTENT_KEY		204
 #define MFS_DEV_ITEM_KEY		216
 #define MFS_CHUNK_ITEM_KEY		228
+#define MFS_BALANCE_CHUNK_KEY		247
 #define MFS_BALANCE_ITEM_KEY		248
 #define MFS_PERSISTENT_ITEM_KEY		249
 #define MFS_DEV_REPLACE_KEY		250
@@ -486,6 +487,26 @@ struct mfs_balance_item {
 	u8 reserved[40];
 } __attribute__((packed));
 static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 32 + 40, "balance item");
+
+/*
+ * key (BALANCE_OBJECTID, BALANCE_CHUNK, logical) in the root tree: the
+ * chunk at logical is being copied and the copy was checkpointed (DESIGN
+ * §5.4), so that a pause, unmount or crash goes on from `copied` instead of
+ * copying the chunk again. While it exists the chunk takes no new extents
+ * and the new layout's stripes are taken on their devices. After the
+ * header, nr_pieces times: le64 logical, then a chunk item (struct
+ * mfs_chunk and its stripes) - the new layout, as it will be swapped in.
+ */
+struct mfs_balance_chunk_item {
+	mfs_le64 copied;	/* logical: the chunk's used bytes below it are in the new layout */
+	mfs_le64 bytes_done;	/* of them, counted in the balance item's bytes_done */
+	mfs_le64 generation;	/* transaction that wrote the checkpoint */
+	mfs_le32 nr_pieces;
+	mfs_le32 reserved0;
+	u8 reserved[32];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_balance_chunk_item) == 64, "balance chunk item");
+#define MFS_BALANCE_CHUNK_MAX_PIECES	64
 
 /*
  * key (SCRUB_OBJECTID, PERSISTENT_ITEM, 0) in the root tree: the last scrub,

@@ -13,6 +13,7 @@
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/format/profiles.h"
+#include "kernel-shared/ops/restripe.h"
 
 #define problem mfs_check_problem
 
@@ -258,6 +259,9 @@ int mfs_check_chunks(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 			struct mfs_chunk_map *map = mfs_find_chunk(fs, de->chunk_offset);
 			bool found = false;
 
+			/* where a chunk copied part of the way goes: no device extent yet */
+			if (mfs_restripe_taken_stripe(fs, dev->devid, de->physical))
+				continue;
 			sum += de->length;
 			if (map && map->logical == de->chunk_offset) {
 				for (s = 0; s < map->num_stripes; s++)

@@ -244,14 +244,6 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 f
 }
 
 /* Delete key from root if it is there. */
-static int delete_if_there(struct mfs_trans_handle *trans, struct mfs_root *root,
-			   const struct mfs_key *key)
-{
-	int ret = rs_delete_key(trans, root, key);
-
-	return ret == -EUCLEAN ? 0 : ret;
-}
-
 /* The chunk item of map rewritten where it is (same size: the stripes' devids changed). */
 static int rewrite_chunk_item(struct mfs_trans_handle *trans, struct mfs_chunk_map *map)
 {
@@ -304,7 +296,9 @@ int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt
 
 	ret = rs_delete_key(trans, fs->chunk_root, &key);
 	if (!ret && fs->dev_root)
-		ret = delete_if_there(trans, fs->dev_root, &skey);
+		ret = rs_delete_if_there(trans, fs->dev_root, &skey);
+	if (ret > 0)
+		ret = 0;
 	for (i = 0; !ret && i < tgt->nr_extents; i++) {
 		struct mfs_dev_extent_rec *e = &tgt->extents[i];
 		struct mfs_key dk = { old, MFS_DEV_EXTENT_KEY, e->physical };

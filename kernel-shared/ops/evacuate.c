@@ -80,7 +80,8 @@ out:
 	return ret;
 }
 
-int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg, u64 *moved)
+int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+			     mfs_evacuate_progress progress, void *arg)
 {
 	struct mfs_trans_handle *trans;
 	struct mfs_range *r = NULL;
@@ -102,12 +103,14 @@ int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		if (ret > 0)
 			ret = 0;
 		else if (!ret)
-			__atomic_add_fetch(moved, r[i].len, __ATOMIC_RELAXED);
+			ret = progress(trans, r[i].len, arg);
 		since_commit += r[i].len;
 		if (ret) {
 			mfs_end_transaction_abort(trans, ret);
 		} else if (since_commit >= EVACUATE_COMMIT_BYTES) {
 			ret = mfs_commit_transaction(trans);
+			if (!ret)
+				progress(NULL, 0, arg);
 			since_commit = 0;
 		} else {
 			mfs_end_transaction(trans);
@@ -126,6 +129,8 @@ int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 	free(r);
 	if (!ret)
 		ret = mfs_commit_if_dirty(fs);
+	if (!ret)
+		progress(NULL, 0, arg);
 	/* every extent is gone once the frees are committed */
 	bg = mfs_lookup_block_group(fs, start);
 	if (!ret && bg && (bg->used || bg->reserved))

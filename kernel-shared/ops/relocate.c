@@ -20,6 +20,7 @@
 #include "kernel-shared/block/raid56.h"
 #include "kernel-shared/block/testhook.h"
 #include "kernel-shared/ops/restripe-internal.h"
+#include "kernel-shared/ops/chunk-writer.h"
 
 /*
  * MFS_TEST_RESTRIPE_DELAY_MS: a pause after each chunk is copied, before
@@ -48,19 +49,25 @@ static void test_delay(void)
 
 /* ---------------- moving one chunk ---------------- */
 
-int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key)
+int rs_delete_if_there(struct mfs_trans_handle *trans, struct mfs_root *root,
+		       const struct mfs_key *key)
 {
 	struct mfs_path path;
 	int ret;
 
 	mfs_init_path(&path);
 	ret = mfs_search_slot(trans, root, key, &path, -1, 1);
-	if (ret > 0)
-		ret = -EUCLEAN;
 	if (ret == 0)
 		ret = mfs_del_item(trans, root, &path);
 	mfs_release_path(&path);
 	return ret;
+}
+
+int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key)
+{
+	int ret = rs_delete_if_there(trans, root, key);
+
+	return ret > 0 ? -EUCLEAN : ret;
 }
 
 static int replace_chunk_items(struct mfs_trans_handle *trans, struct mfs_chunk_map *old,
@@ -399,254 +406,6 @@ static void readahead_ranges(struct mfs_chunk_map *map, const struct mfs_range *
 	*next = i;
 }
 
-struct window {
-	u8 *buf;		/* per stripe, rows_max * stripe_len bytes */
-	u64 row0, rows;		/* holds rows [row0, row0 + rows) */
-};
-
-struct chunk_writer {
-	struct mfs_fs_info *fs;
-	struct mfs_chunk_map *map;
-	u64 rows_max;		/* rows per window */
-	struct window win[2];
-	int cur;		/* the window being filled */
-	struct window *writing;	/* the other one, while the thread writes it */
-	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
-	pthread_t thread;
-	int ret;		/* of the last window written */
-	u64 unflushed;		/* bytes per stripe written since the last flush */
-};
-
-/* Where stripe i's part of row lies in the window. */
-static u8 *slot(struct chunk_writer *w, struct window *win, int i, u64 row)
-{
-	return win->buf + (i * w->rows_max + (row - win->row0)) * w->map->stripe_len;
-}
-
-/* P (and Q) of every row of the window, from its data columns. */
-static int window_parity(struct chunk_writer *w, struct window *win)
-{
-	struct mfs_chunk_map *map = w->map;
-	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	int ndata = map->num_stripes - a->nparity, d, ret = 0;
-	u64 slen = map->stripe_len, row;
-	void *blocks[map->num_stripes];
-
-	for (row = win->row0; !ret && row < win->row0 + win->rows; row++) {
-		struct mfs_io_map io;
-
-		for (d = 0; d < ndata && !ret; d++) {
-			ret = mfs_map_block(map, map->logical + (row * ndata + d) * slen, &io);
-			blocks[d] = slot(w, win, io.stripe[0], row);
-		}
-		if (ret)
-			break;
-		blocks[ndata] = slot(w, win, io.p_stripe, row);
-		if (a->nparity > 1)
-			blocks[ndata + 1] = slot(w, win, io.q_stripe, row);
-		ret = mfs_raid56_gen(ndata, a->nparity, slen, blocks);
-	}
-	return ret;
-}
-
-/* One stripe's part of the window being written: one large write. */
-struct stripe_write {
-	struct chunk_writer *w;
-	int i, ret;
-	pthread_t thread;
-};
-
-static void *write_stripe_part(void *arg)
-{
-	struct stripe_write *sw = arg;
-	struct chunk_writer *w = sw->w;
-	struct window *win = w->writing;
-	struct mfs_map_stripe *s = &w->map->stripes[sw->i];
-	u64 slen = w->map->stripe_len;
-
-	/*
-	 * A stripe of a missing device is one a replace of another device
-	 * keeps where it was (new layouts place nothing on missing devices):
-	 * it cannot be written, and a device that comes back is caught up for
-	 * this chunk (its dev extent is newer than the device's superblock).
-	 */
-	if (!s->dev) {
-		sw->ret = 0;
-		return NULL;
-	}
-	sw->ret = s->dev->io ?
-		  mfs_io_write_direct(s->dev->io, slot(w, win, sw->i, win->row0), win->rows * slen,
-				      s->physical + win->row0 * slen) : -EIO;
-	return NULL;
-}
-
-/*
- * The devices the writer writes (stripes not kept), flushed in parallel.
- * Every RESTRIPE_FLUSH_EVERY bytes per stripe, so that no flush has a
- * whole chunk to write back: while a device flushes, every other request
- * to it waits (a loop device syncs its backing file), a user's file write
- * included. The flush when the copy ends (copy_pieces) and the commit's
- * then find little left.
- */
-#define RESTRIPE_FLUSH_EVERY	(32 * SZ_1M)
-
-static int flush_written(struct mfs_fs_info *fs, struct mfs_chunk_map **maps, int nmaps,
-			 const u8 *keep)
-{
-	int m, i, j, n = 0, total = 0, ret;
-
-	for (m = 0; m < nmaps; m++)
-		total += maps[m]->num_stripes;
-
-	struct mfs_io_dev *io[total ? total : 1];
-	struct mfs_device *devs[total ? total : 1];
-	int rets[total ? total : 1];
-
-	for (m = 0; m < nmaps; m++)
-		for (i = 0; i < maps[m]->num_stripes; i++) {
-			struct mfs_device *dev = maps[m]->stripes[i].dev;
-
-			if (!dev || !dev->io || (keep && keep[i]))
-				continue;
-			for (j = 0; j < n && io[j] != dev->io; j++)
-				;
-			if (j == n) {
-				devs[n] = dev;
-				io[n++] = dev->io;
-			}
-		}
-	ret = mfs_flush_io_devices(io, n, rets);
-	/* named and counted as a write error is: the operation stops on it */
-	for (j = 0; j < n; j++) {
-		if (!rets[j])
-			continue;
-		mfs_dev_count_error(fs, devs[j], MFS_DEV_STAT_FLUSH_ERRS);
-		mfs_log(fs, "devid %llu (%s): flush error while moving a chunk onto it: %s",
-			(unsigned long long)devs[j]->devid, devs[j]->path, strerror(-rets[j]));
-	}
-	return ret;
-}
-
-/* Parity, then every stripe's part at once: the devices write in parallel. */
-static void *write_window(void *arg)
-{
-	struct chunk_writer *w = arg;
-	struct mfs_chunk_map *map = w->map;
-	struct stripe_write sw[map->num_stripes];
-	bool started[map->num_stripes];
-	int i, n = map->num_stripes, ret = 0;
-
-	if (mfs_profile(map->type)->nparity)
-		ret = window_parity(w, w->writing);
-	if (ret)
-		n = 0;
-	for (i = n - 1; i >= 0; i--) {	/* stripe 0 here, the others in threads */
-		sw[i] = (struct stripe_write){ .w = w, .i = i };
-		started[i] = false;
-		if (w->keep && w->keep[i])
-			continue;
-		started[i] = i > 0 && !pthread_create(&sw[i].thread, NULL, write_stripe_part, &sw[i]);
-		if (!started[i])
-			write_stripe_part(&sw[i]);
-	}
-	for (i = 0; i < n; i++) {
-		struct mfs_device *dev = map->stripes[i].dev;
-
-		if (started[i])
-			pthread_join(sw[i].thread, NULL);
-		if (!sw[i].ret)
-			continue;
-		/* named and counted: the operation stops on it, the admin sees which */
-		if (dev) {
-			mfs_dev_count_error(w->fs, dev, MFS_DEV_STAT_WRITE_ERRS);
-			mfs_log(w->fs, "devid %llu (%s): write error while moving a chunk onto it: %s",
-				(unsigned long long)dev->devid, dev->path, strerror(-sw[i].ret));
-		}
-		if (!ret)
-			ret = sw[i].ret;
-	}
-	w->unflushed += w->writing->rows * map->stripe_len;
-	if (!ret && w->unflushed >= RESTRIPE_FLUSH_EVERY) {
-		ret = flush_written(w->fs, &w->map, 1, w->keep);
-		w->unflushed = 0;
-	}
-	w->ret = ret;
-	return NULL;
-}
-
-/* Wait for the window being written; its result. */
-static int writer_wait(struct chunk_writer *w)
-{
-	if (w->writing) {
-		pthread_join(w->thread, NULL);
-		w->writing = NULL;
-	}
-	return w->ret;
-}
-
-/* Hand the filled window to a thread (or write it here) and start the other. */
-static int writer_flush(struct chunk_writer *w)
-{
-	int ret = writer_wait(w);
-
-	if (ret || !w->win[w->cur].rows)
-		return ret;
-	w->writing = &w->win[w->cur];
-	if (pthread_create(&w->thread, NULL, write_window, w)) {
-		write_window(w);
-		w->writing = NULL;
-	}
-	w->cur ^= 1;
-	w->win[w->cur].rows = 0;
-	return w->writing ? 0 : w->ret;
-}
-
-/*
- * Place logical [logical, +len) of the new layout. Rows come in order;
- * a row is never split between windows, and rows left out (no data) are
- * not written at all. Bytes of a row that no range covers are zeros.
- */
-static int writer_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
-{
-	struct mfs_chunk_map *map = w->map;
-	u64 slen = map->stripe_len;
-
-	while (len) {
-		struct window *win = &w->win[w->cur];
-		struct mfs_io_map io;
-		u64 in_stripe, row, cnt;
-		int i, ret = mfs_map_block(map, logical, &io);
-
-		if (ret)
-			return ret;
-		in_stripe = io.physical[0] - map->stripes[io.stripe[0]].physical;
-		row = in_stripe / slen;
-		cnt = min_t(u64, min_t(u64, len, io.length), slen - in_stripe % slen);
-		if (win->rows && row < win->row0 + win->rows - 1)
-			return -EINVAL;		/* out of order */
-		if (win->rows && (row > win->row0 + win->rows ||
-				  (row == win->row0 + win->rows && win->rows == w->rows_max))) {
-			ret = writer_flush(w);
-			if (ret)
-				return ret;
-			win = &w->win[w->cur];
-		}
-		if (!win->rows)
-			win->row0 = row;
-		if (row == win->row0 + win->rows) {
-			for (i = 0; i < map->num_stripes; i++)
-				memset(slot(w, win, i, row), 0, slen);
-			win->rows++;
-		}
-		for (i = 0; i < io.ncopies; i++)
-			memcpy(slot(w, win, io.stripe[i], row) + in_stripe % slen, buf, cnt);
-		logical += cnt;
-		buf += cnt;
-		len -= cnt;
-	}
-	return 0;
-}
-
 /*
  * Where a relocation reads and which stripes it writes. read is old with
  * its stripes in the order to try (a replace reads the source first, or
@@ -656,7 +415,116 @@ static int writer_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 le
 struct copy_plan {
 	struct mfs_chunk_map *old, *read;
 	const u8 *keep;
+	struct reloc_job *job;
 };
+
+/*
+ * One chunk's relocation: what its copy, its checkpoints and its swap
+ * share. rec holds the new layout and how far the copy got on disk.
+ */
+struct reloc_job {
+	struct mfs_fs_info *fs;
+	struct mfs_block_group *bg;
+	struct mfs_chunk_map *old;
+	struct rs_reloc rec;
+	struct mfs_range *ranges;	/* the chunk's used ranges, sorted */
+	int n;
+	u64 from;		/* the copy starts here: the chunk's start, or its record's cursor */
+	u64 counted0;		/* the chunk's bytes counted in bytes_done before from */
+	u64 base;		/* bytes_done without the chunk's */
+	u64 since;		/* bytes copied since the last checkpoint */
+	bool checkpoints;	/* its layout fits in a record */
+	bool recorded;		/* a record of it is on disk */
+};
+
+/* Used bytes of the chunk in [start, end). */
+static u64 used_between(const struct reloc_job *job, u64 start, u64 end)
+{
+	u64 sum = 0;
+	int i;
+
+	for (i = 0; i < job->n; i++) {
+		u64 a = max_t(u64, job->ranges[i].start, start);
+		u64 b = min_t(u64, job->ranges[i].start + job->ranges[i].len, end);
+
+		if (a < b)
+			sum += b - a;
+	}
+	return sum;
+}
+
+/*
+ * bytes_done becomes `done` with the commit trans ends in: the item
+ * written in it says so, the figure shown only once it is on disk, so a
+ * crash never takes back what was shown.
+ */
+static int commit_progress(struct mfs_trans_handle *trans, struct mfs_restripe_status *st,
+			   u64 done)
+{
+	int ret;
+
+	st->bytes_pending = done - min_t(u64, done, st->bytes_done);
+	ret = rs_write_item(trans, st, false);
+	ret = ret ? mfs_end_transaction_abort(trans, ret) : mfs_commit_transaction(trans);
+	if (!ret)
+		__atomic_add_fetch(&st->bytes_done, st->bytes_pending, __ATOMIC_RELAXED);
+	st->bytes_pending = 0;
+	return ret;
+}
+
+/*
+ * Every RESTRIPE_CHECKPOINT bytes the copy is made durable: what it wrote
+ * goes to stable storage, then one commit records how far it got (the
+ * record, cut at a row of the new layout) with bytes_done. A pause or
+ * cancel asked for meanwhile stops the copy there: -EINTR, -ECANCELED.
+ */
+#define RESTRIPE_CHECKPOINT	(64 * SZ_1M)
+
+/* The record says the copy got to cursor, with bytes_done, in one commit. */
+static int record_progress(struct reloc_job *job, u64 cursor)
+{
+	struct mfs_fs_info *fs = job->fs;
+	struct mfs_trans_handle *trans;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret) {
+		job->rec.copied = cursor;
+		job->rec.counted = job->counted0 + used_between(job, job->from, cursor);
+		ret = rs_reloc_write(trans, &job->rec);
+		if (ret)
+			mfs_end_transaction_abort(trans, ret);
+		else
+			ret = commit_progress(trans, fs->restripe, job->base + job->rec.counted);
+	}
+	job->recorded |= !ret;
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
+}
+
+static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 next)
+{
+	struct reloc_job *job = plan->job;
+	struct mfs_restripe_status *st = job->fs->restripe;
+	struct mfs_chunk_map *map = w->map;
+	u64 row_bytes = mfs_nr_data_stripes(map->type, map->num_stripes) * map->stripe_len;
+	u64 row = (next - map->logical) / row_bytes, cursor = map->logical + row * row_bytes;
+	int ret;
+
+	if (!job->checkpoints || cursor <= job->rec.copied)
+		return 0;
+	job->since = 0;
+	ret = cw_settle(w, row);
+	if (!ret)
+		ret = rs_flush_written(job->fs, job->rec.maps, job->rec.nmaps, plan->keep);
+	if (!ret)
+		ret = record_progress(job, cursor);
+	mfs_test_pause_at("restripe-checkpoint");
+	if (!ret && st->cancel_req)
+		return -ECANCELED;
+	return !ret && st->pause_req ? -EINTR : ret;
+}
 
 /*
  * One used range into the new layout, RESTRIPE_PIECE bytes at a time, so
@@ -670,27 +538,34 @@ static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		      struct chunk_writer *w, const struct mfs_range *r, const u8 *csums, u8 *buf)
 {
 	struct mfs_restripe_status *st = fs->restripe;
+	struct reloc_job *job = plan->job;
 	u64 off, cnt;
 	int ret = 0;
 
 	for (off = 0; off < r->len && !ret; off += cnt) {
 		struct mfs_range piece = *r;
 		const u8 *sums = csums ? csums + off / MFS_SECTOR * fs->csum_size : NULL;
+		u64 skip;
 
 		/* a tree block is read whole: its checksum covers all of it */
 		cnt = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK ? r->len :
 		      min_t(u64, r->len - off, RESTRIPE_PIECE);
 		piece.start += off;
 		piece.len = cnt;
+		/* what a resumed copy has on disk already is not copied again */
+		if (piece.start + cnt <= job->from)
+			continue;
+		skip = job->from > piece.start ? job->from - piece.start : 0;
 		ret = read_good(fs, plan->read, &piece, sums, buf);
 		if (ret && plan->read != plan->old)
 			ret = read_good(fs, plan->old, &piece, sums, buf);
 		if (ret == -EIO || ret == -EUCLEAN)
 			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
 		if (!ret)
-			ret = writer_put(w, piece.start, buf, cnt);
-		if (!ret)
-			__atomic_add_fetch(&st->bytes_done, cnt, __ATOMIC_RELAXED);
+			ret = cw_put(w, piece.start + skip, buf + skip, cnt - skip);
+		job->since += cnt - skip;
+		if (!ret && job->since >= RESTRIPE_CHECKPOINT)
+			ret = checkpoint(plan, w, piece.start + cnt);
 	}
 	return ret;
 }
@@ -736,8 +611,8 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 			ret = copy_range(fs, plan, &w, &r[i], csums[i], buf);
 	}
 	if (!ret)
-		ret = writer_flush(&w);
-	err = writer_wait(&w);
+		ret = cw_flush(&w);
+	err = cw_wait(&w);
 	if (w.ret)
 		__atomic_add_fetch(&st->write_errs, 1, __ATOMIC_RELAXED);
 	free(w.win[0].buf);
@@ -796,6 +671,11 @@ static int swap_in_pieces(struct mfs_trans_handle *trans, struct mfs_block_group
 	return ret;
 }
 
+static u64 end_of(struct mfs_chunk_map **maps, int n)
+{
+	return maps[n - 1]->logical + maps[n - 1]->length;
+}
+
 /* Copy each piece's share of the used ranges (sorted) into it. */
 static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		       struct mfs_chunk_map **new, int nnew, struct mfs_range *r, u8 **csums, int n)
@@ -803,19 +683,30 @@ static int copy_pieces(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	int m, first = 0, ret = 0;
 
 	for (m = 0; m < nnew && !ret; m++) {
+		u64 end = new[m]->logical + new[m]->length;
 		int last = first;
 
-		while (last < n && r[last].start < new[m]->logical + new[m]->length)
+		while (last < n && r[last].start < end)
 			last++;
-		ret = copy_chunk(fs, plan, new[m], r + first, csums + first, last - first);
+		/* a resumed copy: only what lies past its cursor */
+		while (first < last && r[first].start + r[first].len <= plan->job->from)
+			first++;
+		if (end > plan->job->from)
+			ret = copy_chunk(fs, plan, new[m], r + first, csums + first, last - first);
 		first = last;
 	}
 	/*
 	 * What the devices still hold goes to stable storage now, before the
 	 * lock is taken for the swap: the commit under the lock, which
 	 * flushes every device again, then finds nothing left to write back.
+	 * A last checkpoint then says the whole chunk is copied: the figure
+	 * shown counts it at once, and a crash before the swap costs no copy.
 	 */
-	return ret ?: flush_written(fs, new, nnew, plan->keep);
+	ret = ret ?: rs_flush_written(fs, new, nnew, plan->keep);
+	if (!ret && plan->job->checkpoints &&
+	    used_between(plan->job, plan->job->rec.copied, end_of(new, nnew)))
+		ret = record_progress(plan->job, end_of(new, nnew));
+	return ret;
 }
 
 /*
@@ -906,11 +797,31 @@ static struct mfs_chunk_map *replace_read_map(const struct mfs_chunk_map *old, u
  * (those of the target profile first, new ones as needed), then the empty
  * chunk goes. Called and returns with fs->lock held.
  */
+/*
+ * Each extent moved counts in the balance item written in its
+ * transaction, and in the figure shown once that is committed.
+ */
+static int evacuate_progress(struct mfs_trans_handle *trans, u64 bytes, void *arg)
+{
+	struct mfs_restripe_status *st = arg;
+
+	if (!trans) {
+		__atomic_add_fetch(&st->bytes_done, st->bytes_pending, __ATOMIC_RELAXED);
+		st->bytes_pending = 0;
+		return 0;
+	}
+	st->bytes_pending += bytes;
+	return rs_write_item(trans, st, false);
+}
+
 static int evacuate_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 start = bg->start, length = bg->length;
-	int ret = mfs_evacuate_block_group(fs, bg, &st->bytes_done);
+	int ret = mfs_evacuate_block_group(fs, bg, evacuate_progress, st);
+
+	/* moves a failure took back are not counted */
+	st->bytes_pending = 0;
 
 	if (!ret) {
 		/* the tests' hook runs where a relocation's copy ends, lock or not */
@@ -1007,16 +918,20 @@ static int plan_copy(const struct mfs_restripe_status *st, struct mfs_chunk_map 
 
 /*
  * The copied chunk takes its new layout, with the restripe's cursor, in
- * one commit. Swap in memory first: the tree changes below may allocate,
- * and the chunk (now in its new layout) can take them, so relocating the
- * only metadata chunk needs no second one. The commit makes it all
- * durable at once - one chunk or all its pieces; a failed commit leaves
- * the filesystem read-only. bg is gone after a swap in pieces.
+ * one commit (its record, if any, goes in it). Swap in memory first: the
+ * tree changes below may allocate, and the chunk (now in its new layout)
+ * can take them, so relocating the only metadata chunk needs no second
+ * one. The commit makes it all durable at once - one chunk or all its
+ * pieces; a failed commit leaves the filesystem read-only. bg is gone
+ * after a swap in pieces.
  */
-static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
-		   struct mfs_block_group *bg, struct mfs_chunk_map *old,
-		   struct mfs_chunk_map **new, int nnew)
+static int swap_in(struct reloc_job *job)
 {
+	struct mfs_fs_info *fs = job->fs;
+	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_block_group *bg = job->bg;
+	struct mfs_chunk_map *old = job->old, **new = job->rec.maps;
+	int nnew = job->rec.nmaps;
 	struct mfs_trans_handle *trans;
 	int ret = mfs_start_transaction(fs, &trans);
 
@@ -1048,11 +963,12 @@ static int swap_in(struct mfs_fs_info *fs, struct mfs_restripe_status *st,
 	} else {
 		ret = swap_in_pieces(trans, bg, old, new, nnew);
 	}
-	if (!ret)
-		ret = rs_write_item(trans, st, false);
+	if (!ret && job->recorded)
+		ret = rs_reloc_delete(trans, old->logical);
 	if (ret)
 		return mfs_end_transaction_abort(trans, ret);
-	ret = mfs_commit_transaction(trans);
+	ret = commit_progress(trans, st, job->base + job->counted0 +
+					 used_between(job, job->from, old->logical + old->length));
 	if (!ret) {
 		release_old_extents(fs, old, new, nnew);
 		free(old);
@@ -1071,78 +987,143 @@ static bool relocate_by_removing(struct mfs_fs_info *fs, struct mfs_block_group 
 	return bg->used == 0 && bg->reserved == 0 && !rs_last_of_type(fs, bg);
 }
 
-int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical)
+/*
+ * A chunk whose copy stopped at a checkpoint goes on from it, with the
+ * layout its record gives (the chunk has been read-only since).
+ */
+static int resume_job(struct reloc_job *job)
 {
+	struct mfs_fs_info *fs = job->fs;
 	struct mfs_restripe_status *st = fs->restripe;
-	struct mfs_chunk_map *old, **new = NULL;
-	struct mfs_block_group *bg;
-	struct mfs_range *ranges = NULL;
-	struct copy_plan plan = { NULL, NULL, NULL };
-	u8 **csums = NULL, *keep = NULL;
-	int nnew = 0, n = 0, i, ret;
-	/* a copy that does not finish counts for nothing: the chunk is copied again */
-	u64 done_before = __atomic_load_n(&st->bytes_done, __ATOMIC_RELAXED);
+	struct rs_reloc *rc = st->reloc;
 
-	pthread_mutex_lock(&fs->lock);
-	old = mfs_find_chunk(fs, logical);
-	bg = mfs_lookup_block_group(fs, logical);
-	if (!old || !bg || old->logical != logical) {
-		pthread_mutex_unlock(&fs->lock);
-		return 0;	/* gone meanwhile */
+	job->rec = *rc;
+	free(rc);
+	st->reloc = NULL;
+	job->recorded = job->checkpoints = true;
+	job->from = job->rec.copied;
+	job->counted0 = job->rec.counted;
+	job->base = st->bytes_done - min_t(u64, st->bytes_done, job->counted0);
+	mfs_log(fs, "chunk %llu: its copy goes on from its checkpoint, %llu MiB in",
+		(unsigned long long)job->old->logical,
+		(unsigned long long)((job->from - job->old->logical) >> 20));
+	return mfs_bg_used_ranges(fs, job->bg, &job->ranges, &job->n);
+}
+
+/*
+ * With fs->lock held: the chunk read-only and its new layout, a record's
+ * or a new one. 1 when nothing is left to copy: the chunk is gone, or
+ * was removed or emptied here. On failure the chunk takes extents again.
+ */
+static int start_job(struct reloc_job *job, u64 logical)
+{
+	struct mfs_fs_info *fs = job->fs;
+	struct mfs_restripe_status *st = fs->restripe;
+	int ret;
+
+	job->old = mfs_find_chunk(fs, logical);
+	job->bg = mfs_lookup_block_group(fs, logical);
+	if (!job->old || !job->bg || job->old->logical != logical)
+		return 1;	/* gone meanwhile */
+	if (st->reloc && st->reloc->logical == logical) {
+		if (!st->reloc->stale)
+			return resume_job(job);
+		ret = rs_reloc_drop(fs);
+		if (ret)
+			return ret;
 	}
-	ret = quiesce_chunk(fs, bg);
-	if (!ret && relocate_by_removing(fs, bg)) {
-		ret = remove_empty_chunk(fs, bg);
+	ret = quiesce_chunk(fs, job->bg);
+	if (!ret && relocate_by_removing(fs, job->bg)) {
+		ret = remove_empty_chunk(fs, job->bg);
 		if (!ret)
 			st->completed++;
-		pthread_mutex_unlock(&fs->lock);
-		return ret;
-	}
-	if (ret) {
-		pthread_mutex_unlock(&fs->lock);
-		return ret;
-	}
-	/* the extents first: a layout in pieces is cut between them */
-	ret = mfs_bg_used_ranges(fs, bg, &ranges, &n);
-	if (!ret)
-		ret = new_layout(fs, st, old, ranges, n, &new, &nnew);
-	if (ret == -ENOSPC && rs_can_evacuate(&st->args, old)) {
-		free(ranges);
-		ret = evacuate_chunk(fs, bg);
-		pthread_mutex_unlock(&fs->lock);
-		return ret;
+		return ret ?: 1;
 	}
 	if (ret)
-		goto fail_locked;
-	ret = plan_copy(st, old, new, nnew, &plan, &keep);
-	csums = calloc(n + 1, sizeof(*csums));	/* filled by the copy */
+		return ret;
+	/* the extents first: a layout in pieces is cut between them */
+	ret = mfs_bg_used_ranges(fs, job->bg, &job->ranges, &job->n);
+	if (!ret)
+		ret = new_layout(fs, st, job->old, job->ranges, job->n, &job->rec.maps,
+				 &job->rec.nmaps);
+	if (ret == -ENOSPC && rs_can_evacuate(&st->args, job->old))
+		return evacuate_chunk(fs, job->bg) ?: 1;
+	if (ret) {
+		job->bg->ro = false;
+		return ret;
+	}
+	job->rec.logical = job->rec.copied = job->from = logical;
+	job->base = st->bytes_done;
+	job->checkpoints = rs_reloc_fits(fs, &job->rec);
+	return 0;
+}
+
+/*
+ * The copy stopped (fs->lock held). At a checkpoint, for a pause or a
+ * cancel, the record stays, for the resume or the cancel to deal with;
+ * otherwise the new layout goes - its record first, in a commit - and the
+ * chunk takes extents again. bytes_done stays what is on disk.
+ */
+static void stop_job(struct reloc_job *job, int err)
+{
+	struct mfs_fs_info *fs = job->fs;
+	struct mfs_restripe_status *st = fs->restripe;
+	struct rs_reloc *rc;
+
+	if (job->recorded && (rc = malloc(sizeof(*rc)))) {
+		*rc = job->rec;
+		st->reloc = rc;
+		job->rec.maps = NULL;
+		if (err != -EINTR && err != -ECANCELED)
+			rs_reloc_drop(fs);
+		return;
+	}
+	/* (without memory for it, a record's chunk stays read-only until the next open) */
+	if (!job->recorded)
+		job->bg->ro = false;
+	mfs_free_chunk_layout(job->rec.maps, job->rec.nmaps, job->old);
+	job->rec.maps = NULL;
+}
+
+int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical)
+{
+	struct reloc_job job = { .fs = fs };
+	struct copy_plan plan = { .job = &job };
+	u8 **csums = NULL, *keep = NULL;
+	int i, ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = start_job(&job, logical);
+	if (ret) {
+		if (ret < 0 && job.recorded)
+			stop_job(&job, ret);
+		pthread_mutex_unlock(&fs->lock);
+		free(job.ranges);
+		return ret > 0 ? 0 : ret;
+	}
+	ret = plan_copy(fs->restripe, job.old, job.rec.maps, job.rec.nmaps, &plan, &keep);
+	csums = calloc(job.n + 1, sizeof(*csums));	/* filled by the copy */
 	if (!csums)
 		ret = -ENOMEM;
 	pthread_mutex_unlock(&fs->lock);
 
 	/* the copy runs without the lock: the chunk only loses extents meanwhile */
 	if (!ret)
-		ret = copy_pieces(fs, &plan, new, nnew, ranges, csums, n);
+		ret = copy_pieces(fs, &plan, job.rec.maps, job.rec.nmaps, job.ranges, csums, job.n);
 	if (!ret)
 		test_delay();
 
 	pthread_mutex_lock(&fs->lock);
-	if (!ret) {
-		ret = swap_in(fs, st, bg, old, new, nnew);
-		goto out_locked;
-	}
-	mfs_free_chunk_layout(new, nnew, old);
-	new = NULL;
-fail_locked:
-	bg->ro = false;
-	__atomic_store_n(&st->bytes_done, done_before, __ATOMIC_RELAXED);
-out_locked:
+	if (!ret)
+		ret = swap_in(&job);
+	else
+		stop_job(&job, ret);
 	pthread_mutex_unlock(&fs->lock);
-	free(new);
-	for (i = 0; csums && i < n; i++)
+	free(job.rec.maps);
+	for (i = 0; csums && i < job.n; i++)
 		free(csums[i]);
 	free(csums);
-	free(ranges);
+	free(job.ranges);
 	if (plan.read != plan.old)
 		free(plan.read);
 	free(keep);

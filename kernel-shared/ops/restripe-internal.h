@@ -45,8 +45,36 @@ int rs_replace_take_devid(struct mfs_trans_handle *trans, struct mfs_device *tgt
 
 /* relocate.c */
 int rs_relocate_chunk(struct mfs_fs_info *fs, u64 logical);
+/* Delete the item at key: -EUCLEAN when it is not there. */
 int rs_delete_key(struct mfs_trans_handle *trans, struct mfs_root *root, const struct mfs_key *key);
+/* Delete the item at key if there is one: 1 when there is none. */
+int rs_delete_if_there(struct mfs_trans_handle *trans, struct mfs_root *root,
+		       const struct mfs_key *key);
 /* Whether bg is the only chunk of its type (data, metadata or system). */
 bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
+
+/* reloc-record.c: the checkpoint of a chunk's copy (format: BALANCE_CHUNK) */
+struct rs_reloc {
+	u64 logical;			/* the chunk: read-only while the record exists */
+	u64 copied;			/* logical: its used bytes below are in the new layout */
+	u64 counted;			/* of them, counted in bytes_done */
+	struct mfs_chunk_map **maps;	/* the new layout, its stripes taken on the devices */
+	int nmaps;
+	bool stale;			/* not to be followed (took nothing): copied again */
+};
+/* Whether a record of this layout fits in a leaf (else the chunk is copied without). */
+bool rs_reloc_fits(struct mfs_fs_info *fs, const struct rs_reloc *rc);
+int rs_reloc_write(struct mfs_trans_handle *trans, const struct rs_reloc *rc);
+int rs_reloc_delete(struct mfs_trans_handle *trans, u64 logical);
+/* At open, once the operation is loaded: its record, if any, into fs->restripe->reloc. */
+int rs_reloc_load(struct mfs_fs_info *fs);
+/* After the commit that deleted it: its stripes free again, its chunk writable. */
+void rs_reloc_forget(struct mfs_fs_info *fs);
+/* Delete the record in a commit of its own, then forget it (fs->lock held). */
+int rs_reloc_drop(struct mfs_fs_info *fs);
+/* The record's memory, when the filesystem is freed (its devices are gone). */
+void rs_reloc_free(struct mfs_fs_info *fs);
+/* The bytes of chunk logical that its record counted in bytes_done. */
+u64 rs_reloc_counted(const struct mfs_restripe_status *st, u64 logical);
 
 #endif

@@ -48,6 +48,7 @@ static const struct mfs_alloc_policy restripe_policy = {
 	.ahead = policy_ahead,
 	.will_move = mfs_restripe_will_move,
 	.new_chunk_stripe = mfs_restripe_new_chunk_stripe,
+	.release = rs_reloc_free,
 };
 
 struct mfs_restripe_status *rs_status(struct mfs_fs_info *fs)
@@ -127,7 +128,7 @@ int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st
 	bi.cursor = cpu_to_le64(st->cursor);
 	bi.completed = cpu_to_le64(st->completed);
 	bi.considered = cpu_to_le64(st->considered);
-	bi.bytes_done = cpu_to_le64(st->bytes_done);
+	bi.bytes_done = cpu_to_le64(st->bytes_done + st->bytes_pending);
 	bi.nr_devids = cpu_to_le64(st->args.nr_devids);
 	for (i = 0; i < st->args.nr_devids; i++)
 		bi.devids[i] = cpu_to_le64(st->args.devids[i]);
@@ -150,17 +151,9 @@ int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st
 static int delete_item(struct mfs_trans_handle *trans)
 {
 	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
-	struct mfs_path path;
-	int ret;
+	int ret = rs_delete_if_there(trans, trans->fs_info->tree_root, &key);
 
-	mfs_init_path(&path);
-	ret = mfs_search_slot(trans, trans->fs_info->tree_root, &key, &path, -1, 1);
-	if (ret == 0)
-		ret = mfs_del_item(trans, trans->fs_info->tree_root, &path);
-	else if (ret > 0)
-		ret = 0;
-	mfs_release_path(&path);
-	return ret;
+	return ret > 0 ? 0 : ret;
 }
 
 /* Save state and commit (fs->lock held). */
@@ -229,10 +222,16 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 		return -EUCLEAN;
 	/* a convert under way, even paused: new chunks get its targets, as in btrfs */
 	rs_apply_targets(fs, &st->args);
+	/* a chunk copied part of the way: read-only, its new place taken */
+	ret = rs_reloc_load(fs);
+	if (ret)
+		return ret;
 	/* what is left, for status before it is resumed */
 	if (!rs_select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes)) {
 		st->expected = st->completed + n;
 		st->bytes_total = st->bytes_done + bytes;
+		if (st->reloc)
+			st->bytes_total -= min_t(u64, bytes, st->reloc->counted);
 		free(list);
 	}
 	return 0;
@@ -588,7 +587,8 @@ static void refresh_total(struct mfs_fs_info *fs, const u64 *left, int n)
 		struct mfs_block_group *bg = mfs_lookup_block_group(fs, left[i]);
 
 		if (bg && bg->start == left[i])
-			total += bg->used + bg->reserved;
+			total += bg->used + bg->reserved -
+				 min_t(u64, bg->used, rs_reloc_counted(st, left[i]));
 	}
 	st->bytes_total = total;
 }
@@ -673,7 +673,7 @@ static int run_once(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 *list = NULL, *all = NULL, *alen = NULL, bytes;
-	bool *removed = NULL;
+	bool *removed = NULL, selected;
 	int n = 0, nall = 0, i, j, ret;
 
 	pthread_mutex_lock(&fs->lock);
@@ -708,8 +708,14 @@ static int run_once(struct mfs_fs_info *fs)
 		st->considered++;
 		refresh_total(fs, list + j, n - j);
 		pthread_mutex_unlock(&fs->lock);
-		if (j < n && list[j] == all[i]) {
-			ret = rs_relocate_chunk(fs, list[j++]);
+		selected = j < n && list[j] == all[i];
+		j += selected;
+		/* a chunk copied part of the way is finished, selected or not */
+		pthread_mutex_lock(&fs->lock);
+		selected |= st->reloc && st->reloc->logical == all[i];
+		pthread_mutex_unlock(&fs->lock);
+		if (selected) {
+			ret = rs_relocate_chunk(fs, all[i]);
 		} else {
 			/* passed over; persisted with the next progress save */
 			pthread_mutex_lock(&fs->lock);
@@ -774,6 +780,10 @@ static int replace_turn_round(struct mfs_fs_info *fs)
 	u64 tmp;
 	int ret;
 
+	/* a chunk copied part of the way stays where it was */
+	ret = rs_reloc_drop(fs);
+	if (ret)
+		return ret;
 	if (!(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING)) {
 		st->cancel_progress = progress(st);
 		tmp = st->args.devids[0];
@@ -808,6 +818,8 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 	if (ret)
 		return ret;
 	ret = delete_item(trans);
+	if (!ret && st->reloc)
+		ret = rs_reloc_delete(trans, st->reloc->logical);
 	/* devices being deleted or shrunk take allocations again */
 	for (i = 0; st->args.op == MFS_RESTRIPE_OP_DELETE && i < st->args.nr_devids; i++) {
 		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[i]);
@@ -830,6 +842,7 @@ int mfs_restripe_cancel_paused(struct mfs_fs_info *fs)
 		return mfs_end_transaction_abort(trans, ret);
 	ret = mfs_commit_transaction(trans);
 	if (!ret) {
+		rs_reloc_forget(fs);
 		st->state = MFS_RESTRIPE_NONE;
 		/* no target any more: the profiles the chunks have decide again */
 		mfs_init_alloc_profiles(fs);

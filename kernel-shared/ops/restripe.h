@@ -36,6 +36,8 @@ enum mfs_restripe_state {
 	MFS_RESTRIPE_PAUSED,
 };
 
+struct rs_reloc;
+
 /* What a running or paused operation reports (fs->restripe). */
 struct mfs_restripe_status {
 	int state;
@@ -44,7 +46,8 @@ struct mfs_restripe_status {
 	u64 considered;
 	u64 completed;		/* chunks relocated */
 	u64 bytes_total;	/* used bytes in the selected chunks */
-	u64 bytes_done;
+	u64 bytes_done;		/* never more than is on disk: a crash takes nothing back */
+	u64 bytes_pending;	/* moved in the running transaction, counted once committed */
 	u64 cursor;
 	u64 start_ns;		/* CLOCK_MONOTONIC when this run started */
 	u64 bytes_at_start;	/* bytes_done when this run started (rate) */
@@ -56,6 +59,7 @@ struct mfs_restripe_status {
 	u64 cancel_progress;	/* replace: tenths of a percent done when cancelled; persisted */
 	u64 read_errs;		/* replace: ranges no copy could give */
 	u64 write_errs;		/* replace: failed writes to the target */
+	struct rs_reloc *reloc;	/* the chunk whose copy stopped at a checkpoint, or NULL */
 	/* the last replace that ended while this filesystem was open */
 	struct {
 		int outcome;	/* MFS_REPLACE_* */
@@ -106,6 +110,12 @@ bool mfs_restripe_reduced_pending(struct mfs_fs_info *fs, struct mfs_restripe_ar
 int mfs_restripe_start_reduced(struct mfs_fs_info *fs);
 /* A paused operation becomes RUNNING again (then call mfs_restripe_run). */
 int mfs_restripe_resume(struct mfs_fs_info *fs);
+/*
+ * Whether devid's extent at physical is a stripe of the new layout of a
+ * chunk copied part of the way (format: BALANCE_CHUNK): taken on the
+ * device in memory, not a device extent on disk yet.
+ */
+bool mfs_restripe_taken_stripe(struct mfs_fs_info *fs, u64 devid, u64 physical);
 /* Empty data chunks back to the unallocated pool (takes fs->lock). */
 int mfs_remove_unused_chunks(struct mfs_fs_info *fs);
 
@@ -177,11 +187,15 @@ int mfs_device_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
 /*
  * Move every data extent out of bg (already read-only, its pending writes
  * committed) into other chunks, as new data is placed, and point the files
- * at the copies; *moved counts the bytes (atomically, status reads it).
+ * at the copies. progress(trans, bytes, arg) is called in the transaction
+ * that moves each extent, with its bytes (an error aborts it), and with
+ * trans NULL after each commit evacuate makes: what it was told is on disk.
  * Called with fs->lock held; drops it between extents. 0 once bg is
  * empty (commits included).
  */
 struct mfs_block_group;
-int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg, u64 *moved);
+typedef int (*mfs_evacuate_progress)(struct mfs_trans_handle *trans, u64 bytes, void *arg);
+int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
+			     mfs_evacuate_progress progress, void *arg);
 
 #endif

@@ -16,6 +16,8 @@ struct mfs_alloc_policy {
 	bool (*will_move)(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
 	/* the stripe size a new chunk of flags gets (0: the usual one) */
 	u64 (*new_chunk_stripe)(struct mfs_fs_info *fs, u64 flags);
+	/* the operation's memory besides fs->restripe, freed with the filesystem */
+	void (*release)(struct mfs_fs_info *fs);
 };
 
 int mfs_add_block_group(struct mfs_fs_info *fs, struct mfs_chunk_map *map,

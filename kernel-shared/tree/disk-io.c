@@ -734,6 +734,8 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 		free(dev);
 	}
 	free(fs->devices);
+	if (fs->alloc_policy && fs->alloc_policy->release)
+		fs->alloc_policy->release(fs);
 	free(fs->restripe);
 	free(fs->scrub);
 	for (i = 0; i < fs->nr_problems; i++)

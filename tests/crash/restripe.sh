@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Crash consistency of the restriper: log every write and flush of a convert
-# (raid0 -> raid5), of a convert on small devices that replaces chunks by
+# (raid0 -> raid5), of a convert of a chunk large enough to be checkpointed
+# mid-copy, of a convert on small devices that replaces chunks by
 # several pieces each, of a device delete and of a replace, and of a delete
 # and a replace of a member that is missing (every state opened degraded,
 # check allowed to name only that member as missing), and rebuild the
@@ -353,6 +354,16 @@ name="convert raid0 -> raid5"
 if ! wanted "$name"; then
 	:
 elif make_fs 3 -d raid0 -m raid1; then
+	run_config "$name" "$mfs" balance start -q -dconvert=raid5 "${imgs[@]}"
+else
+	tap FAIL "$name: setup"
+fi
+# a data chunk of more than 200 MiB: its copy is checkpointed every 64 MiB
+# (format BALANCE_CHUNK); a state between checkpoints goes on from the last
+name="convert with checkpoints (a chunk past 64 MiB, single -> raid5)"
+if ! wanted "$name"; then
+	:
+elif DEV_SIZE=1G FILL_MIB=150 make_fs 3 -d single -m raid1; then
 	run_config "$name" "$mfs" balance start -q -dconvert=raid5 "${imgs[@]}"
 else
 	tap FAIL "$name: setup"

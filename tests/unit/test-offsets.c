@@ -257,6 +257,18 @@ static void test_balance_item(void)
 	CHECK_EQ(MFS_BALANCE_REPLACE_CANCELLING, 0x40);
 }
 
+static void test_balance_chunk_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_balance_chunk_item), 64);
+	PIN(struct mfs_balance_chunk_item, copied, 0, 8);
+	PIN(struct mfs_balance_chunk_item, bytes_done, 8, 8);
+	PIN(struct mfs_balance_chunk_item, generation, 16, 8);
+	PIN(struct mfs_balance_chunk_item, nr_pieces, 24, 4);
+	PIN(struct mfs_balance_chunk_item, reserved0, 28, 4);
+	PIN(struct mfs_balance_chunk_item, reserved, 32, 32);
+	CHECK_EQ(MFS_BALANCE_CHUNK_MAX_PIECES, 64);
+}
+
 static void test_scrub_item(void)
 {
 	CHECK_EQ(sizeof(struct mfs_scrub_item), 192);
@@ -459,6 +471,7 @@ static void test_key_types(void)
 	CHECK_EQ(MFS_DEV_EXTENT_KEY, 204);
 	CHECK_EQ(MFS_DEV_ITEM_KEY, 216);
 	CHECK_EQ(MFS_CHUNK_ITEM_KEY, 228);
+	CHECK_EQ(MFS_BALANCE_CHUNK_KEY, 247);
 	CHECK_EQ(MFS_BALANCE_ITEM_KEY, 248);
 	CHECK_EQ(MFS_PERSISTENT_ITEM_KEY, 249);
 	CHECK_EQ(MFS_DEV_REPLACE_KEY, 250);
@@ -550,12 +563,12 @@ int main(void)
 	RUN(test_chunk);
 	RUN(test_dev_extent);
 	RUN(test_block_group_item);
-	RUN(test_balance_item);
 	RUN(test_extent_item);
 	RUN(test_root_item);
 	RUN(test_dev_stats_item);
 	RUN(test_disk_balance_args);
 	RUN(test_balance_item);
+	RUN(test_balance_chunk_item);
 	RUN(test_scrub_item);
 	RUN(test_timespec);
 	RUN(test_inode_item);
