@@ -50,6 +50,10 @@ struct mfs_scrub {
 	int nr_inos;
 	size_t files_used;
 	u64 committed_at;		/* bytes_done when the item was last committed */
+	/* the progress shown is what a commit holds: a crash never takes it back */
+	u64 written_gen;		/* the transaction the item was last written in */
+	u64 written_bytes;		/* the bytes_done it says */
+	u64 durable_bytes;		/* bytes_done of the last commit known to hold it */
 	/* paused by an unmount or stopped by a crash, not by the admin */
 	bool interrupted;
 };
@@ -754,8 +758,21 @@ static int from_item(struct mfs_scrub *sc, const struct mfs_scrub_item *it)
 	c->uncorrectable_errors = le64_to_cpu(it->uncorrectable_errors);
 	c->unverified_errors = le64_to_cpu(it->unverified_errors);
 	c->super_errors = le64_to_cpu(it->super_errors);
-	sc->committed_at = c->bytes_done;
+	sc->committed_at = sc->durable_bytes = sc->written_bytes = c->bytes_done;
 	return 0;
+}
+
+/*
+ * The bytes scrubbed that a commit holds (fs->lock held). Read-only, the
+ * item is not written: the live figure.
+ */
+static u64 durable_bytes(struct mfs_fs_info *fs, struct mfs_scrub *sc)
+{
+	if (!(fs->open_flags & MFS_OPEN_WRITABLE))
+		return sc->st.c.bytes_done;
+	if (sc->written_gen && fs->generation >= sc->written_gen)
+		sc->durable_bytes = sc->written_bytes;
+	return sc->durable_bytes;
 }
 
 /*
@@ -810,7 +827,12 @@ static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit)
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		return ret;
+	durable_bytes(fs, sc);
 	ret = mfs_write_item(trans, fs->tree_root, &scrub_key, &it, sizeof(it));
+	if (!ret) {
+		sc->written_gen = trans->transid;
+		sc->written_bytes = sc->st.c.bytes_done;
+	}
 	commit |= sc->st.c.bytes_done - sc->committed_at >= SCRUB_COMMIT;
 	if (ret)
 		return mfs_end_transaction_abort(trans, ret);
@@ -900,12 +922,13 @@ int mfs_scrub_start(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_args *a)
 
 static void status_locked(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_status *st)
 {
-	const struct mfs_scrub *sc = scrub_of(fs);
+	struct mfs_scrub *sc = scrub_of(fs);
 
 	memset(st, 0, sizeof(*st));
 	if (!sc)
 		return;
 	*st = sc->st;
+	st->c.bytes_done = durable_bytes(fs, sc);
 	st->pause_req = sc->pause_req;
 	st->cancel_req = sc->cancel_req;
 	if (sc->st.state == MFS_SCRUB_RUNNING)
