@@ -27,6 +27,8 @@ enum mfs_check_fix_kind {
 	/* dir `bytenr`: the missing twin of an entry, from `entry` (its other half) */
 	MFS_FIX_DIR_ITEM,
 	MFS_FIX_DIR_INDEX,
+	/* inode `bytenr`, named by no entry: into lost+found, link count `value` */
+	MFS_FIX_LOST_FOUND,
 };
 
 struct mfs_check_fix {
@@ -37,7 +39,10 @@ struct mfs_check_fix {
 	/* MFS_FIX_TREE_COPY: what the parent's pointer says of the block */
 	struct mfs_tree_check chk;
 	struct mfs_key first_key;
-	/* MFS_FIX_DIR_ITEM/INDEX: the entry (struct mfs_dir_item + name), malloc'd */
+	/*
+	 * MFS_FIX_DIR_ITEM/INDEX: the entry (struct mfs_dir_item + name);
+	 * MFS_FIX_LOST_FOUND, once applied: the name it got. malloc'd.
+	 */
 	void *entry;
 	u32 entry_len;
 };

@@ -28,6 +28,15 @@ make_fs() {
 	mfs umount "$T/mnt"
 }
 
+# dir_index_of: a reader of dump-tree output
+. "$BATS_TEST_DIRNAME/../fsck/dump.bash"
+
+# cut_entry DIR NAME: both halves of DIR's entry NAME deleted.
+cut_entry() {
+	"$CORRUPT" -d "$T/img2" "$T/img1" del fs "$1" DIR_INDEX "$(dir_index_of "$T/img1" "$1" "$2")"
+	"$CORRUPT" -d "$T/img2" "$T/img1" del fs "$1" DIR_ITEM "hash:$2"
+}
+
 files_intact() {
 	mfs_mount $(imgs 2) "$T/mnt"
 	diff -u "$T/sums" <(tree_sums "$T/mnt")
@@ -118,6 +127,48 @@ files_intact() {
 	files_intact
 	mfs_mount $(imgs 2) "$T/mnt"
 	[ "$(stat -c %h "$T/mnt/d/f7")" -eq 1 ]
+}
+
+@test "check --repair: a file and a directory no entry names go to lost+found, named by inode" {
+	make_fs
+	local f d x sum_f sum_z
+	mfs_mount $(imgs 2) "$T/mnt"
+	mkdir -p "$T/mnt/x/y"
+	head -c 70000 /dev/urandom >"$T/mnt/x/y/z"
+	f=$(stat -c %i "$T/mnt/d/f7")
+	d=$(stat -c %i "$T/mnt/d")
+	x=$(stat -c %i "$T/mnt/x")
+	sum_f=$(sha256sum <"$T/mnt/d/f7")
+	sum_z=$(sha256sum <"$T/mnt/x/y/z")
+	mfs umount "$T/mnt"
+	cut_entry "$d" f7
+	cut_entry 256 x
+	run --separate-stderr mfs check $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: inode $f is not referenced and not an orphan"
+	assert_stderr_line "ERROR: inode $x is not referenced and not an orphan"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_success
+	assert_line "[repair] Moving file '$f' to 'lost+found' dir since it has no valid backref (inode $f, link count 1)"
+	assert_line "[repair] Moving file '$x' to 'lost+found' dir since it has no valid backref (inode $x, link count 3)"
+	run mfs check $(imgs 2)
+	assert_success
+	mfs_mount $(imgs 2) "$T/mnt"
+	[ "$(sha256sum <"$T/mnt/lost+found/$f")" = "$sum_f" ]
+	[ "$(sha256sum <"$T/mnt/lost+found/$x/y/z")" = "$sum_z" ]
+	[ "$(stat -c '%a %h' "$T/mnt/lost+found")" = "700 3" ]
+	[ "$(stat -c %h "$T/mnt/lost+found/$f")" -eq 1 ]
+	[ ! -e "$T/mnt/d/f7" ]
+	mfs umount "$T/mnt"
+	# a second file found later goes into the lost+found that is there
+	cut_entry "$d" f8
+	run mfs check --repair --force $(imgs 2)
+	assert_success
+	run mfs check $(imgs 2)
+	assert_success
+	mfs_mount $(imgs 2) "$T/mnt"
+	[ -f "$T/mnt/lost+found/$f" ] && [ -d "$T/mnt/lost+found/$x" ]
+	[ "$(ls "$T/mnt/lost+found" | wc -l)" -eq 3 ]
 }
 
 @test "check --repair: damage with no good source is left alone, nothing written, exit 4 from fsck" {
