@@ -105,6 +105,17 @@ void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
 int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		     void (*done)(void *arg, const char *msg), u64 *applied);
 
+/*
+ * --init-csum-tree (check-csum-tree.c), on fs opened writable: every csum
+ * item dropped and one made again for each data extent a regular file
+ * extent points at, from the first copy that reads, in one transaction
+ * (nothing is written when a data extent cannot be read). Copies that
+ * differ and file extents left out are said through say. The extents and
+ * bytes checksummed in *nr_extents, *nr_bytes; -errno.
+ */
+int mfs_check_init_csum_tree(struct mfs_fs_info *fs, void (*say)(void *arg, const char *msg),
+			     void *arg, u64 *nr_extents, u64 *nr_bytes);
+
 /* Count one problem and hand it to ctl->report (for the phases' files). */
 void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

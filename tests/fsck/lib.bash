@@ -6,6 +6,7 @@
 # `mfs check --repair` repairs it (REPAIR=yes: a second check is clean and
 # every file reads back with its sha256) or must write nothing (REPAIR=no).
 # DATA_CSUM=1: the finding needs --check-data-csum.
+# REPAIR_OPTION: what repairs it, if not --repair (e.g. --init-csum-tree).
 #
 # In damage: $W/img1..imgN are the images; IMGS lists them; F (a file with a
 # hard link), D (a directory), A (a directory), DATA (a 12 KiB file),
