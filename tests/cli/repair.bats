@@ -171,6 +171,22 @@ files_intact() {
 	[ "$(ls "$T/mnt/lost+found" | wc -l)" -eq 3 ]
 }
 
+@test "check --repair: lost+found taken by a file: nothing is written" {
+	make_fs
+	local d
+	mfs_mount $(imgs 2) "$T/mnt"
+	echo "not a directory" >"$T/mnt/lost+found"
+	d=$(stat -c %i "$T/mnt/d")
+	mfs umount "$T/mnt"
+	cut_entry "$d" f3
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_failure 1
+	assert_line "[repair] block group and inode items: not repaired: Not a directory"
+	assert_stderr_line "ERROR: repair stopped: Not a directory"
+	md5sum -c --quiet "$T/before"
+}
+
 @test "check --init-csum-tree: checksums made again from the data; asks first; a mount, check and scrub agree" {
 	make_fs
 	mfs_mount -o compress=zlib $(imgs 2) "$T/mnt"
