@@ -19,9 +19,10 @@ static const char * const cmd_check_usage[] = {
 	"Other member devices are found by scanning; image files can be listed.",
 	"",
 	OPTLINE("--readonly", "run in read-only mode (default)"),
-	OPTLINE("--repair", "repair what has a trustworthy source: superblock and tree block copies, block group used bytes; asks first"),
+	OPTLINE("--repair", "repair what has a trustworthy source (copies, counts, directory entries), name lost inodes in /lost+found; asks first"),
+	OPTLINE("--init-csum-tree", "rebuild the data checksum tree from the data (the first copy that reads), then check and repair as --repair does"),
 	OPTLINE("-s|--super N", "use superblock copy N (0, 1 or 2)"),
-	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair, do not ask"),
+	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair or --init-csum-tree, do not ask"),
 	OPTLINE("--check-data-csum", "also verify every copy of every data sector"),
 	OPTLINE("-q|--quiet", "print only errors and the summary"),
 	NULL
@@ -53,6 +54,7 @@ struct check_opts {
 	bool quiet;
 	bool data_csum;
 	bool repair;
+	bool init_csum;		/* --init-csum-tree (implies repair) */
 	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
 };
 
@@ -163,6 +165,53 @@ static int apply_repair(const struct check_opts *o, char **devs, int ndevs,
 	return (int)applied;
 }
 
+static void report_csum_tree(void *arg, const char *msg)
+{
+	(void)arg;
+	warning("%s", msg);
+}
+
+/*
+ * --init-csum-tree, before the check: refused (nothing written) where the
+ * open had to skip structures or a member is missing, as --repair is.
+ * 0 or -errno.
+ */
+static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
+{
+	struct mfs_fs_info *fs;
+	u64 extents, bytes;
+	int ret, i;
+
+	ret = open_fs(o, devs, ndevs, true, &fs);
+	if (ret)
+		return ret;
+	for (i = 0; i < fs->nr_devices && !ret; i++)
+		if (fs->devices[i]->missing)
+			ret = -ENODEV;
+	if (ret || fs->nr_problems) {
+		error("cannot rebuild the checksum tree: %s; nothing was written",
+		      ret ? "a member is missing" : "the filesystem could not be opened whole");
+		mfs_free_fs_info(fs);
+		return ret ? ret : -EUCLEAN;
+	}
+	printf("Reinitialize checksum tree\n");
+	fflush(stdout);
+	ret = mfs_check_init_csum_tree(fs, report_csum_tree, NULL, &extents, &bytes);
+	if (ret) {
+		error("checksum tree refilling failed: %s; nothing was written", strerror(-ret));
+		mfs_free_fs_info(fs);
+		return ret;
+	}
+	if (mfs_close_fs(fs)) {
+		error("committing the new checksum tree failed");
+		return -EIO;
+	}
+	printf("[repair] checksum tree rebuilt: %llu data extent(s), %llu bytes\n",
+	       (unsigned long long)extents, (unsigned long long)bytes);
+	fflush(stdout);
+	return 0;
+}
+
 /*
  * Runs the phases on the filesystem opened read-only; with --repair and
  * errors, applies the fixes on it opened writable and checks again.
@@ -231,7 +280,7 @@ static int parse_mirror(const char *arg, int *out)
 	return 0;
 }
 
-enum { OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM };
+enum { OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM, OPT_INIT_CSUM_TREE };
 
 /* --repair without --force: the admin says yes first, as btrfs warns first. */
 static bool repair_confirmed(void)
@@ -239,8 +288,9 @@ static bool repair_confirmed(void)
 	fprintf(stderr,
 		"WARNING:\n\n"
 		"\t--repair writes to the devices. It repairs only what it has a good\n"
-		"\tsource for (another copy, sound extent items) and leaves the rest,\n"
-		"\tbut no fsck can repair every kind of damage: restore what you can\n"
+		"\tsource for (another copy, sound extent items) and leaves the rest.\n"
+		"\t--init-csum-tree takes the data as the first copy that reads has it.\n"
+		"\tNo fsck can repair every kind of damage: restore what you can\n"
 		"\t('mfs restore') before you go on if the data matters.\n\n");
 	return ask_yes(stderr, "Do you want to continue?");
 }
@@ -253,6 +303,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "super", required_argument, NULL, 's' },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "check-data-csum", no_argument, NULL, OPT_CHECK_DATA_CSUM },
+		{ "init-csum-tree", no_argument, NULL, OPT_INIT_CSUM_TREE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -278,6 +329,9 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		case OPT_CHECK_DATA_CSUM:
 			o.data_csum = true;
 			break;
+		case OPT_INIT_CSUM_TREE:
+			o.init_csum = o.repair = true;
+			break;
 		case 'q':
 			o.quiet = true;
 			break;
@@ -295,6 +349,8 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		printf("Aborted; nothing was written\n");
 		return 1;
 	}
+	if (o.init_csum && init_csum_tree(&o, argv + optind, argc - optind))
+		return 1;
 	ret = run_check(&o, argv + optind, argc - optind, &repaired);
 	return ret == EXIT_CLEAN ? 0 : 1;
 }

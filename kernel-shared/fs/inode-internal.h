@@ -93,5 +93,17 @@ int inode_item_append(struct mfs_trans_handle *trans, struct mfs_root *root,
 int inode_item_cut(struct mfs_trans_handle *trans, struct mfs_root *root,
 		const struct mfs_key *key, u32 off, u32 len);
 void inode_ts_to_disk(struct mfs_timespec *out, const struct timespec *in);
+/*
+ * For the checker's repair, in the running transaction: the directory
+ * lost+found in the root, created (mode 0700) when absent; -ENOTDIR when
+ * that name is something else.
+ */
+int inode_lost_found_dir(struct mfs_trans_handle *trans, u64 *dir);
+/*
+ * Name inode ino, which no directory entry names, "<ino>" in dir (or
+ * "<ino>.<ino>"... while the name is taken, as btrfs check does) and set
+ * its link count to nlink. The name goes to name (MFS_NAME_LEN + 1 bytes).
+ */
+int inode_link_lost(struct mfs_trans_handle *trans, u64 dir, u64 ino, u32 nlink, char *name);
 
 #endif

@@ -3,6 +3,7 @@
  * in extents.c, read.c and write.c. Public functions take fs->lock; the
  * static helpers expect it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -635,6 +636,63 @@ int mfs_link(struct mfs_fs_info *fs, u64 ino, u64 dir, const char *name, struct 
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
+}
+
+/* ---------------- for the checker: lost+found ---------------- */
+
+int inode_lost_found_dir(struct mfs_trans_handle *trans, u64 *dir)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_stat st;
+	struct dir_entry de;
+	int ret = find_dir_entry(fs, MFS_ROOT_DIR_OBJECTID, "lost+found", &de);
+
+	if (ret == 0) {
+		*dir = de.child;
+		return de.type == MFS_FT_DIR ? 0 : -ENOTDIR;
+	}
+	if (ret != -ENOENT)
+		return ret;
+	/* e2fsck and btrfs check make it 0700: what it gathers was nobody's to see */
+	ret = create_locked(trans, MFS_ROOT_DIR_OBJECTID, "lost+found", S_IFDIR | 0700, 0, 0, 0,
+			    NULL, &st);
+	if (!ret)
+		*dir = st.ino;
+	return ret;
+}
+
+int inode_link_lost(struct mfs_trans_handle *trans, u64 dir, u64 ino, u32 nlink, char *name)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_inode_item ii;
+	struct dir_entry de;
+	size_t len;
+	u32 mode;
+	int ret = mfs_read_inode(fs, ino, &ii);
+
+	if (ret)
+		return ret;
+	mode = le32_to_cpu(ii.mode);
+	len = snprintf(name, MFS_NAME_LEN + 1, "%llu", (unsigned long long)ino);
+	while ((ret = find_dir_entry(fs, dir, name, &de)) == 0) {
+		char suffix[24];
+		size_t n = snprintf(suffix, sizeof(suffix), ".%llu", (unsigned long long)ino);
+
+		if (len + n > MFS_NAME_LEN)
+			return -EEXIST;
+		memcpy(name + len, suffix, n + 1);
+		len += n;
+	}
+	if (ret != -ENOENT)
+		return ret;
+	ret = add_dir_entry(trans, dir, name, ino, mfs_mode_to_ft(mode));
+	if (!ret && S_ISDIR(mode))
+		ret = change_nlink(trans, dir, 1, NULL);
+	if (ret)
+		return ret;
+	ii.nlink = cpu_to_le32(nlink);
+	mfs_now(&ii.ctime);
+	return mfs_write_inode(trans, ino, &ii);
 }
 
 /* Drop one link of child; an inode with no links left becomes an orphan. */

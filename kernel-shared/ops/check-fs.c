@@ -837,6 +837,9 @@ static void check_links(struct fs_check *c, const struct ino_rec *r)
 	} else if (!r->links) {
 		if (!r->orphan) {
 			problem(c->ctl, "inode %llu is not referenced and not an orphan", ino);
+			/* a directory brings its subtree along: its entries were counted */
+			mfs_check_add_fix(c->ctl, MFS_FIX_LOST_FOUND, ino,
+					  S_ISDIR(r->mode) ? 2 + r->subdirs : 1, 0);
 			return;
 		}
 		if (r->nlink)
@@ -1119,11 +1122,11 @@ void mfs_check_walk_failed(struct mfs_check_ctl *ctl, const char *tree, int ret)
 }
 
 /*
- * The inode fixes (link count, directory size, nbytes) are derived from
- * the directory entries and file extents, and the block group fixes from
- * the extent items: trusted only when the inode fixes' problems are the
- * only ones this phase found. Otherwise both are dropped, and what
- * disagrees stays for the admin to look at.
+ * The inode fixes (link count, directory size, nbytes, lost+found) are
+ * derived from the directory entries and file extents, and the block
+ * group fixes from the extent items: trusted only when the inode fixes'
+ * problems are the only ones this phase found. Otherwise both are
+ * dropped, and what disagrees stays for the admin to look at.
  */
 static void keep_derived_fixes_if_alone(struct mfs_check_ctl *ctl, u64 errors_before,
 					int fixes_before)
@@ -1134,6 +1137,7 @@ static void keep_derived_fixes_if_alone(struct mfs_check_ctl *ctl, u64 errors_be
 	mfs_check_drop_fixes(ctl, MFS_FIX_DIR_SIZE);
 	mfs_check_drop_fixes(ctl, MFS_FIX_NBYTES);
 	mfs_check_drop_fixes(ctl, MFS_FIX_BG_USED);
+	mfs_check_drop_fixes(ctl, MFS_FIX_LOST_FOUND);
 }
 
 int mfs_check_fs_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)

@@ -139,7 +139,8 @@ static int fix_tree_copy(struct mfs_fs_info *fs, const struct mfs_check_fix *f)
 static bool in_transaction(enum mfs_check_fix_kind kind)
 {
 	return kind == MFS_FIX_BG_USED || kind == MFS_FIX_NLINK || kind == MFS_FIX_DIR_SIZE ||
-	       kind == MFS_FIX_NBYTES || kind == MFS_FIX_DIR_ITEM || kind == MFS_FIX_DIR_INDEX;
+	       kind == MFS_FIX_NBYTES || kind == MFS_FIX_DIR_ITEM || kind == MFS_FIX_DIR_INDEX ||
+	       kind == MFS_FIX_LOST_FOUND;
 }
 
 /*
@@ -190,12 +191,36 @@ static int fix_bg_used(struct mfs_fs_info *fs, const struct mfs_check_fix *f)
 }
 
 /*
- * The fixes that change items (block group used bytes, inode fields), in
- * one transaction: all of them or none. The number in *nfixed.
+ * An inode no entry names, into lost+found (made on the first), as
+ * btrfs check --repair does; the name it got kept in f->entry for the
+ * line that says so.
+ */
+static int fix_lost_found(struct mfs_trans_handle *trans, struct mfs_check_fix *f, u64 *dir)
+{
+	char name[MFS_NAME_LEN + 1];
+	int ret = 0;
+
+	if (!*dir)
+		ret = inode_lost_found_dir(trans, dir);
+	if (!ret)
+		ret = inode_link_lost(trans, *dir, f->bytenr, f->value, name);
+	if (ret)
+		return ret;
+	f->entry = strdup(name);
+	return f->entry ? 0 : -ENOMEM;
+}
+
+/*
+ * The fixes that change items (block group used bytes, inode fields,
+ * directory entries), in one transaction: all of them or none. Moves into
+ * lost+found come last: the counts the other fixes set are those the walk
+ * made, before lost+found changed its directory and the root. The number
+ * in *nfixed.
  */
 static int fix_items(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfixed)
 {
 	struct mfs_trans_handle *trans;
+	u64 lost_found = 0;
 	int i, ret = 0;
 
 	*nfixed = 0;
@@ -209,7 +234,7 @@ static int fix_items(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfi
 	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
 		const struct mfs_check_fix *f = &ctl->fixes[i];
 
-		if (!in_transaction(f->kind))
+		if (!in_transaction(f->kind) || f->kind == MFS_FIX_LOST_FOUND)
 			continue;
 		if (f->kind == MFS_FIX_BG_USED)
 			ret = fix_bg_used(fs, f);
@@ -217,6 +242,12 @@ static int fix_items(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfi
 			ret = fix_dir_entry(trans, f);
 		else
 			ret = fix_inode(trans, f);
+		(*nfixed)++;
+	}
+	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
+		if (ctl->fixes[i].kind != MFS_FIX_LOST_FOUND)
+			continue;
+		ret = fix_lost_found(trans, &ctl->fixes[i], &lost_found);
 		(*nfixed)++;
 	}
 	if (ret) {
@@ -252,6 +283,10 @@ static void say_item_fix(void (*done)(void *, const char *), void *arg,
 		say(done, arg, "dir %llu entry index %llu: %s rebuilt from its %s", id, v,
 		    f->kind == MFS_FIX_DIR_ITEM ? "DIR_ITEM" : "DIR_INDEX",
 		    f->kind == MFS_FIX_DIR_ITEM ? "DIR_INDEX" : "DIR_ITEM");
+		break;
+	case MFS_FIX_LOST_FOUND:
+		say(done, arg, "Moving file '%s' to 'lost+found' dir since it has no valid backref (inode %llu, link count %llu)",
+		    f->entry ? (const char *)f->entry : "?", id, v);
 		break;
 	default:
 		break;

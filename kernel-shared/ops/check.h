@@ -27,6 +27,8 @@ enum mfs_check_fix_kind {
 	/* dir `bytenr`: the missing twin of an entry, from `entry` (its other half) */
 	MFS_FIX_DIR_ITEM,
 	MFS_FIX_DIR_INDEX,
+	/* inode `bytenr`, named by no entry: into lost+found, link count `value` */
+	MFS_FIX_LOST_FOUND,
 };
 
 struct mfs_check_fix {
@@ -37,7 +39,10 @@ struct mfs_check_fix {
 	/* MFS_FIX_TREE_COPY: what the parent's pointer says of the block */
 	struct mfs_tree_check chk;
 	struct mfs_key first_key;
-	/* MFS_FIX_DIR_ITEM/INDEX: the entry (struct mfs_dir_item + name), malloc'd */
+	/*
+	 * MFS_FIX_DIR_ITEM/INDEX: the entry (struct mfs_dir_item + name);
+	 * MFS_FIX_LOST_FOUND, once applied: the name it got. malloc'd.
+	 */
 	void *entry;
 	u32 entry_len;
 };
@@ -99,6 +104,17 @@ void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
  */
 int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		     void (*done)(void *arg, const char *msg), u64 *applied);
+
+/*
+ * --init-csum-tree (check-csum-tree.c), on fs opened writable: every csum
+ * item dropped and one made again for each data extent a regular file
+ * extent points at, from the first copy that reads, in one transaction
+ * (nothing is written when a data extent cannot be read). Copies that
+ * differ and file extents left out are said through say. The extents and
+ * bytes checksummed in *nr_extents, *nr_bytes; -errno.
+ */
+int mfs_check_init_csum_tree(struct mfs_fs_info *fs, void (*say)(void *arg, const char *msg),
+			     void *arg, u64 *nr_extents, u64 *nr_bytes);
 
 /* Count one problem and hand it to ctl->report (for the phases' files). */
 void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)

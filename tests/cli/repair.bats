@@ -28,6 +28,15 @@ make_fs() {
 	mfs umount "$T/mnt"
 }
 
+# dir_index_of: a reader of dump-tree output
+. "$BATS_TEST_DIRNAME/../fsck/dump.bash"
+
+# cut_entry DIR NAME: both halves of DIR's entry NAME deleted.
+cut_entry() {
+	"$CORRUPT" -d "$T/img2" "$T/img1" del fs "$1" DIR_INDEX "$(dir_index_of "$T/img1" "$1" "$2")"
+	"$CORRUPT" -d "$T/img2" "$T/img1" del fs "$1" DIR_ITEM "hash:$2"
+}
+
 files_intact() {
 	mfs_mount $(imgs 2) "$T/mnt"
 	diff -u "$T/sums" <(tree_sums "$T/mnt")
@@ -118,6 +127,128 @@ files_intact() {
 	files_intact
 	mfs_mount $(imgs 2) "$T/mnt"
 	[ "$(stat -c %h "$T/mnt/d/f7")" -eq 1 ]
+}
+
+@test "check --repair: a file and a directory no entry names go to lost+found, named by inode" {
+	make_fs
+	local f d x sum_f sum_z
+	mfs_mount $(imgs 2) "$T/mnt"
+	mkdir -p "$T/mnt/x/y"
+	head -c 70000 /dev/urandom >"$T/mnt/x/y/z"
+	f=$(stat -c %i "$T/mnt/d/f7")
+	d=$(stat -c %i "$T/mnt/d")
+	x=$(stat -c %i "$T/mnt/x")
+	sum_f=$(sha256sum <"$T/mnt/d/f7")
+	sum_z=$(sha256sum <"$T/mnt/x/y/z")
+	mfs umount "$T/mnt"
+	cut_entry "$d" f7
+	cut_entry 256 x
+	run --separate-stderr mfs check $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: inode $f is not referenced and not an orphan"
+	assert_stderr_line "ERROR: inode $x is not referenced and not an orphan"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_success
+	assert_line "[repair] Moving file '$f' to 'lost+found' dir since it has no valid backref (inode $f, link count 1)"
+	assert_line "[repair] Moving file '$x' to 'lost+found' dir since it has no valid backref (inode $x, link count 3)"
+	run mfs check $(imgs 2)
+	assert_success
+	mfs_mount $(imgs 2) "$T/mnt"
+	[ "$(sha256sum <"$T/mnt/lost+found/$f")" = "$sum_f" ]
+	[ "$(sha256sum <"$T/mnt/lost+found/$x/y/z")" = "$sum_z" ]
+	[ "$(stat -c '%a %h' "$T/mnt/lost+found")" = "700 3" ]
+	[ "$(stat -c %h "$T/mnt/lost+found/$f")" -eq 1 ]
+	[ ! -e "$T/mnt/d/f7" ]
+	mfs umount "$T/mnt"
+	# a second file found later goes into the lost+found that is there
+	cut_entry "$d" f8
+	run mfs check --repair --force $(imgs 2)
+	assert_success
+	run mfs check $(imgs 2)
+	assert_success
+	mfs_mount $(imgs 2) "$T/mnt"
+	[ -f "$T/mnt/lost+found/$f" ] && [ -d "$T/mnt/lost+found/$x" ]
+	[ "$(ls "$T/mnt/lost+found" | wc -l)" -eq 3 ]
+}
+
+@test "check --repair: lost+found taken by a file: nothing is written" {
+	make_fs
+	local d
+	mfs_mount $(imgs 2) "$T/mnt"
+	echo "not a directory" >"$T/mnt/lost+found"
+	d=$(stat -c %i "$T/mnt/d")
+	mfs umount "$T/mnt"
+	cut_entry "$d" f3
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --repair --force $(imgs 2)
+	assert_failure 1
+	assert_line "[repair] block group and inode items: not repaired: Not a directory"
+	assert_stderr_line "ERROR: repair stopped: Not a directory"
+	md5sum -c --quiet "$T/before"
+}
+
+@test "check --init-csum-tree: checksums made again from the data; asks first; a mount, check and scrub agree" {
+	make_fs
+	mfs_mount -o compress=zlib $(imgs 2) "$T/mnt"
+	yes "compressible line" | head -c 300000 >"$T/mnt/z"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+	local first second
+	first=$(mfs inspect-internal dump-tree -t csum "$T/img1" |
+		sed -n 's/.*key (EXTENT_CSUM EXTENT_CSUM \([0-9]*\)).*/\1/p' | head -1)
+	second=$(mfs inspect-internal dump-tree -t csum "$T/img1" |
+		 sed -n 's/.*key (EXTENT_CSUM EXTENT_CSUM \([0-9]*\)).*/\1/p' | sed -n 2p)
+	"$CORRUPT" -d "$T/img2" "$T/img1" del csum EXTENT_CSUM EXTENT_CSUM "$first"
+	"$CORRUPT" -d "$T/img2" "$T/img1" set csum EXTENT_CSUM EXTENT_CSUM "$second" u32@0 7
+	run --separate-stderr mfs check --check-data-csum $(imgs 2)
+	assert_failure 1
+	assert_stderr_regex "^ERROR: data extent $first length [0-9]+ \(inode [0-9]+ file extent at 0\) has no csum item$"
+	assert_stderr_regex "^ERROR: data extent $second sector 0 \(logical $second\): copy 2 \(on devid [0-9]+\): checksum mismatch$"
+
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --init-csum-tree $(imgs 2) <<<"n"
+	assert_failure 1
+	assert_output "Aborted; nothing was written"
+	md5sum -c --quiet "$T/before"
+	run --separate-stderr mfs check --init-csum-tree --readonly $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: repair options are not compatible with --readonly"
+	mv "$T/img2" "$T/img2.keep"
+	rm -f "$MFS_REGISTRY"
+	run --separate-stderr mfs check --init-csum-tree --force "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot rebuild the checksum tree: a member is missing; nothing was written"
+	mv "$T/img2.keep" "$T/img2"
+	md5sum -c --quiet "$T/before"
+
+	run --separate-stderr mfs check --init-csum-tree $(imgs 2) <<<"y"
+	assert_success
+	assert_line "Reinitialize checksum tree"
+	assert_line --regexp '^\[repair\] checksum tree rebuilt: [0-9]+ data extent\(s\), [0-9]+ bytes$'
+	assert_line --regexp 'no error found$'
+	run mfs check --check-data-csum $(imgs 2)
+	assert_success
+	run mfs scrub start -B $(imgs 2)
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+	files_intact
+}
+
+@test "check --init-csum-tree: copies that differ are said; the first copy's data is kept, scrub mends the other" {
+	make_fs
+	run corrupt_copies --what data --copy 2 "$T/img1" 1,2
+	assert_success
+	run --separate-stderr mfs check --init-csum-tree --force $(imgs 2)
+	assert_success
+	assert_stderr_regex "^WARNING: data extent [0-9]+ length [0-9]+ \(inode [0-9]+ file extent at 0\): copy 2 differs from copy 1, whose data the checksums are made from$"
+	# the checksums are copy 1's: copy 2 no longer matches them, and scrub mends it
+	run mfs check --check-data-csum $(imgs 2)
+	assert_failure 1
+	run mfs scrub start -B $(imgs 2)
+	assert_success
+	run mfs check --check-data-csum $(imgs 2)
+	assert_success
+	files_intact
 }
 
 @test "check --repair: damage with no good source is left alone, nothing written, exit 4 from fsck" {

@@ -6,6 +6,7 @@
 # `mfs check --repair` repairs it (REPAIR=yes: a second check is clean and
 # every file reads back with its sha256) or must write nothing (REPAIR=no).
 # DATA_CSUM=1: the finding needs --check-data-csum.
+# REPAIR_OPTION: what repairs it, if not --repair (e.g. --init-csum-tree).
 #
 # In damage: $W/img1..imgN are the images; IMGS lists them; F (a file with a
 # hard link), D (a directory), A (a directory), DATA (a 12 KiB file),
@@ -86,6 +87,21 @@ make_base() {
 # tree_root TREE: the bytenr of TREE's root block (dump-tree's first block).
 tree_root() {
 	"$mfs" inspect-internal dump-tree -t "$1" "$W/img1" | awk '$1 == "leaf" || $1 == "node" { print $2; exit }'
+}
+
+# cut_entry DIR NAME: both halves of DIR's entry NAME deleted (the
+# directory's size left as it was).
+cut_entry() {
+	local idx
+	idx=$(dir_index_of "$W/img1" "$1" "$2")
+	corrupt del fs "$1" DIR_INDEX "$idx"
+	corrupt del fs "$1" DIR_ITEM "hash:$2"
+}
+
+# sums_moved OLD NEW: the files under path OLD (./a, ./data) are read back
+# under NEW instead, e.g. where the repair put them in lost+found.
+sums_moved() {
+	sed -i -E "s@  $1(/|\$)@  $2\1@" "$W/sums"
 }
 
 # corrupt ARGS...: tests/fsck/mfs-corrupt on the case's images.

@@ -5,6 +5,7 @@
 # EXPECT, and then REPAIR=yes: `mfs check --repair --force` exits 0, a
 # second check (with --check-data-csum) is clean and every file reads back
 # with its sha256; REPAIR=no: --repair exits 1 and the images are unchanged.
+# A case's REPAIR_OPTION replaces --repair (e.g. --init-csum-tree).
 # MFS_FSCK_ONLY=TEXT runs the cases whose name holds TEXT.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,7 +42,7 @@ files_intact() {
 run_case() {
 	local out rc sums csum=()
 	unset -f damage
-	EXPECT="" REPAIR="" DATA_CSUM=0 PROFILE=raid1
+	EXPECT="" REPAIR="" DATA_CSUM=0 PROFILE=raid1 REPAIR_OPTION=--repair
 	# shellcheck disable=SC1091
 	. "$1/case.sh"
 	[ "$DATA_CSUM" = 1 ] && csum=(--check-data-csum)
@@ -61,18 +62,18 @@ run_case() {
 	fi
 	sums=$(md5sum $IMGS)
 	# shellcheck disable=SC2086
-	out=$(timeout 120 "$mfs" check --repair --force "${csum[@]}" $IMGS 2>&1)
+	out=$(timeout 120 "$mfs" check "$REPAIR_OPTION" --force "${csum[@]}" $IMGS 2>&1)
 	rc=$?
 	case $REPAIR in
 	yes)
-		[ "$rc" -eq 0 ] || { echo "--repair exited $rc"; sed -n '/^ERROR/s/^/# /p' <<<"$out" | head -5 >&2; return 1; }
+		[ "$rc" -eq 0 ] || { echo "$REPAIR_OPTION exited $rc"; sed -n '/^ERROR/s/^/# /p' <<<"$out" | head -5 >&2; return 1; }
 		# shellcheck disable=SC2086
 		out=$(timeout 120 "$mfs" check --check-data-csum $IMGS 2>&1) ||
-			{ echo "not clean after --repair"; sed -n '/^ERROR/s/^/# /p' <<<"$out" | head -5 >&2; return 1; }
+			{ echo "not clean after $REPAIR_OPTION"; sed -n '/^ERROR/s/^/# /p' <<<"$out" | head -5 >&2; return 1; }
 		files_intact || return 1 ;;
 	no)
-		[ "$rc" -eq 1 ] || { echo "--repair exited $rc, not 1"; return 1; }
-		[ "$sums" = "$(md5sum $IMGS)" ] || { echo "--repair wrote to the images"; return 1; } ;;
+		[ "$rc" -eq 1 ] || { echo "$REPAIR_OPTION exited $rc, not 1"; return 1; }
+		[ "$sums" = "$(md5sum $IMGS)" ] || { echo "$REPAIR_OPTION wrote to the images"; return 1; } ;;
 	*)
 		echo "REPAIR is '$REPAIR', not yes or no"; return 1 ;;
 	esac
