@@ -209,7 +209,7 @@ static void print_udev_properties(const struct mfs_super_block *sb, bool ready)
 	printf("MFS_READY=%d\n", ready);
 }
 
-enum { OPT_UDEV = 256 };
+enum { OPT_UDEV = 256, OPT_SPARE };
 
 static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
 {
@@ -261,6 +261,7 @@ static const char * const cmd_device_add_usage[] = {
 	"",
 	OPTLINE("-K|--nodiscard", "do not discard (TRIM) the device; image files are not hole-punched"),
 	OPTLINE("-f|--force", "overwrite an existing filesystem on the device"),
+	OPTLINE("--spare", "add as a hot spare: kept unused until a member goes missing or failing, then the mounted filesystem replaces that member with it"),
 	NULL
 };
 
@@ -269,9 +270,11 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "nodiscard", no_argument, NULL, 'K' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "spare", no_argument, NULL, OPT_SPARE },
 		{ NULL, 0, NULL, 0 }
 	};
 	bool force = false, discard = true;
+	u64 flags = 0;
 	struct mfs_target t;
 	u8 fsid[MFS_FSID_SIZE];
 	int c, i, ret = 0, ndev;
@@ -284,6 +287,9 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 			break;
 		case 'f':
 			force = true;
+			break;
+		case OPT_SPARE:
+			flags |= MFS_DEV_ADD_SPARE;
 			break;
 		default:
 			usage_unknown_option(cmd, argv);
@@ -344,7 +350,13 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 				mfs_io_close(io);
 			}
 		}
-		err = mfs_target_device_add(&t, dev, &devid);
+		err = mfs_target_device_add(&t, dev, flags, &devid);
+		if (err == -ENOSPC && (flags & MFS_DEV_ADD_SPARE)) {
+			error("spare %s is too small: what a member has allocated would not fit on it, so it could not replace every member",
+			      dev);
+			ret = 1;
+			continue;
+		}
 		if (err == -EINPROGRESS) {
 			/* one started meanwhile */
 			if (!mfs_check_exclusive(&t, "device add", true))

@@ -27,6 +27,7 @@ const char * const mfs_dev_health_names[MFS_DEV_HEALTH_NR] = {
 	[MFS_DEV_HEALTH_REPLACING] = "replacing",
 	[MFS_DEV_HEALTH_REPLACE_TARGET] = "replace-target",
 	[MFS_DEV_HEALTH_DELETING] = "deleting",
+	[MFS_DEV_HEALTH_SPARE] = "spare",
 };
 
 const char *mfs_dev_health_name(u64 state)

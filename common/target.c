@@ -347,18 +347,19 @@ int mfs_target_restripe_estimate(struct mfs_target *t, struct mfs_ioctl_restripe
 	return ret ? ret : e->result;
 }
 
-int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid)
+int mfs_target_device_add(struct mfs_target *t, const char *path, u64 flags, u64 *devid)
 {
 	struct mfs_ioctl_dev_add *d;
 	int ret;
 
 	if (!t->online)
-		return mfs_admin_device_add(t->fs, path, devid);
+		return mfs_admin_device_add(t->fs, path, flags, devid);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	if (!realpath(path, d->path))
 		snprintf(d->path, sizeof(d->path), "%s", path);
+	d->flags = flags;
 	ret = do_ioctl(t, MFS_IOC_DEV_ADD, d);
 	if (!ret)
 		ret = d->result;

@@ -61,7 +61,8 @@ int mfs_target_restripe_start(struct mfs_target *t, struct mfs_ioctl_restripe_ar
 int mfs_target_restripe_status(struct mfs_target *t, struct mfs_ioctl_restripe_status *st);
 int mfs_target_restripe_ctl(struct mfs_target *t, unsigned int cmd);
 int mfs_target_restripe_estimate(struct mfs_target *t, struct mfs_ioctl_restripe_estimate *e);
-int mfs_target_device_add(struct mfs_target *t, const char *path, u64 *devid);
+/* flags: MFS_DEV_ADD_SPARE for a hot spare */
+int mfs_target_device_add(struct mfs_target *t, const char *path, u64 flags, u64 *devid);
 /* r->path, srcdevid and flags in; result, msg and devid out. Returns r->result. */
 int mfs_target_replace_start(struct mfs_target *t, struct mfs_ioctl_replace_start *r);
 int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);

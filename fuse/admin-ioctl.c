@@ -175,7 +175,7 @@ static void fill_dev_add(struct server *s, void *arg)
 	struct mfs_ioctl_dev_add *d = arg;
 
 	d->path[sizeof(d->path) - 1] = 0;
-	d->result = mfs_admin_device_add(s->fs, d->path, &d->devid);
+	d->result = mfs_admin_device_add(s->fs, d->path, d->flags, &d->devid);
 }
 
 static void fill_resize(struct server *s, void *arg)

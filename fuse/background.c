@@ -23,7 +23,44 @@ int commit_and_clean(struct server *s)
 	return ret ? ret : mfs_remove_unused_chunks(s->fs);
 }
 
-/* The periodic commit: every commit_interval seconds, until the unmount wakes it. */
+/*
+ * A member missing or failing and a hot spare that can take its place:
+ * the replace of that member by the spare starts (replace status shows
+ * it, the log says so). true when it started.
+ */
+static bool take_spare(struct server *s)
+{
+	struct mfs_fs_info *fs = s->fs;
+	u64 src, spare;
+	int ret = 1;
+
+	pthread_mutex_lock(&fs->lock);
+	if (mfs_spare_wanted(fs, &src, &spare))
+		ret = mfs_replace_start_spare(fs, src, spare);
+	pthread_mutex_unlock(&fs->lock);
+	return !ret && !start_restriper(s);
+}
+
+/*
+ * The engine's word that a member failed (fs->dev_failed): the committer
+ * wakes to look for a spare. Any lock may be held: only a wake-up here.
+ */
+void member_failed(void *arg)
+{
+	struct server *s = arg;
+
+	__atomic_store_n(&s->spare_check, 1, __ATOMIC_RELEASE);
+	if (pthread_mutex_trylock(&s->stop_lock) == 0) {
+		pthread_cond_signal(&s->stop_cond);
+		pthread_mutex_unlock(&s->stop_lock);
+	}
+}
+
+/*
+ * The periodic commit: every commit_interval seconds, until the unmount
+ * wakes it; and a hot spare's takeover, on a member's failure or (missing
+ * members, a spare added) at the next period.
+ */
 void *committer(void *arg)
 {
 	struct server *s = arg;
@@ -34,11 +71,14 @@ void *committer(void *arg)
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += s->opts->commit_interval;
-		pthread_cond_timedwait(&s->stop_cond, &s->stop_lock, &until);
+		if (!__atomic_load_n(&s->spare_check, __ATOMIC_ACQUIRE))
+			pthread_cond_timedwait(&s->stop_cond, &s->stop_lock, &until);
 		if (s->stopping)
 			break;
 		pthread_mutex_unlock(&s->stop_lock);
+		__atomic_store_n(&s->spare_check, 0, __ATOMIC_RELEASE);
 		commit_and_clean(s);
+		take_spare(s);
 		pthread_mutex_lock(&s->stop_lock);
 	}
 	pthread_mutex_unlock(&s->stop_lock);
@@ -119,7 +159,7 @@ void restripe_at_mount(struct server *s)
 	if (fs->restripe && fs->restripe->state == MFS_RESTRIPE_PAUSED &&
 	    mfs_admin_restripe_ctl(fs, MFS_RESTRIPE_CTL_RESUME) == 0)
 		start_restriper(s);
-	else
+	else if (!take_spare(s))
 		convert_reduced_chunks(s);
 }
 

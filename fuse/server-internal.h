@@ -37,6 +37,7 @@ struct server {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	int spare_check;	/* a member failed: see whether a hot spare takes its place */
 	bool acl;		/* FUSE_CAP_POSIX_ACL: mode and ACLs are ours to keep in step */
 	bool no_open;		/* FUSE_CAP_NO_OPEN_SUPPORT: the kernel opens files without us */
 	long write_delay_ms;	/* MFS_TEST_WRITE_DELAY_MS */
@@ -53,6 +54,7 @@ void *committer(void *arg);
 int start_restriper(struct server *s);
 void stop_restriper(struct server *s);
 void restripe_at_mount(struct server *s);
+void member_failed(void *arg);
 int start_scrubber(struct server *s);
 void stop_scrubber(struct server *s);
 void scrub_at_mount(struct server *s);

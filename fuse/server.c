@@ -1037,6 +1037,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	pthread_mutex_lock(&fs->lock);
 	fs->log = daemon_log;
 	fs->log_arg = s;
+	fs->dev_failed = member_failed;
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_set_signal_handlers(s->se))
 		goto out_unmount;
@@ -1051,8 +1052,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	ret = fuse_session_loop_mt(s->se, cfg) ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
-	stop_scrubber(s);
-	stop_restriper(s);
+	/* the committer first: it may start a spare's replace */
 	if (!opts->ro) {
 		pthread_mutex_lock(&s->stop_lock);
 		s->stopping = true;
@@ -1060,6 +1060,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		pthread_mutex_unlock(&s->stop_lock);
 		pthread_join(s->committer, NULL);
 	}
+	stop_scrubber(s);
+	stop_restriper(s);
 	fuse_remove_signal_handlers(s->se);
 out_unmount:
 	fuse_session_unmount(s->se);

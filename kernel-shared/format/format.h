@@ -182,6 +182,8 @@ static inline int mfs_comp_keys(const struct mfs_key *a, const struct mfs_key *b
 #define MFS_DEV_STATE_DELETING		(1ULL << 1)
 #define MFS_DEV_STATE_NOALLOC		(1ULL << 2)
 #define MFS_DEV_STATE_REPLACE_SOURCE	(1ULL << 3)
+/* a hot spare: holds nothing until a replace of a missing or failing member takes it */
+#define MFS_DEV_STATE_SPARE		(1ULL << 4)
 
 struct mfs_dev_item {
 	mfs_le64 devid;
@@ -461,6 +463,8 @@ static_assert(sizeof(struct mfs_disk_balance_args) == 136, "balance args");
 #define MFS_BALANCE_REPLACE_READ_OTHERS	(1ULL << 5)
 /* replace: cancelled, the moved stripes go back (devids swapped) */
 #define MFS_BALANCE_REPLACE_CANCELLING	(1ULL << 6)
+/* replace: the target was a hot spare; cancelled, it is a spare again */
+#define MFS_BALANCE_REPLACE_SPARE	(1ULL << 7)
 
 #define MFS_RESTRIPE_OP_BALANCE	1
 #define MFS_RESTRIPE_OP_DELETE	2

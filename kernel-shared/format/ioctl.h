@@ -109,8 +109,10 @@ struct mfs_ioctl_replace_start {
 };
 #define MFS_IOC_REPLACE_START	_IOWR(MFS_IOCTL_MAGIC, 17, struct mfs_ioctl_replace_start)
 
+#define MFS_DEV_ADD_SPARE	(1ULL << 0)	/* a hot spare (MFS_DEV_STATE_SPARE) */
 struct mfs_ioctl_dev_add {
 	char path[4096];
+	uint64_t flags;			/* MFS_DEV_ADD_* */
 	uint64_t devid;			/* out */
 	int32_t result;
 };
@@ -130,7 +132,8 @@ struct mfs_ioctl_dev_add {
 #define MFS_DEV_HEALTH_REPLACING	4	/* the source of a replace */
 #define MFS_DEV_HEALTH_REPLACE_TARGET	5
 #define MFS_DEV_HEALTH_DELETING		6
-#define MFS_DEV_HEALTH_NR		7
+#define MFS_DEV_HEALTH_SPARE		7	/* a hot spare, unused */
+#define MFS_DEV_HEALTH_NR		8
 
 /*
  * ---- space: devices and chunks, a page at a time ----

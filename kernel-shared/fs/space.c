@@ -115,7 +115,8 @@ u64 mfs_global_reserve_blocks(struct mfs_fs_info *fs)
 	int i;
 
 	for (i = 0; i < fs->nr_devices; i++)
-		size += fs->devices[i]->total_bytes;
+		if (!(fs->devices[i]->flags & MFS_DEV_STATE_SPARE))	/* holds nothing */
+			size += fs->devices[i]->total_bytes;
 	bytes = min_t(u64, max_t(u64, size / 64, 4 * SZ_1M), 512 * SZ_1M);
 	return bytes / fs->nodesize;
 }

@@ -290,7 +290,7 @@ void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid)
+int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 flags, u64 *devid)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	int ret;
@@ -300,7 +300,8 @@ int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid)
 	if (st && st->state == MFS_RESTRIPE_RUNNING)
 		ret = -EINPROGRESS;
 	else
-		ret = mfs_device_add(fs, path, devid);
+		ret = mfs_device_add(fs, path,
+				     (flags & MFS_DEV_ADD_SPARE) ? MFS_DEV_STATE_SPARE : 0, devid);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }

@@ -17,7 +17,8 @@ int mfs_admin_restripe_estimate(struct mfs_fs_info *fs, struct mfs_ioctl_restrip
 void mfs_admin_space(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp);
 /* Check and persist a replace; the caller then runs mfs_restripe_run. */
 int mfs_admin_replace_start(struct mfs_fs_info *fs, struct mfs_ioctl_replace_start *io);
-int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);
+/* flags: MFS_DEV_ADD_* */
+int mfs_admin_device_add(struct mfs_fs_info *fs, const char *path, u64 flags, u64 *devid);
 int mfs_admin_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
 /*
  * Every device's error counters into ds (by devid); with

@@ -98,32 +98,6 @@ static void unjoin_device(struct mfs_fs_info *fs, struct mfs_device *dev)
 	free(dev);
 }
 
-int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid_out)
-{
-	struct mfs_trans_handle *trans;
-	struct mfs_device *dev;
-	struct mfs_io_dev *io;
-	int ret;
-
-	ret = mfs_io_open(path, true, true, &io);
-	if (ret)
-		return ret;
-	if (io->size < MFS_MIN_DEVICE_SIZE) {
-		mfs_io_close(io);
-		return -ENOSPC;
-	}
-	ret = join_device(fs, io, path, 0, &dev);
-	if (ret)
-		return ret;
-	ret = mfs_start_transaction(fs, &trans);
-	if (!ret)
-		ret = mfs_commit_transaction(trans);
-	if (ret)
-		return ret;	/* the commit failed: the fs is read-only now */
-	*devid_out = dev->devid;
-	return 0;
-}
-
 /*
  * Would every stripe on src fit on an empty device of size bytes, placed
  * as the run will place them (chunk by chunk, smallest hole first)?
@@ -165,14 +139,93 @@ static u64 replace_required(struct mfs_fs_info *fs, u64 src, u64 hi)
 	return top * SZ_1M;
 }
 
+/*
+ * A spare must be able to take the place of any member: what each has
+ * allocated fits on it (as the replace would place it).
+ */
+static bool spare_fits_all(struct mfs_fs_info *fs, u64 size)
+{
+	int i;
+
+	for (i = 0; i < fs->nr_devices; i++)
+		if (!(fs->devices[i]->flags & MFS_DEV_STATE_SPARE) &&
+		    !replace_fits(fs, fs->devices[i]->devid, size))
+			return false;
+	return true;
+}
+
+int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 flags, u64 *devid_out)
+{
+	struct mfs_trans_handle *trans;
+	struct mfs_device *dev;
+	struct mfs_io_dev *io;
+	int ret;
+
+	ret = mfs_io_open(path, true, true, &io);
+	if (ret)
+		return ret;
+	if (io->size < MFS_MIN_DEVICE_SIZE ||
+	    ((flags & MFS_DEV_STATE_SPARE) && !spare_fits_all(fs, round_down(io->size, SZ_4K)))) {
+		mfs_io_close(io);
+		return -ENOSPC;
+	}
+	ret = join_device(fs, io, path, flags & MFS_DEV_STATE_SPARE, &dev);
+	if (ret)
+		return ret;
+	ret = mfs_start_transaction(fs, &trans);
+	if (!ret)
+		ret = mfs_commit_transaction(trans);
+	if (ret)
+		return ret;	/* the commit failed: the fs is read-only now */
+	*devid_out = dev->devid;
+	return 0;
+}
+
+/*
+ * The replace of src by tgt (a device of the filesystem now: new, or a
+ * spare) starts: state and source flag in one commit.
+ */
+static int begin_replace(struct mfs_fs_info *fs, struct mfs_device *src,
+			 struct mfs_device *tgt, u64 flags)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	u64 *list;
+	int ret, n;
+
+	rs_reset_status(st);
+	st->args.op = MFS_RESTRIPE_OP_REPLACE;
+	st->args.flags = MFS_BALANCE_DATA | MFS_BALANCE_METADATA | MFS_BALANCE_SYSTEM |
+			 (flags & (MFS_BALANCE_REPLACE_READ_OTHERS | MFS_BALANCE_REPLACE_SPARE));
+	st->args.nr_devids = 2;
+	st->args.devids[0] = src->devid;
+	st->args.devids[1] = tgt->devid;
+	st->start_time = time(NULL);
+	ret = rs_select_chunks(fs, &st->args, 0, &list, &n, &st->bytes_total);
+	if (ret)
+		return ret;
+	free(list);
+	st->expected = n;
+	st->state = MFS_RESTRIPE_RUNNING;
+	/* from this commit on, the source takes no new chunks */
+	src->flags |= MFS_DEV_STATE_REPLACE_SOURCE;
+	src->dirty = true;
+	ret = rs_persist(fs, false);
+	if (ret) {
+		/* the commit failed: the filesystem is read-only now */
+		st->state = MFS_RESTRIPE_NONE;
+		src->flags &= ~MFS_DEV_STATE_REPLACE_SOURCE;
+	}
+	return ret;
+}
+
 int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 flags,
 		      bool discard, char *msg, size_t msglen)
 {
 	struct mfs_restripe_status *st = rs_status(fs);
 	struct mfs_device *src, *tgt;
 	struct mfs_io_dev *io;
-	u64 *list, size;
-	int ret, n, i;
+	u64 size;
+	int ret, i;
 
 	msg[0] = 0;
 	if (!st)
@@ -215,35 +268,81 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 srcid, u64 f
 	ret = join_device(fs, io, path, MFS_DEV_STATE_REPLACE_TARGET, &tgt);
 	if (ret)
 		return ret;
-	rs_reset_status(st);
-	st->args.op = MFS_RESTRIPE_OP_REPLACE;
-	st->args.flags = MFS_BALANCE_DATA | MFS_BALANCE_METADATA | MFS_BALANCE_SYSTEM |
-			 (flags & MFS_BALANCE_REPLACE_READ_OTHERS);
-	st->args.nr_devids = 2;
-	st->args.devids[0] = srcid;
-	st->args.devids[1] = tgt->devid;
-	st->start_time = time(NULL);
-	ret = rs_select_chunks(fs, &st->args, 0, &list, &n, &st->bytes_total);
-	if (ret) {
+	ret = begin_replace(fs, src, tgt, flags & ~MFS_BALANCE_REPLACE_SPARE);
+	if (ret && st->state == MFS_RESTRIPE_NONE && !fs->fatal_error)
 		unjoin_device(fs, tgt);
-		return ret;
-	}
-	free(list);
-	st->expected = n;
-	st->state = MFS_RESTRIPE_RUNNING;
-	/* from this commit on, the source takes no new chunks */
-	src->flags |= MFS_DEV_STATE_REPLACE_SOURCE;
-	src->dirty = true;
-	ret = rs_persist(fs, false);
-	if (ret) {
-		/* the commit failed: the filesystem is read-only now */
-		st->state = MFS_RESTRIPE_NONE;
-		src->flags &= ~MFS_DEV_STATE_REPLACE_SOURCE;
-	}
 	return ret;
 }
 
-/* Delete key from root if it is there. */
+/*
+ * Which member a spare should replace now, and which spare: a member
+ * missing or failing (not already being replaced or deleted), and the
+ * smallest present spare that holds what it has allocated. false when
+ * there is none, or nothing to do.
+ */
+bool mfs_spare_wanted(struct mfs_fs_info *fs, u64 *srcid, u64 *spareid)
+{
+	int i, j;
+
+	if (!(fs->open_flags & MFS_OPEN_WRITABLE) || fs->fatal_error ||
+	    (fs->restripe && fs->restripe->state != MFS_RESTRIPE_NONE) || mfs_scrub_in_progress(fs))
+		return false;
+	for (i = 0; i < fs->nr_devices; i++) {
+		struct mfs_device *src = fs->devices[i], *best = NULL;
+		int h = mfs_device_health(src);
+
+		if (h != MFS_DEV_HEALTH_MISSING && h != MFS_DEV_HEALTH_FAILING)
+			continue;
+		if (src->flags & (MFS_DEV_STATE_SPARE | MFS_DEV_STATE_DELETING))
+			continue;
+		for (j = 0; j < fs->nr_devices; j++) {
+			struct mfs_device *d = fs->devices[j];
+
+			if (mfs_device_health(d) != MFS_DEV_HEALTH_SPARE ||
+			    !replace_fits(fs, src->devid, d->total_bytes))
+				continue;
+			if (!best || d->total_bytes < best->total_bytes)
+				best = d;
+		}
+		if (best) {
+			*srcid = src->devid;
+			*spareid = best->devid;
+			return true;
+		}
+	}
+	return false;
+}
+
+int mfs_replace_start_spare(struct mfs_fs_info *fs, u64 srcid, u64 spareid)
+{
+	struct mfs_restripe_status *st = rs_status(fs);
+	struct mfs_device *src = mfs_find_device(fs, srcid), *tgt = mfs_find_device(fs, spareid);
+	const char *why;
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	if (st->state != MFS_RESTRIPE_NONE || mfs_scrub_in_progress(fs))
+		return -EINPROGRESS;
+	if (!src || !tgt || mfs_device_health(tgt) != MFS_DEV_HEALTH_SPARE)
+		return -ENODEV;
+	if (!replace_fits(fs, srcid, tgt->total_bytes))
+		return -ENOSPC;
+	why = mfs_device_health(src) == MFS_DEV_HEALTH_MISSING ? "missing" : "failing";
+	/* read from the other copies first: the source is missing or failing */
+	tgt->flags = (tgt->flags & ~MFS_DEV_STATE_SPARE) | MFS_DEV_STATE_REPLACE_TARGET;
+	tgt->dirty = true;
+	ret = begin_replace(fs, src, tgt, MFS_BALANCE_REPLACE_READ_OTHERS | MFS_BALANCE_REPLACE_SPARE);
+	if (ret && st->state == MFS_RESTRIPE_NONE) {
+		tgt->flags = (tgt->flags & ~MFS_DEV_STATE_REPLACE_TARGET) | MFS_DEV_STATE_SPARE;
+		return ret;
+	}
+	mfs_log(fs, "devid %llu (%s) is %s: replacing it with the hot spare devid %llu (%s)",
+		(unsigned long long)srcid, src->path ? src->path : "<missing disk>",
+		why, (unsigned long long)spareid, tgt->path);
+	return ret;
+}
+
 /* The chunk item of map rewritten where it is (same size: the stripes' devids changed). */
 static int rewrite_chunk_item(struct mfs_trans_handle *trans, struct mfs_chunk_map *map)
 {

@@ -63,16 +63,15 @@ static void drop_candidate(struct candidate *c)
 	c->io = NULL;
 }
 
-static bool cand_flag(const struct candidate *c, u64 flag)
-{
-	return le64_to_cpu(c->sb.dev_item.flags) & flag;
-}
-
 /*
  * A finished replace gives its target the source's devid (restripe.c); a
- * crash before the source's superblock is wiped leaves both claiming that
- * devid: the source (its superblock says so) with the older generation is
- * no member any more. Copies share their device uuid: never taken here.
+ * source whose superblock was not wiped - a crash first, or a failed disk
+ * that took no more writes (a hot spare replaced it), or a member that was
+ * away while it was replaced - still claims that devid, with another
+ * device uuid and an older generation: it is no member any more. Only a
+ * replace gives a devid another device uuid, and the newer superblock is
+ * the one written after it. Copies share their device uuid: never taken
+ * here.
  */
 static void drop_replaced_sources(struct candidate *c, int n)
 {
@@ -81,7 +80,6 @@ static void drop_replaced_sources(struct candidate *c, int n)
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++)
 			if (i != j && c[i].io && c[j].io && cand_devid(&c[i]) == cand_devid(&c[j]) &&
-			    cand_flag(&c[i], MFS_DEV_STATE_REPLACE_SOURCE) &&
 			    memcmp(c[i].sb.dev_item.uuid, c[j].sb.dev_item.uuid, MFS_UUID_SIZE) &&
 			    le64_to_cpu(c[i].sb.generation) < le64_to_cpu(c[j].sb.generation))
 				drop_candidate(&c[i]);
@@ -709,7 +707,8 @@ static int check_missing(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 
 	ctl->missing_devid = 0;
 	for (i = 0; i < fs->nr_devices; i++) {
-		if (fs->devices[i]->missing) {
+		/* a hot spare holds nothing: without it the filesystem is whole */
+		if (fs->devices[i]->missing && !(fs->devices[i]->flags & MFS_DEV_STATE_SPARE)) {
 			ctl->missing_devid = fs->devices[i]->devid;
 			break;
 		}

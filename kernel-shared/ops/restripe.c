@@ -412,6 +412,13 @@ static int drop_devices(struct mfs_fs_info *fs, struct mfs_trans_handle *trans,
 			continue;
 		if (dev->nr_extents)
 			return -EBUSY;
+		/* a hot spare the cancelled replace took stays, a spare again */
+		if ((st->args.flags & (MFS_BALANCE_REPLACE_CANCELLING | MFS_BALANCE_REPLACE_SPARE)) ==
+		    (MFS_BALANCE_REPLACE_CANCELLING | MFS_BALANCE_REPLACE_SPARE)) {
+			dev->flags = (dev->flags & ~MFS_DEV_STATE_REPLACE_TARGET) | MFS_DEV_STATE_SPARE;
+			dev->dirty = true;
+			continue;
+		}
 		ret = rs_delete_key(trans, fs->chunk_root, &key);
 		if (ret)
 			return ret;

@@ -180,7 +180,15 @@ int mfs_replace_start(struct mfs_fs_info *fs, const char *path, u64 src, u64 fla
 		      bool discard, char *msg, size_t msglen);
 
 /* Device add (online and offline); the device must be unused. */
-int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 *devid);
+/* flags: MFS_DEV_STATE_SPARE for a hot spare (-ENOSPC when it could not replace every member). */
+int mfs_device_add(struct mfs_fs_info *fs, const char *path, u64 flags, u64 *devid);
+/*
+ * A member missing or failing that a hot spare can replace, and the
+ * spare (the smallest that holds it): true when a replace should start.
+ */
+bool mfs_spare_wanted(struct mfs_fs_info *fs, u64 *srcid, u64 *spareid);
+/* Start the replace of srcid by the spare spareid (then mfs_restripe_run). */
+int mfs_replace_start_spare(struct mfs_fs_info *fs, u64 srcid, u64 spareid);
 /* Grow a device to new_size (shrinking goes through the restriper). */
 int mfs_device_grow(struct mfs_fs_info *fs, u64 devid, u64 new_size);
 

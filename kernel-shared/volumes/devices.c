@@ -44,6 +44,8 @@ static void count_toward_failing(struct mfs_fs_info *fs, struct mfs_device *dev,
 	mfs_log(fs, "devid %llu (%s) is failing: %llu errors this mount (the last a %s error), more than fail_threshold=%llu; nothing new is allocated on it, replace it",
 		(unsigned long long)dev->devid, dev->path ? dev->path : "?",
 		(unsigned long long)n, stat_what(stat), (unsigned long long)threshold);
+	if (fs->dev_failed)
+		fs->dev_failed(fs->log_arg);
 }
 
 void mfs_dev_count_error(struct mfs_fs_info *fs, struct mfs_device *dev, int stat)
@@ -98,6 +100,8 @@ int mfs_device_health(const struct mfs_device *dev)
 		return MFS_DEV_HEALTH_REPLACE_TARGET;
 	if (dev->flags & MFS_DEV_STATE_DELETING)
 		return MFS_DEV_HEALTH_DELETING;
+	if (dev->flags & MFS_DEV_STATE_SPARE)
+		return MFS_DEV_HEALTH_SPARE;
 	return MFS_DEV_HEALTH_OK;
 }
 
@@ -128,6 +132,8 @@ bool mfs_dev_fail(struct mfs_fs_info *fs, struct mfs_device *dev, int stat, int 
 		mfs_log(fs, "devid %llu (%s) failed: %s error: %s; it gets no more I/O until the filesystem is mounted again",
 			(unsigned long long)dev->devid, dev->path ? dev->path : "?", stat_what(stat),
 			strerror(err < 0 ? -err : err));
+		if (fs->dev_failed)
+			fs->dev_failed(fs->log_arg);
 	}
 	pthread_mutex_unlock(&dev_fail_lock);
 	return true;

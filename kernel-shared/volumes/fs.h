@@ -248,6 +248,11 @@ struct mfs_fs_info {
 	void (*log)(void *arg, const char *msg);
 	void *log_arg;
 	/*
+	 * A member failed or went failing (called with log_arg, any lock
+	 * may be held: it must only wake someone). NULL: nobody listens.
+	 */
+	void (*dev_failed)(void *arg);
+	/*
 	 * Every device must take every write (mkfs): a failing one fails the
 	 * operation instead of leaving the filesystem without it.
 	 */

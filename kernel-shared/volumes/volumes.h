@@ -65,7 +65,8 @@ u64 mfs_device_reserved_bytes(u64 total_bytes);
 
 /* Device states that take no new chunks. */
 #define MFS_DEV_STATE_NO_ALLOC	(MFS_DEV_STATE_DELETING | MFS_DEV_STATE_NOALLOC | \
-				 MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE)
+				 MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE | \
+				 MFS_DEV_STATE_SPARE)
 /* Where new chunks may go: devices present, healthy, current and not being removed. */
 bool mfs_device_allocatable(const struct mfs_device *dev);
 /*

@@ -132,6 +132,9 @@ static void test_health_order(void)
 	memset(&d, 0, sizeof(d));
 	d.io = (struct mfs_io_dev *)&fake_io;
 	CHECK_EQ(mfs_device_health(&d), MFS_DEV_HEALTH_OK);
+	d.flags = MFS_DEV_STATE_SPARE;
+	CHECK_EQ(mfs_device_health(&d), MFS_DEV_HEALTH_SPARE);
+	CHECK(!mfs_device_allocatable(&d));
 	d.flags = MFS_DEV_STATE_DELETING;
 	CHECK_EQ(mfs_device_health(&d), MFS_DEV_HEALTH_DELETING);
 	d.flags = MFS_DEV_STATE_REPLACE_TARGET;

@@ -255,6 +255,7 @@ static void test_balance_item(void)
 	CHECK_EQ(MFS_BALANCE_PAUSED, 0x10);
 	CHECK_EQ(MFS_BALANCE_REPLACE_READ_OTHERS, 0x20);
 	CHECK_EQ(MFS_BALANCE_REPLACE_CANCELLING, 0x40);
+	CHECK_EQ(MFS_BALANCE_REPLACE_SPARE, 0x80);
 }
 
 static void test_balance_chunk_item(void)
@@ -535,6 +536,7 @@ static void test_super_and_feature_flags(void)
 	CHECK_EQ(MFS_DEV_STATE_DELETING, 0x2);
 	CHECK_EQ(MFS_DEV_STATE_NOALLOC, 0x4);
 	CHECK_EQ(MFS_DEV_STATE_REPLACE_SOURCE, 0x8);
+	CHECK_EQ(MFS_DEV_STATE_SPARE, 0x10);
 }
 
 /* superblock csum_type values and the width of every csum field */
