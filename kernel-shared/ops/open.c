@@ -65,13 +65,15 @@ static void drop_candidate(struct candidate *c)
 
 /*
  * A finished replace gives its target the source's devid (restripe.c); a
- * source whose superblock was not wiped - a crash first, or a failed disk
- * that took no more writes (a hot spare replaced it), or a member that was
- * away while it was replaced - still claims that devid, with another
- * device uuid and an older generation: it is no member any more. Only a
- * replace gives a devid another device uuid, and the newer superblock is
- * the one written after it. Copies share their device uuid: never taken
- * here.
+ * source whose superblock was not wiped still claims that devid, with
+ * another device uuid and an older generation: it is no member any more.
+ * Its superblock says REPLACE_SOURCE after a crash in the replace's last
+ * commit; a failed disk that took no more writes (a hot spare replaced
+ * it), or a member that was away while it was replaced, says nothing -
+ * such a one is dropped when a scan found it or the newer one was named
+ * too: one the admin named instead of a scanned one is left for the chunk
+ * tree's check to refuse by name. Copies share their device uuid: never
+ * taken here.
  */
 static void drop_replaced_sources(struct candidate *c, int n)
 {
@@ -80,6 +82,8 @@ static void drop_replaced_sources(struct candidate *c, int n)
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++)
 			if (i != j && c[i].io && c[j].io && cand_devid(&c[i]) == cand_devid(&c[j]) &&
+			    (!c[i].named || c[j].named ||
+			     (le64_to_cpu(c[i].sb.dev_item.flags) & MFS_DEV_STATE_REPLACE_SOURCE)) &&
 			    memcmp(c[i].sb.dev_item.uuid, c[j].sb.dev_item.uuid, MFS_UUID_SIZE) &&
 			    le64_to_cpu(c[i].sb.generation) < le64_to_cpu(c[j].sb.generation))
 				drop_candidate(&c[i]);
