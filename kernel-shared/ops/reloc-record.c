@@ -275,6 +275,25 @@ int rs_reloc_load(struct mfs_fs_info *fs)
 	return 0;
 }
 
+void rs_reloc_estimate_begin(struct mfs_fs_info *fs)
+{
+	struct rs_reloc *rc = fs->restripe ? fs->restripe->reloc : NULL;
+
+	if (rc && !rc->stale)
+		give_back(rc, mfs_find_chunk(fs, rc->logical), rc->nmaps, 0);
+}
+
+void rs_reloc_estimate_end(struct mfs_fs_info *fs)
+{
+	struct rs_reloc *rc = fs->restripe ? fs->restripe->reloc : NULL;
+
+	/* (nothing allocated in between: the lock was held) */
+	if (rc && !rc->stale && !take_stripes(rc, mfs_find_chunk(fs, rc->logical))) {
+		rc->stale = true;
+		say_stale(fs, rc);
+	}
+}
+
 void rs_reloc_forget(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;

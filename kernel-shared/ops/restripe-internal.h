@@ -68,6 +68,13 @@ int rs_reloc_write(struct mfs_trans_handle *trans, const struct rs_reloc *rc);
 int rs_reloc_delete(struct mfs_trans_handle *trans, u64 logical);
 /* At open, once the operation is loaded: its record, if any, into fs->restripe->reloc. */
 int rs_reloc_load(struct mfs_fs_info *fs);
+/*
+ * Around an estimate of what is left (fs->lock held throughout): the
+ * record's chunk is placed like any other, so the stripes it took are
+ * handed back meanwhile and taken again after.
+ */
+void rs_reloc_estimate_begin(struct mfs_fs_info *fs);
+void rs_reloc_estimate_end(struct mfs_fs_info *fs);
 /* After the commit that deleted it: its stripes free again, its chunk writable. */
 void rs_reloc_forget(struct mfs_fs_info *fs);
 /* Delete the record in a commit of its own, then forget it (fs->lock held). */

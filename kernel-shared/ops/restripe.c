@@ -352,7 +352,9 @@ int mfs_restripe_resume(struct mfs_fs_info *fs)
 	if (st->args.op != MFS_RESTRIPE_OP_REPLACE) {
 		struct mfs_restripe_estimate est;
 
+		rs_reloc_estimate_begin(fs);
 		ret = rs_estimate_from(fs, &st->args, st->cursor, &est);
+		rs_reloc_estimate_end(fs);
 		if (ret)
 			return ret;
 		if (!est.fits)
