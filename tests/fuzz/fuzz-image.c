@@ -5,7 +5,8 @@
  * walks it, all in-process. The engine must return an error for anything
  * on the image, never crash, hang, leak or hit undefined behaviour.
  *
- * Input (all integers little-endian), see tests/fuzz/image-pack.py:
+ * Input (all integers little-endian), see tests/fuzz/image-pack.py; the
+ * image size is a multiple of 64 KiB from 1 MiB to 1 GiB:
  *   "MFZ1"  u8 flags  u8[3] unused  u64 image size
  *   then records until the input ends: u64 offset, u32 len, len bytes
  * The image is zero but for the records. Flag FIX_CSUMS: before opening,
@@ -34,7 +35,7 @@
 #define FUZZ_RECORD_HEADER	12
 #define FUZZ_FLAG_FIX_CSUMS	(1U << 0)
 /* 128 MiB is mkfs.mfs's minimum; the image is sparse, so size costs nothing. */
-#define FUZZ_MIN_IMAGE		(1ULL << 20)
+#define FUZZ_MIN_IMAGE		SZ_1M
 #define FUZZ_MAX_IMAGE		(1ULL << 30)
 
 /* What one walk may do, so that a huge size or a long directory is no hang. */
@@ -310,6 +311,33 @@ static void walk_fs(struct mfs_fs_info *fs)
 	free(w.buf);
 }
 
+/*
+ * MFS_FUZZ_SAVE=FILE: the image as the engine is about to see it (checksums
+ * fixed) into FILE, sparse, so that `mfs check` or `mfs inspect-internal`
+ * can look at an input that failed.
+ */
+static void save_image(int fd, u64 image_size)
+{
+	const char *path = getenv("MFS_FUZZ_SAVE");
+	static u8 zero[SZ_64K];
+	u8 buf[SZ_64K];
+	u64 off;
+	int out;
+
+	if (!path)
+		return;
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (out < 0)
+		return;
+	if (!ftruncate(out, image_size))
+		for (off = 0; off < image_size; off += sizeof(buf))
+			if (pread(fd, buf, sizeof(buf), off) == sizeof(buf) &&
+			    memcmp(buf, zero, sizeof(buf)) &&
+			    pwrite(out, buf, sizeof(buf), off) != sizeof(buf))
+				break;
+	close(out);
+}
+
 static void quiet(void *arg, const char *msg)
 {
 	(void)arg;
@@ -378,7 +406,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < FUZZ_HEADER_SIZE || memcmp(data, FUZZ_MAGIC, 4))
 		return 0;
 	image_size = get_le64(data + 8);
-	if (image_size < FUZZ_MIN_IMAGE || image_size > FUZZ_MAX_IMAGE)
+	if (image_size < FUZZ_MIN_IMAGE || image_size > FUZZ_MAX_IMAGE || image_size % SZ_64K)
 		return 0;
 	fd = memfd_create("mfs-fuzz", MFD_CLOEXEC);
 	if (fd < 0)
@@ -387,6 +415,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	if (data[4] & FUZZ_FLAG_FIX_CSUMS)
 		fix_csums(fd, data, size, image_size);
+	save_image(fd, image_size);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	run_check(path);
 	run_walks(path);
