@@ -1,9 +1,10 @@
 /*
  * Runs the image fuzzing harness once on each file named (or each file of
  * each directory named), without libFuzzer: the test suite replays the
- * seed corpus and the regression inputs this way under ASan+UBSan. One TAP
- * line per file; a crash or a sanitizer report ends the run, which the
- * suite counts as a failure.
+ * seed corpus and the regression inputs this way under ASan+UBSan. The TAP
+ * plan first, then one line per file: a crash or a sanitizer report ends
+ * the run short of its plan, which the suite counts as a failure, and the
+ * "# replaying" line before it names the input.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -14,7 +15,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int nr_run, nr_failed;
+static char **paths;
+static int nr_paths, nr_run, nr_failed;
+
+static void add_path(const char *path)
+{
+	char **p = realloc(paths, (nr_paths + 1) * sizeof(*p));
+
+	if (!p || !(p[nr_paths] = strdup(path))) {
+		perror("replay");
+		exit(2);
+	}
+	paths = p;
+	nr_paths++;
+}
 
 static void replay_file(const char *path)
 {
@@ -27,6 +41,8 @@ static void replay_file(const char *path)
 	if (size >= 0 && !fseek(f, 0, SEEK_SET))
 		data = malloc(size ? size : 1);
 	nr_run++;
+	printf("# replaying %s\n", path);
+	fflush(stdout);
 	if (!data || fread(data, 1, size, f) != (size_t)size) {
 		printf("not ok %d - %s: cannot be read\n", nr_run, path);
 		nr_failed++;
@@ -45,7 +61,7 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-static void replay_dir(const char *dir)
+static void add_dir(const char *dir)
 {
 	struct dirent **names;
 	int n, i;
@@ -56,7 +72,7 @@ static void replay_dir(const char *dir)
 
 		if (names[i]->d_name[0] != '.' &&
 		    snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name) < (int)sizeof(path))
-			replay_file(path);
+			add_path(path);
 		free(names[i]);
 	}
 	free(names);
@@ -69,10 +85,15 @@ int main(int argc, char **argv)
 
 	for (i = 1; i < argc; i++) {
 		if (!stat(argv[i], &st) && S_ISDIR(st.st_mode))
-			replay_dir(argv[i]);
+			add_dir(argv[i]);
 		else
-			replay_file(argv[i]);
+			add_path(argv[i]);
 	}
-	printf("1..%d\n", nr_run);
+	printf("1..%d\n", nr_paths);
+	for (i = 0; i < nr_paths; i++) {
+		replay_file(paths[i]);
+		free(paths[i]);
+	}
+	free(paths);
 	return nr_failed ? 1 : 0;
 }
