@@ -127,6 +127,22 @@ make_tree() {
 	md5sum -c --quiet "$T/before"
 }
 
+@test "restore: a tree no copy gives back (the fs tree) is an error, not a crash" {
+	make_images 2 512M
+	mkfs.mfs -q -d raid1 -m raid1 $(imgs 2)
+	mfs_mount $(imgs 2) "$T/mnt"
+	echo hello >"$T/mnt/f"
+	mfs umount "$T/mnt"
+	run corrupt_copies --what metadata --owner 5 "$T/img1" 1,2
+	assert_success
+	mkdir "$T/out"
+	# the open leaves the fs tree out; every read of it used to follow a NULL root
+	run --separate-stderr mfs restore $(imgs 2) "$T/out"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot restore : reading the directory: Structure needs cleaning"
+	[ -z "$(ls -A "$T/out")" ]
+}
+
 @test "restore: refusals" {
 	make_images 2 512M
 	mkfs.mfs -q -d raid1 -m raid1 $(imgs 2)
