@@ -357,13 +357,7 @@ bool mfs_range_is_reserved(u64 start, u64 len)
 	return false;
 }
 
-/*
- * Where holes end on dev: its item's total_bytes, but never past the
- * device's own end. An item claiming more (damaged, or a truncated image:
- * `mfs check` reports it) must not give stripes nothing can hold, nor
- * make a walk over the free space as long as the number it claims.
- */
-static u64 hole_end(const struct mfs_device *dev)
+u64 mfs_device_end(const struct mfs_device *dev)
 {
 	if (dev->io && dev->io->size && dev->io->size < dev->total_bytes)
 		return dev->io->size;
@@ -374,7 +368,7 @@ static u64 hole_end(const struct mfs_device *dev)
 static void for_each_hole(struct mfs_device *dev,
 			  int (*cb)(u64 start, u64 len, void *arg), void *arg)
 {
-	u64 cur = 0, end = hole_end(dev);
+	u64 cur = 0, end = mfs_device_end(dev);
 	int e = 0, r;
 
 	while (cur < end) {
