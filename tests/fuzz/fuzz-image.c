@@ -12,7 +12,8 @@
  * The image is zero but for the records. Flag FIX_CSUMS: before opening,
  * the checksum of every superblock copy and of every block that looks like
  * a tree node of this filesystem is recomputed, so that mutations reach
- * the parsers behind the checksum instead of stopping at it.
+ * the parsers behind the checksum instead of stopping at it. Flag
+ * SUPER_COPY_1: the check opens from superblock copy 1 (`mfs check -s 1`).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,7 @@
 #define FUZZ_HEADER_SIZE	16
 #define FUZZ_RECORD_HEADER	12
 #define FUZZ_FLAG_FIX_CSUMS	(1U << 0)
+#define FUZZ_FLAG_SUPER_COPY_1	(1U << 1)
 /* 128 MiB is mkfs.mfs's minimum; the image is sparse, so size costs nothing. */
 #define FUZZ_MIN_IMAGE		SZ_1M
 #define FUZZ_MAX_IMAGE		(1ULL << 30)
@@ -344,12 +346,13 @@ static void quiet(void *arg, const char *msg)
 	(void)msg;
 }
 
-static int open_image(const char *path, unsigned int flags, struct mfs_fs_info **fs)
+static int open_image(const char *path, unsigned int flags, int sb_mirror,
+		      struct mfs_fs_info **fs)
 {
 	const char *paths[] = { path };
 	struct mfs_open_ctl ctl = {
 		.paths = paths, .npaths = 1, .flags = flags | MFS_OPEN_NO_EXCL,
-		.sb_mirror = -1, .log = quiet,
+		.sb_mirror = sb_mirror, .log = quiet,
 	};
 	int ret = mfs_open_fs(&ctl, fs);
 
@@ -357,8 +360,8 @@ static int open_image(const char *path, unsigned int flags, struct mfs_fs_info *
 	return ret;
 }
 
-/* `mfs check --check-data-csum`, read-only: every phase until one stops. */
-static void run_check(const char *path)
+/* `mfs check --check-data-csum [-s N]`, read-only: every phase until one stops. */
+static void run_check(const char *path, int sb_mirror)
 {
 	static int (*const phases[])(struct mfs_fs_info *, struct mfs_check_ctl *) = {
 		mfs_check_supers, mfs_check_chunks, mfs_check_trees,
@@ -368,7 +371,7 @@ static void run_check(const char *path)
 	struct mfs_fs_info *fs;
 	size_t i;
 
-	if (open_image(path, MFS_OPEN_PARTIAL, &fs))
+	if (open_image(path, MFS_OPEN_PARTIAL, sb_mirror, &fs))
 		return;
 	for (i = 0; i < sizeof(phases) / sizeof(phases[0]); i++) {
 		int ret = phases[i](fs, &ctl);
@@ -390,7 +393,7 @@ static void run_walks(const char *path)
 	size_t i;
 
 	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		if (open_image(path, flags[i], &fs))
+		if (open_image(path, flags[i], -1, &fs))
 			continue;
 		walk_fs(fs);
 		mfs_close_fs(fs);
@@ -417,7 +420,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fix_csums(fd, data, size, image_size);
 	save_image(fd, image_size);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	run_check(path);
+	run_check(path, data[4] & FUZZ_FLAG_SUPER_COPY_1 ? 1 : -1);
 	run_walks(path);
 out:
 	close(fd);

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Between an image file and the fuzzing harness's input (tests/fuzz/fuzz-image.c).
 
-  image-pack.py pack IMAGE OUT     the image's non-zero bytes as records
+  image-pack.py pack IMAGE OUT [FLAGS]
+                                   the image's non-zero bytes as records;
+                                   FLAGS (default 1, FIX_CSUMS; 3 adds
+                                   SUPER_COPY_1) as fuzz-image.c has them
   image-pack.py unpack INPUT OUT   the image an input stands for (checksums as
                                    the input has them: FIX_CSUMS is not applied)
 
@@ -37,10 +40,10 @@ def runs(block):
     return out
 
 
-def pack(image, out):
+def pack(image, out, flags=FIX_CSUMS):
     with open(image, "rb") as f:
         data = f.read()
-    parts = [MAGIC, struct.pack("<B3xQ", FIX_CSUMS, len(data))]
+    parts = [MAGIC, struct.pack("<B3xQ", flags, len(data))]
     for base in range(0, len(data), BLOCK):
         block = data[base:base + BLOCK]
         if not block.strip(b"\0"):
@@ -72,9 +75,12 @@ def unpack(inp, out):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("pack", "unpack"):
+    if sys.argv[1:2] == ["pack"] and len(sys.argv) in (4, 5):
+        pack(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) == 5 else FIX_CSUMS)
+    elif sys.argv[1:2] == ["unpack"] and len(sys.argv) == 4:
+        unpack(sys.argv[2], sys.argv[3])
+    else:
         sys.exit(__doc__)
-    (pack if sys.argv[1] == "pack" else unpack)(sys.argv[2], sys.argv[3])
 
 
 if __name__ == "__main__":

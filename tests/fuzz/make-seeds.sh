@@ -24,19 +24,22 @@ printf 'tail' >>"$root/sparse"
 python3 -c "import os, sys; os.setxattr(sys.argv[1], 'user.k', b'v')" "$root/f" 2>/dev/null || true
 touch -h -d 2024-01-01 "$root" "$root"/* "$root"/d/* "$root"/d/e/*
 
-# seed NAME MKFS-OPTIONS...: a 128 MiB image (mkfs.mfs's minimum), packed.
+# seed NAME FLAGS MKFS-OPTIONS...: a 128 MiB image (mkfs.mfs's minimum),
+# packed with the harness FLAGS (image-pack.py).
 seed() {
-	local name=$1
-	shift
+	local name=$1 flags=$2
+	shift 2
 	rm -f "$tmp/img"
 	truncate -s 128M "$tmp/img"
 	"$build/mkfs.mfs" -q -K -U 6d667366-757a-7a00-0000-000000000001 "$@" "$tmp/img"
-	python3 "$top/tests/fuzz/image-pack.py" pack "$tmp/img" "$out/$name"
+	python3 "$top/tests/fuzz/image-pack.py" pack "$tmp/img" "$out/$name" "$flags"
 }
 
 mkdir -p "$out"
-seed empty-dup-16k
-seed files-single-4k -n 4096 -m single -r "$root"
-seed files-dup-4k-xxhash -n 4096 --csum xxhash -r "$root"
-seed files-dup-8k-sha256 -n 8192 --csum sha256 -r "$root"
+seed empty-dup-16k 1
+seed files-single-4k 1 -n 4096 -m single -r "$root"
+seed files-dup-4k-xxhash 1 -n 4096 --csum xxhash -r "$root"
+seed files-dup-8k-sha256 1 -n 8192 --csum sha256 -r "$root"
+# the check opens from superblock copy 1 (at 64 MiB)
+seed files-dup-4k-super1 3 -n 4096 -r "$root"
 ls -l "$out"
