@@ -2,8 +2,8 @@
 # The whole test suite: unit tests, bats CLI tests (one file at a time),
 # crash-replay tests, the fault-injection sweep, the fsck corpus, the unit
 # tests again built with ASan+UBSan with the image fuzzer's corpus and
-# regression inputs replayed once (tests/fuzz/), and the ThreadSanitizer
-# race test.
+# regression inputs replayed (tests/fuzz/: each once and 300 fixed
+# mutants of each), and the ThreadSanitizer race test.
 # Every runner has a time limit and its TAP plan is compared with the
 # results it printed, so a hang, a crash or a test that never ran is a
 # named failure. Ends with "N passed, N failed, N skipped".
@@ -159,7 +159,7 @@ main() {
 		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 		run_units build-san unit-asan
 		echo "== image fuzzing corpus under ASan+UBSan"
-		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay \
+		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay -m 300 \
 			tests/fuzz/corpus tests/fuzz/regress
 	else
 		runner_failed "unit-asan" "sanitizer build failed"
