@@ -24,6 +24,15 @@ printf 'tail' >>"$root/sparse"
 python3 -c "import os, sys; os.setxattr(sys.argv[1], 'user.k', b'v')" "$root/f" 2>/dev/null || true
 touch -h -d 2024-01-01 "$root" "$root"/* "$root"/d/* "$root"/d/e/*
 
+# Many small files: an fs tree of a node over leaves (4 KiB nodes), for
+# the key pointers and the parent/child checks.
+many=$tmp/many
+mkdir -p "$many/d"
+for i in $(seq 1 60); do
+	echo "$i" >"$many/d/file-$i"
+done
+touch -h -d 2024-01-01 "$many" "$many/d" "$many"/d/*
+
 # seed NAME FLAGS MKFS-OPTIONS...: a 128 MiB image (mkfs.mfs's minimum),
 # packed with the harness FLAGS (image-pack.py).
 seed() {
@@ -40,6 +49,7 @@ seed empty-dup-16k 1
 seed files-single-4k 1 -n 4096 -m single -r "$root"
 seed files-dup-4k-xxhash 1 -n 4096 --csum xxhash -r "$root"
 seed files-dup-8k-sha256 1 -n 8192 --csum sha256 -r "$root"
+seed tree-levels-4k 1 -n 4096 -m single -r "$many"
 # the check opens from superblock copy 1 (at 64 MiB)
 seed files-dup-4k-super1 3 -n 4096 -r "$root"
 ls -l "$out"
