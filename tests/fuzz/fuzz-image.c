@@ -36,7 +36,11 @@
 #define FUZZ_RECORD_HEADER	12
 #define FUZZ_FLAG_FIX_CSUMS	(1U << 0)
 #define FUZZ_FLAG_SUPER_COPY_1	(1U << 1)
-/* 128 MiB is mkfs.mfs's minimum; the image is sparse, so size costs nothing. */
+/*
+ * The image is a sparse memfd, so its size costs nothing (the seeds are
+ * mkfs.mfs's minimum, 128 MiB); below 1 MiB nothing of mfs fits, and 1 GiB
+ * leaves superblock copy 2 (at 256 GiB) to the code that finds it absent.
+ */
 #define FUZZ_MIN_IMAGE		SZ_1M
 #define FUZZ_MAX_IMAGE		(1ULL << 30)
 
