@@ -57,6 +57,9 @@ struct restore_ctx {
 	u64 failed;		/* items that could not be restored at all */
 	bool skipped;		/* an existing file was left alone */
 	bool stop;		/* an error without -i */
+	/* the directories being restored, the root first: a damaged entry naming one is a loop */
+	u64 *dirs;
+	int nr_dirs, max_dirs;
 };
 
 /* one directory entry, collected before anything is restored from it */
@@ -103,10 +106,16 @@ static void free_entries(struct entry_list *l)
 	free(l->e);
 }
 
-/* An item that could not be restored: counted, and the end of the run without -i. */
+/*
+ * An item that could not be restored: counted, and the end of the run
+ * without -i. err 0: why says it all.
+ */
 static void item_failed(struct restore_ctx *c, const char *fspath, const char *why, int err)
 {
-	error("cannot restore %s: %s: %s", fspath, why, strerror(-err));
+	if (err)
+		error("cannot restore %s: %s: %s", fspath, why, strerror(-err));
+	else
+		error("cannot restore %s: %s", fspath, why);
 	c->failed++;
 	if (!c->o->ignore_errors)
 		c->stop = true;
@@ -293,6 +302,16 @@ static void restore_symlink(struct restore_ctx *c, const struct mfs_stat *st,
 		item_failed(c, fspath, dst, -errno);
 }
 
+static bool dir_in_chain(const struct restore_ctx *c, u64 dir)
+{
+	int i;
+
+	for (i = 0; i < c->nr_dirs; i++)
+		if (c->dirs[i] == dir)
+			return true;
+	return false;
+}
+
 static void restore_dir(struct restore_ctx *c, u64 dir, const char *fspath, const char *dst);
 
 /* One entry of a directory: fspath and dst are its paths in the filesystem and outside. */
@@ -311,6 +330,14 @@ static void restore_entry(struct restore_ctx *c, u64 ino, const char *fspath, co
 	if (!S_ISDIR(st.mode) && !S_ISREG(st.mode) && !S_ISLNK(st.mode)) {
 		if (c->o->verbose)
 			printf("Skipping %s: not a file, directory or symlink\n", fspath);
+		return;
+	}
+	/*
+	 * An entry naming a directory it is inside of (damage: the fs tree is
+	 * not a tree) would recurse until the stack or the path gives out.
+	 */
+	if (S_ISDIR(st.mode) && dir_in_chain(c, ino)) {
+		item_failed(c, fspath, "it names a directory it is inside of (a loop in the fs tree)", 0);
 		return;
 	}
 	if (!may_create(c, dst, S_ISDIR(st.mode)))
@@ -352,6 +379,18 @@ static void restore_dir(struct restore_ctx *c, u64 dir, const char *fspath, cons
 	struct entry_list l = { 0 };
 	int i, ret;
 
+	if (c->nr_dirs == c->max_dirs) {
+		int max = c->max_dirs ? c->max_dirs * 2 : 64;
+		u64 *d = realloc(c->dirs, max * sizeof(*d));
+
+		if (!d) {
+			item_failed(c, fspath, "listing it", -ENOMEM);
+			return;
+		}
+		c->dirs = d;
+		c->max_dirs = max;
+	}
+	c->dirs[c->nr_dirs++] = dir;
 	ret = mfs_readdir(c->fs, dir, 0, collect_entry, &l);
 	if (ret < 0)
 		item_failed(c, fspath, "reading the directory", ret);
@@ -366,6 +405,7 @@ static void restore_dir(struct restore_ctx *c, u64 dir, const char *fspath, cons
 		free(sub_dst);
 	}
 	free_entries(&l);
+	c->nr_dirs--;
 }
 
 enum { OPT_PATH_REGEX = 256 };
@@ -462,6 +502,7 @@ static int cmd_restore(const struct cmd_struct *cmd, int argc, char **argv)
 	if (o.dry_run)
 		printf("This is a dry-run, no files are going to be restored\n");
 	restore_dir(&c, MFS_ROOT_DIR_OBJECTID, "", dst);
+	free(c.dirs);
 	mfs_close_fs(c.fs);
 	if (c.skipped && !o.overwrite)
 		fprintf(stderr, "If you wish to overwrite use -o\n");

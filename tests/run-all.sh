@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, bats CLI tests (one file at a time),
 # crash-replay tests, the fault-injection sweep, the fsck corpus, the unit
-# tests again built with ASan+UBSan, and the ThreadSanitizer race test.
+# tests again built with ASan+UBSan with the image fuzzer's corpus and
+# regression inputs replayed (tests/fuzz/: each once and 300 fixed
+# mutants of each), and the ThreadSanitizer race test.
 # Every runner has a time limit and its TAP plan is compared with the
 # results it printed, so a hang, a crash or a test that never ran is a
 # named failure. Ends with "N passed, N failed, N skipped".
@@ -156,6 +158,9 @@ main() {
 		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 		run_units build-san unit-asan
+		echo "== image fuzzing corpus under ASan+UBSan"
+		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay -m 300 \
+			tests/fuzz/corpus tests/fuzz/regress
 	else
 		runner_failed "unit-asan" "sanitizer build failed"
 	fi

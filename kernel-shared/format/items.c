@@ -37,7 +37,8 @@ int mfs_entry_next(struct mfs_entry_iter *it, struct mfs_entry *e)
 		e->size = sizeof(*e->di) + e->name_len;
 		e->name = p + sizeof(*e->di);
 	}
-	if (left < e->size)
+	/* names are 1 to 255 bytes (format §7.5); an empty one is no entry */
+	if (e->name_len == 0 || e->name_len > MFS_NAME_LEN || left < e->size)
 		return -EUCLEAN;
 	it->off += e->size;
 	return 1;

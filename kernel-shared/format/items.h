@@ -31,7 +31,8 @@ struct mfs_entry_iter {
 void mfs_entry_iter_init(struct mfs_entry_iter *it, const void *data, u32 size, bool xattr);
 /*
  * The next entry: 1 with e filled, 0 after the last one, -EUCLEAN when
- * what is left of the item is not a whole entry (trailing bytes too).
+ * what is left of the item is not a whole entry (trailing bytes too) or
+ * its name is empty or longer than MFS_NAME_LEN.
  */
 int mfs_entry_next(struct mfs_entry_iter *it, struct mfs_entry *e);
 /* The entry called name: 0 with e filled, -ENOENT, or -EUCLEAN as above. */

@@ -360,7 +360,7 @@ static void check_dir_item(struct fs_check *c, struct cur_inode *cur,
 		cur->entries[cur->nr_entries - 1].hash_ok = hash == key->offset;
 	}
 	if (ret < 0)
-		problem(c->ctl, "dir %llu: DIR_ITEM %llu has a truncated entry",
+		problem(c->ctl, "dir %llu: DIR_ITEM %llu has a damaged entry (cut short, or a name of 0 or over 255 bytes)",
 			(unsigned long long)cur->ino, (unsigned long long)key->offset);
 }
 
@@ -523,7 +523,7 @@ static void check_xattr_item(struct fs_check *c, struct cur_inode *cur,
 				(unsigned long long)key->offset);
 	}
 	if (ret < 0)
-		problem(c->ctl, "inode %llu: XATTR_ITEM %llu has a truncated entry",
+		problem(c->ctl, "inode %llu: XATTR_ITEM %llu has a damaged entry (cut short, or a name of 0 or over 255 bytes)",
 			(unsigned long long)cur->ino, (unsigned long long)key->offset);
 }
 

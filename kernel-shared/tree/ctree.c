@@ -398,10 +398,14 @@ int mfs_search_slot(struct mfs_trans_handle *trans, struct mfs_root *root,
 		    const struct mfs_key *key, struct mfs_path *path,
 		    int ins_len, int cow)
 {
-	struct mfs_fs_info *fs = root->fs_info;
+	struct mfs_fs_info *fs;
 	struct extent_buffer *b;
 	int ret, slot, level, restarts = 0;
 
+	/* a tree whose root could not be read (MFS_OPEN_PARTIAL) has nothing to find */
+	if (!root)
+		return -EUCLEAN;
+	fs = root->fs_info;
 	if (cow && !trans)
 		return -EINVAL;
 	if (ins_len > 0 && (u32)ins_len > leaf_data_size(fs) / 2)

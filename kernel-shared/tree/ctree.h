@@ -167,6 +167,7 @@ void mfs_release_path(struct mfs_path *path);
  * slot where it would be inserted), -errno on error. With a trans handle and
  * cow set, every node on the path is made writable; ins_len > 0 makes room
  * for an item of that many data bytes, ins_len < 0 prepares for deletion.
+ * root NULL (a tree a partial open could not read): -EUCLEAN.
  */
 int mfs_search_slot(struct mfs_trans_handle *trans, struct mfs_root *root,
 		    const struct mfs_key *key, struct mfs_path *path,

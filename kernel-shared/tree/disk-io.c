@@ -102,7 +102,7 @@ enum mfs_sb_copy_state mfs_super_copy_state(struct mfs_fs_info *fs, struct mfs_d
 	int ret;
 
 	*err = 0;
-	if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+	if (mfs_sb_offset(m) + MFS_SUPER_INFO_SIZE > mfs_device_end(dev))
 		return MFS_SB_COPY_BEYOND;
 	ret = mfs_read_super_copy(dev->io, m, sb);
 	if (ret == -ENOENT)
@@ -176,7 +176,7 @@ static int write_dev_supers(struct mfs_fs_info *fs, struct mfs_device *dev, bool
 	for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
 		u64 off = mfs_sb_offset(m);
 
-		if (off + MFS_SUPER_INFO_SIZE > dev->total_bytes)
+		if (off + MFS_SUPER_INFO_SIZE > mfs_device_end(dev))
 			break;
 		memcpy(&sb, &fs->super, sizeof(sb));
 		fill_dev_item(fs, dev, &sb.dev_item);

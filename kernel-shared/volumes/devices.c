@@ -363,11 +363,18 @@ bool mfs_range_is_reserved(u64 start, u64 len)
 	return false;
 }
 
+u64 mfs_device_end(const struct mfs_device *dev)
+{
+	if (dev->io && dev->io->size && dev->io->size < dev->total_bytes)
+		return dev->io->size;
+	return dev->total_bytes;
+}
+
 /* Walk the free holes of dev in order; cb returns nonzero to stop. */
 static void for_each_hole(struct mfs_device *dev,
 			  int (*cb)(u64 start, u64 len, void *arg), void *arg)
 {
-	u64 cur = 0, end = dev->total_bytes;
+	u64 cur = 0, end = mfs_device_end(dev);
 	int e = 0, r;
 
 	while (cur < end) {

@@ -48,6 +48,14 @@ int mfs_add_device(struct mfs_fs_info *fs, struct mfs_device *dev);
 void mfs_device_set_devid(struct mfs_fs_info *fs, struct mfs_device *dev, u64 devid);
 int mfs_device_add_extent(struct mfs_device *dev, u64 physical, u64 length, u64 chunk_offset);
 int mfs_device_remove_extent(struct mfs_device *dev, u64 physical);
+/*
+ * Where dev ends for the filesystem: its item's total_bytes, but never
+ * past the device's own end. An item claiming more (damaged, or a
+ * truncated image: `mfs check` reports it) must not give stripes or
+ * superblock copies a place nothing can hold, nor make a walk over the
+ * free space as long as the number it claims.
+ */
+u64 mfs_device_end(const struct mfs_device *dev);
 /* Largest unallocated hole on dev, skipping reserved ranges. */
 u64 mfs_device_max_hole(struct mfs_device *dev, u64 *start);
 /*

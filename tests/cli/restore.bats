@@ -127,6 +127,45 @@ make_tree() {
 	md5sum -c --quiet "$T/before"
 }
 
+@test "restore: a tree no copy gives back (the fs tree) is an error, not a crash" {
+	make_images 2 512M
+	mkfs.mfs -q -d raid1 -m raid1 $(imgs 2)
+	mfs_mount $(imgs 2) "$T/mnt"
+	echo hello >"$T/mnt/f"
+	mfs umount "$T/mnt"
+	run corrupt_copies --what metadata --owner 5 "$T/img1" 1,2
+	assert_success
+	mkdir "$T/out"
+	# the open leaves the fs tree out; every read of it used to follow a NULL root
+	run --separate-stderr mfs restore $(imgs 2) "$T/out"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot restore : reading the directory: Structure needs cleaning"
+	[ -z "$(ls -A "$T/out")" ]
+}
+
+@test "restore: a directory entry naming a directory it is inside of is a loop, not a recursion" {
+	make_images 1 256M
+	mkdir -p "$T/root/a"
+	echo hi >"$T/root/a/f"
+	mkfs.mfs -q -r "$T/root" $(imgs 1)
+	# a/f becomes root itself (256), in both halves of the entry
+	local a k
+	a=$(mfs inspect-internal dump-tree -t fs "$T/img1" |
+		awk '/key \(256 DIR_INDEX/ { i = 1; next } i { sub(/.*location key \(/, ""); print $1; exit }')
+	for k in "DIR_ITEM hash:f" "DIR_INDEX 2"; do
+		"$MFS_BUILD/tests/fsck/mfs-corrupt" "$T/img1" set fs "$a" $k child 256 >/dev/null
+		"$MFS_BUILD/tests/fsck/mfs-corrupt" "$T/img1" set fs "$a" $k type 2 >/dev/null
+	done
+	mkdir "$T/out"
+	# -D creates nothing, so nothing but the loop check ends the recursion (it overflowed the stack)
+	for o in -D -i; do
+		run --separate-stderr mfs restore $o $(imgs 1) "$T/out"
+		assert_failure 1
+		assert_stderr_line "ERROR: cannot restore /a/f: it names a directory it is inside of (a loop in the fs tree)"
+	done
+	[ "$(cd "$T/out" && find . | sort | tr '\n' ' ')" = ". ./a " ]
+}
+
 @test "restore: refusals" {
 	make_images 2 512M
 	mkfs.mfs -q -d raid1 -m raid1 $(imgs 2)

@@ -1,7 +1,8 @@
 /*
  * Unit tests for kernel-shared/format/items.c: the one walker of the
  * entries packed in DIR_ITEM, DIR_INDEX and XATTR_ITEM items, on whole,
- * truncated and over-long items (their bytes are untrusted).
+ * truncated and over-long items and names out of bounds (their bytes are
+ * untrusted).
  */
 #include <errno.h>
 
@@ -143,6 +144,35 @@ static void test_huge_name_len(void)
 	CHECK_EQ(n, 0);
 }
 
+/*
+ * An empty name, and one of 256 bytes that the item does hold, are
+ * damage (names are 1 to 255 bytes): the image fuzzer found the checker
+ * copying an empty name from a NULL buffer.
+ */
+static void test_name_len_bounds(void)
+{
+	char name[MFS_NAME_LEN + 2];
+	u32 len = 0;
+	int n;
+
+	put(&len, false, "", NULL);
+	CHECK_EQ(count(len, false, &n), -EUCLEAN);
+	CHECK_EQ(n, 0);
+	len = 0;
+	put(&len, true, "", "v");
+	CHECK_EQ(count(len, true, &n), -EUCLEAN);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = 0;
+	len = 0;
+	put(&len, false, name, NULL);
+	CHECK_EQ(count(len, false, &n), -EUCLEAN);
+	name[MFS_NAME_LEN] = 0;
+	len = 0;
+	put(&len, false, name, NULL);
+	CHECK_EQ(count(len, false, &n), 0);
+	CHECK_EQ(n, 1);
+}
+
 int main(void)
 {
 	RUN(test_dir_entries);
@@ -150,5 +180,6 @@ int main(void)
 	RUN(test_every_truncation);
 	RUN(test_trailing_bytes);
 	RUN(test_huge_name_len);
+	RUN(test_name_len_bounds);
 	UNIT_EXIT();
 }
