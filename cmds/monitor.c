@@ -31,8 +31,9 @@ static const char * const cmd_monitor_usage[] = {
 	"happens to them: on stdout, to syslog, and by running a program. Each check",
 	"is compared with the one before (the first with a healthy filesystem); events:",
 	"device-missing, device-failing (write or flush errors: it is left out),",
-	"errors-rising (read, corruption or generation errors), and balance-, delete-,",
-	"resize- or replace-finished, -failed or -cancelled.",
+	"errors-rising (read, corruption or generation errors), spare-taken (the",
+	"daemon began replacing a missing or failing member with a hot spare), and",
+	"balance-, delete-, resize- or replace-finished, -failed or -cancelled.",
 	"",
 	OPTLINE("-1|--oneshot", "check once and exit"),
 	OPTLINE("-p|--program PROGRAM", "run 'PROGRAM EVENT MOUNTPOINT [DEVID]' for each event, with MFS_EVENT, MFS_FSID, MFS_MOUNT, MFS_DEVID, MFS_DEVICE and MFS_DETAILS in its environment"),
@@ -56,6 +57,8 @@ struct fs_seen {
 	u32 op_state;		/* MFS_RESTRIPE_NONE/RUNNING/PAUSED */
 	u32 op;			/* MFS_RESTRIPE_OP_* of the operation last seen */
 	int last_result;	/* how it ended: 0 or -errno (this check only) */
+	u64 spare_time;		/* the last hot spare taken into use (0 none) */
+	u64 spare_src, spare_devid;	/* for which member, and which spare */
 	int nr_devs;
 	struct dev_seen devs[MFS_DEV_STATS_MAX_DEVS];
 };
@@ -122,6 +125,9 @@ static int look(const char *mnt, struct fs_seen *out)
 	out->op_state = rs->state;
 	out->op = rs->args.op;
 	out->last_result = rs->last_result;
+	out->spare_time = rs->spare_time;
+	out->spare_src = rs->spare_src_devid;
+	out->spare_devid = rs->spare_devid;
 	for (i = 0; i < (int)ds->nr_devices && i < MFS_DEV_STATS_MAX_DEVS; i++) {
 		struct dev_seen *d = &out->devs[i];
 
@@ -309,6 +315,24 @@ static void compare_operation(struct monitor *m, const struct fs_seen *old,
 	report(m, &ev);
 }
 
+static const struct dev_seen *find_dev(const struct fs_seen *fs, u64 devid);
+
+/* A hot spare taken into use since the last check (the daemon did it). */
+static void compare_spare(struct monitor *m, const struct fs_seen *old,
+			  const struct fs_seen *now)
+{
+	struct event ev = { .fs = now, .priority = LOG_WARNING, .name = "spare-taken" };
+
+	if (!now->spare_time || now->spare_time == old->spare_time)
+		return;
+	/* the member's devid: the spare has it, or will have it when the replace ends */
+	ev.dev = find_dev(now, now->spare_src);
+	snprintf(ev.details, sizeof(ev.details),
+		 "devid %llu is being replaced by the hot spare devid %llu",
+		 (unsigned long long)now->spare_src, (unsigned long long)now->spare_devid);
+	report(m, &ev);
+}
+
 static const struct dev_seen *find_dev(const struct fs_seen *fs, u64 devid)
 {
 	int i;
@@ -332,6 +356,7 @@ static void compare(struct monitor *m, const struct fs_seen *old, const struct f
 		compare_device(m, now, o ? o : &healthy_dev, &now->devs[i]);
 	}
 	compare_operation(m, old ? old : &healthy_fs, now);
+	compare_spare(m, old ? old : &healthy_fs, now);
 }
 
 /* ---------------- the state between two runs ---------------- */
@@ -339,6 +364,7 @@ static void compare(struct monitor *m, const struct fs_seen *old, const struct f
 /*
  * One line per filesystem and one per device after it:
  *   fs FSID OP_STATE OP MOUNTPOINT
+ *   spare TIME SRC-DEVID SPARE-DEVID	(once a spare was taken)
  *   dev DEVID MISSING WRITE READ FLUSH CORRUPTION GENERATION PATH
  */
 static int load_state(struct monitor *m)
@@ -368,6 +394,10 @@ static int load_state(struct monitor *m)
 			fs->op_state = state;
 			fs->op = op;
 			snprintf(fs->mnt, sizeof(fs->mnt), "%s", line + n);
+		} else if (fs && sscanf(line, "spare %llu %llu %llu", &v[0], &v[1], &v[2]) == 3) {
+			fs->spare_time = v[0];
+			fs->spare_src = v[1];
+			fs->spare_devid = v[2];
 		} else if (fs && fs->nr_devs < MFS_DEV_STATS_MAX_DEVS &&
 			   sscanf(line, "dev %llu %u %llu %llu %llu %llu %llu %n", &devid, &missing,
 				  &v[0], &v[1], &v[2], &v[3], &v[4], &n) == 7 && n) {
@@ -400,6 +430,9 @@ static int save_state(const struct monitor *m)
 		const struct fs_seen *fs = &m->seen[i];
 
 		fprintf(f, "fs %s %u %u %s\n", fs->fsid, fs->op_state, fs->op, fs->mnt);
+		if (fs->spare_time)
+			fprintf(f, "spare %llu %llu %llu\n", (unsigned long long)fs->spare_time,
+				(unsigned long long)fs->spare_src, (unsigned long long)fs->spare_devid);
 		for (j = 0; j < fs->nr_devs; j++) {
 			const struct dev_seen *d = &fs->devs[j];
 			int k;

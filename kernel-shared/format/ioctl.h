@@ -69,6 +69,10 @@ struct mfs_ioctl_restripe_status {
 	uint32_t last_replace;		/* MFS_REPLACE_NEVER/FINISHED/CANCELED */
 	uint32_t pad;
 	uint64_t last_start_time, last_end_time, last_progress;
+	/* the last hot spare taken into use since the filesystem was opened */
+	uint64_t spare_time;		/* seconds since the epoch; 0 none */
+	uint64_t spare_src_devid;	/* the member it replaces (whose devid it gets) */
+	uint64_t spare_devid;		/* the spare's devid when it was taken */
 };
 #define MFS_IOC_RESTRIPE_STATUS	_IOR(MFS_IOCTL_MAGIC, 11, struct mfs_ioctl_restripe_status)
 

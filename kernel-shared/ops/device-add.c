@@ -337,6 +337,9 @@ int mfs_replace_start_spare(struct mfs_fs_info *fs, u64 srcid, u64 spareid)
 		tgt->flags = (tgt->flags & ~MFS_DEV_STATE_REPLACE_TARGET) | MFS_DEV_STATE_SPARE;
 		return ret;
 	}
+	st->last_replace.spare_time = time(NULL);
+	st->last_replace.spare_src = srcid;
+	st->last_replace.spare_devid = spareid;
 	mfs_log(fs, "devid %llu (%s) is %s: replacing it with the hot spare devid %llu (%s)",
 		(unsigned long long)srcid, src->path ? src->path : "<missing disk>",
 		why, (unsigned long long)spareid, tgt->path);

@@ -64,6 +64,8 @@ struct mfs_restripe_status {
 	struct {
 		int outcome;	/* MFS_REPLACE_* */
 		u64 start_time, end_time, progress;	/* progress: tenths of a percent */
+		/* the last hot spare taken since the open: when, for whom, which */
+		u64 spare_time, spare_src, spare_devid;
 	} last_replace;
 };
 

@@ -105,6 +105,31 @@ monitor_has() {
 	assert_output 1
 }
 
+@test "monitor --oneshot: a hot spare taken into use is spare-taken, once" {
+	make_images 3
+	mkfs.mfs -q -d raid1 -m raid1 "$T/img1" "$T/img2"
+	make_program
+	mfs device scan "$T/img1" "$T/img2" >/dev/null
+	mfs_mount "$T/img1" "$T/mnt"
+	mfs device add --spare "$T/img3" "$T/mnt"
+	mfs monitor -1 -p "$T/prog" -s "$T/state" "$T/mnt"
+	[ ! -e "$T/events" ]
+	mfs umount "$T/mnt"
+	# img2 fails at its first write: the daemon replaces it with the spare
+	MFS_FAULT="write:+1:s@img2" mfs_mount "$T/img1" "$T/mnt"
+	head -c $((2 * MiB)) /dev/urandom >"$T/mnt/f"
+	mfs filesystem sync "$T/mnt"
+	wait_until 600 bash -c "mfs replace status -1 '$T/mnt' | grep -q 'finished on'"
+	# seen after the replace ended: reported all the same, under the devid
+	run mfs monitor -1 -p "$T/prog" -s "$T/state" "$T/mnt"
+	assert_success
+	assert_line "spare-taken $T/mnt devid 2 ($T/img3): devid 2 is being replaced by the hot spare devid 3"
+	run grep -c "^event=spare-taken .* devid=2 device=$T/img3\$" "$T/events"
+	assert_output 1
+	run mfs monitor -1 -p "$T/prog" -s "$T/state" "$T/mnt"
+	refute_output --partial "spare-taken"
+}
+
 @test "monitor: watching, it runs the program when a device starts failing" {
 	make_images 2
 	mkfs.mfs -q -d raid1 -m raid1 $(imgs 2)
