@@ -72,7 +72,7 @@ static int shrink_batched(struct mfs_fs_info *fs, u64 ino, u64 newsize)
 			ret = mfs_truncate(trans, ino, cut);
 		else
 			ret = mfs_drop_file_extents(trans, ino, cut, (u64)-1);
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 	}
 out:
 	free(cuts);
@@ -161,7 +161,7 @@ int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 	if (!ret)
 		mfs_inode_to_stat(ino, &ii, out);
 end:
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -277,7 +277,7 @@ int mfs_setxattr(struct mfs_fs_info *fs, u64 ino, const char *name, const void *
 		}
 	}
 end:
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -374,7 +374,7 @@ int mfs_removexattr(struct mfs_fs_info *fs, u64 ino, const char *name)
 						    &trans);
 	if (!ret) {
 		ret = inode_item_cut(trans, fs->fs_root, &key, off, esize);
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -406,7 +406,7 @@ int mfs_touch_atime(struct mfs_fs_info *fs, u64 ino)
 		goto out;
 	ii.atime = now;
 	ret = mfs_write_inode(trans, ino, &ii);
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;

@@ -442,7 +442,7 @@ int mfs_fallocate(struct mfs_fs_info *fs, u64 ino, int mode, u64 off, u64 len)
 		}
 	}
 end:
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;

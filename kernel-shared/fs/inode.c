@@ -594,7 +594,7 @@ int mfs_create(struct mfs_fs_info *fs, u64 dir, const char *name, u32 mode, u64 
 	ret = mfs_start_transaction_reserve(fs, CREATE_ITEMS, MFS_RESERVE_NORMAL, &trans);
 	if (!ret) {
 		ret = create_locked(trans, dir, name, mode, rdev, uid, gid, target, st);
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -632,7 +632,7 @@ int mfs_link(struct mfs_fs_info *fs, u64 ino, u64 dir, const char *name, struct 
 	}
 	if (!ret)
 		mfs_inode_to_stat(ino, &ii, st);
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -778,7 +778,7 @@ int mfs_unlink(struct mfs_fs_info *fs, u64 dir, const char *name, bool rmdir,
 	ret = mfs_start_transaction_reserve(fs, UNLINK_ITEMS, MFS_RESERVE_FREEING, &trans);
 	if (!ret) {
 		ret = unlink_locked(trans, dir, name, rmdir, victim, orphaned);
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -830,7 +830,7 @@ static int drop_extents_batched(struct mfs_fs_info *fs, u64 ino, u64 pos)
 		if (ret)
 			return ret;
 		ret = mfs_drop_file_extents(trans, ino, pos, next);
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 		if (ret || next == (u64)-1)
 			return ret;
 		pos = next;
@@ -855,7 +855,7 @@ static int evict_locked(struct mfs_fs_info *fs, u64 ino)
 		ret = delete_items_of(trans, fs->fs_root, ino);
 	if (!ret)
 		ret = del_item_if_present(trans, fs->fs_root, &key);
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 	return ret;
 }
 
@@ -956,7 +956,7 @@ int mfs_rename(struct mfs_fs_info *fs, u64 olddir, const char *oldname, u64 newd
 	if (!ret) {
 		ret = rename_locked(trans, olddir, oldname, newdir, newname, flags, victim,
 				    orphaned);
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return ret;

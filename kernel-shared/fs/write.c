@@ -523,7 +523,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 		ret = data_uninline(trans, ino);
 	if (!ret)
 		ret = reserve_pieces(trans, off, buf, len, pieces, &npieces, &full);
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 	if (ret) {
 		/* rows this write filled may hold other writers' data: they go out */
 		mfs_write_full_rows(fs, full);
@@ -558,13 +558,13 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	/* the lock was dropped: the file must still be there to take the extents */
 	ret = read_file_inode(fs, ino, &ii);
 	if (ret) {
-		mfs_end_transaction(trans);
+		ret = mfs_end_transaction_ret(trans, ret);
 		goto undo;
 	}
 	ret = link_pieces(trans, ino, pieces, npieces);
 	if (!ret)
 		ret = finish_write(trans, ino, off + len);
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 	for (i = 0; i < npieces; i++)
 		piece_done(fs, &pieces[i]);
 	if (!ret)
@@ -611,7 +611,7 @@ ssize_t mfs_write(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, const vo
 		ret = write_small_or_locked(trans, ino, le64_to_cpu(ii.size), off, len, data);
 	if (!ret)
 		ret = finish_write(trans, ino, off + len);
-	mfs_end_transaction(trans);
+	ret = mfs_end_transaction_ret(trans, ret);
 	if (!ret)
 		ret = maybe_commit(fs);
 unlock:

@@ -579,6 +579,7 @@ int mfs_reserve_data_extent(struct mfs_trans_handle *trans, u64 len, u64 min_len
 int mfs_add_data_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len,
 		     u64 root, u64 ino, u64 offset)
 {
+	trans->changed = true;
 	return new_extent_ref(trans->fs_info, bytenr, len, MFS_EXTENT_FLAG_DATA,
 			      root, ino, offset);
 }
@@ -588,6 +589,7 @@ int mfs_inc_extent_ref(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 	struct mfs_transaction *t = trans->fs_info->running;
 	struct mfs_delayed_ref *r = get_ref(t, bytenr, len);
 
+	trans->changed = true;
 	if (!r)
 		return -ENOMEM;
 	ref_update(t, r, 1, false);
@@ -612,6 +614,7 @@ int mfs_free_extent(struct mfs_trans_handle *trans, u64 bytenr, u64 len)
 	struct mfs_transaction *t = fs->running;
 	struct mfs_delayed_ref *r = get_ref(t, bytenr, len);
 
+	trans->changed = true;
 	if (!r)
 		return -ENOMEM;
 	ref_update(t, r, -1, false);

@@ -89,7 +89,8 @@ static int bin_search(struct extent_buffer *eb, const struct mfs_key *key, int *
 
 /* ---------------- buffers and COW ---------------- */
 
-void mfs_mark_buffer_dirty(struct mfs_trans_handle *trans, struct extent_buffer *eb)
+/* eb joins the running transaction's dirty blocks (a copy-on-write, or a change). */
+static void mark_dirty(struct mfs_trans_handle *trans, struct extent_buffer *eb)
 {
 	struct mfs_transaction *t = trans->fs_info->running;
 
@@ -99,6 +100,27 @@ void mfs_mark_buffer_dirty(struct mfs_trans_handle *trans, struct extent_buffer 
 	eb->dirty_next = t->dirty_list;
 	t->dirty_list = mfs_eb_get(eb);
 	t->nr_dirty++;
+}
+
+/* An item was changed in place in eb: the handle has changed the tree. */
+void mfs_mark_buffer_dirty(struct mfs_trans_handle *trans, struct extent_buffer *eb)
+{
+	trans->changed = true;
+	mark_dirty(trans, eb);
+}
+
+/*
+ * A tree block's reference dropped (copy-on-write, a merge, a failed
+ * allocation): the tree's contents are the same, the handle has changed
+ * nothing.
+ */
+static int drop_block_ref(struct mfs_trans_handle *trans, u64 bytenr)
+{
+	bool changed = trans->changed;
+	int ret = mfs_free_extent(trans, bytenr, trans->fs_info->nodesize);
+
+	trans->changed = changed;
+	return ret;
 }
 
 static int alloc_block(struct mfs_trans_handle *trans, struct mfs_root *root,
@@ -115,7 +137,7 @@ static int alloc_block(struct mfs_trans_handle *trans, struct mfs_root *root,
 		return ret;
 	eb = mfs_alloc_eb(fs, bytenr);
 	if (!eb) {
-		mfs_free_extent(trans, bytenr, fs->nodesize);
+		drop_block_ref(trans, bytenr);
 		return -ENOMEM;
 	}
 	h = eb_header(eb);
@@ -124,7 +146,7 @@ static int alloc_block(struct mfs_trans_handle *trans, struct mfs_root *root,
 	h->generation = cpu_to_le64(trans->transid);
 	h->owner = cpu_to_le64(root->objectid);
 	h->level = level;
-	mfs_mark_buffer_dirty(trans, eb);
+	mark_dirty(trans, eb);
 	*out = eb;
 	return 0;
 }
@@ -137,7 +159,7 @@ static int free_block(struct mfs_trans_handle *trans, struct extent_buffer *eb)
 	/* a block never written needs no write: drop it from the commit */
 	eb->dirty = false;
 	mfs_eb_forget(fs, start);
-	return mfs_free_extent(trans, start, fs->nodesize);
+	return drop_block_ref(trans, start);
 }
 
 static bool block_is_writable(struct mfs_trans_handle *trans, struct extent_buffer *eb)
@@ -183,7 +205,7 @@ static int cow_block(struct mfs_trans_handle *trans, struct mfs_root *root,
 	} else {
 		node_ptr(parent, parent_slot)->blockptr = cpu_to_le64(cow->start);
 		node_ptr(parent, parent_slot)->generation = cpu_to_le64(trans->transid);
-		mfs_mark_buffer_dirty(trans, parent);
+		mark_dirty(trans, parent);
 	}
 	ret = free_block(trans, buf);
 	mfs_eb_put(fs, buf);
@@ -215,7 +237,7 @@ static void fixup_low_keys(struct mfs_trans_handle *trans, struct mfs_path *path
 		int slot = path->slots[i];
 
 		mfs_cpu_key_to_disk(&node_ptr(path->nodes[i], slot)->key, key);
-		mfs_mark_buffer_dirty(trans, path->nodes[i]);
+		mark_dirty(trans, path->nodes[i]);
 		if (slot != 0)
 			break;
 	}
@@ -239,7 +261,7 @@ static void insert_ptr(struct mfs_trans_handle *trans, struct mfs_path *path, in
 	p->blockptr = cpu_to_le64(bytenr);
 	p->generation = cpu_to_le64(trans->transid);
 	set_nritems(node, n + 1);
-	mfs_mark_buffer_dirty(trans, node);
+	mark_dirty(trans, node);
 }
 
 /* Grow the tree by one level above nodes[level]. */
@@ -291,7 +313,7 @@ static int split_node(struct mfs_trans_handle *trans, struct mfs_root *root,
 	memcpy(node_ptr(split, 0), node_ptr(c, mid), (n - mid) * PTR_SZ);
 	set_nritems(split, n - mid);
 	set_nritems(c, mid);
-	mfs_mark_buffer_dirty(trans, c);
+	mark_dirty(trans, c);
 	first_key(split, &key);
 	insert_ptr(trans, path, level + 1, path->slots[level + 1] + 1, &key, split->start);
 	mfs_eb_put(trans->fs_info, split);
@@ -384,7 +406,7 @@ static int split_leaf(struct mfs_trans_handle *trans, struct mfs_root *root,
 	}
 	set_nritems(right, n - mid);
 	set_nritems(l, mid);
-	mfs_mark_buffer_dirty(trans, l);
+	mark_dirty(trans, l);
 	if (n - mid)
 		first_key(right, &key);
 	else
@@ -492,7 +514,7 @@ static void setup_item(struct mfs_trans_handle *trans, struct mfs_path *path,
 	it->offset = cpu_to_le32(old_data - size);
 	it->size = cpu_to_le32(size);
 	set_nritems(leaf, n + 1);
-	mfs_mark_buffer_dirty(trans, leaf);
+	mark_dirty(trans, leaf);
 	if (slot == 0)
 		fixup_low_keys(trans, path, 1, key);
 }
@@ -506,6 +528,7 @@ int mfs_insert_empty_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 		return -EEXIST;
 	if (ret < 0)
 		return ret;
+	trans->changed = true;
 	setup_item(trans, path, key, size);
 	memset(leaf_item_data(path->nodes[0], path->slots[0]), 0, size);
 	return 0;
@@ -630,7 +653,7 @@ static int try_merge(struct mfs_trans_handle *trans, struct mfs_root *root,
 		node_append(dst, src);
 	else
 		leaf_append(fs, dst, src);
-	mfs_mark_buffer_dirty(trans, dst);
+	mark_dirty(trans, dst);
 	set_nritems(src, 0);
 	ret = free_block(trans, src);
 	mfs_eb_put(fs, sib);
@@ -671,7 +694,7 @@ static int del_ptr(struct mfs_trans_handle *trans, struct mfs_root *root,
 
 	memmove(node_ptr(node, slot), node_ptr(node, slot + 1), (n - slot - 1) * PTR_SZ);
 	set_nritems(node, n - 1);
-	mfs_mark_buffer_dirty(trans, node);
+	mark_dirty(trans, node);
 	if (n - 1 == 0) {
 		/* only reachable for a root whose last child went away */
 		if (!path->nodes[level + 1]) {
@@ -712,6 +735,7 @@ int mfs_del_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 	u8 *base = leaf_data_base(leaf);
 	struct mfs_key key;
 
+	trans->changed = true;
 	memmove(base + data_end + dsize, base + data_end, item_off - data_end);
 	for (i = slot + 1; i < n; i++) {
 		struct mfs_item *it = leaf_item(leaf, i);
@@ -720,7 +744,7 @@ int mfs_del_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 	}
 	memmove(leaf_item(leaf, slot), leaf_item(leaf, slot + 1), (n - slot - 1) * ITEM_SZ);
 	set_nritems(leaf, n - 1);
-	mfs_mark_buffer_dirty(trans, leaf);
+	mark_dirty(trans, leaf);
 
 	if (n - 1 == 0) {
 		if (path->nodes[1]) {
@@ -750,6 +774,7 @@ int mfs_truncate_item(struct mfs_trans_handle *trans, struct mfs_path *path, u32
 	u32 item_off = le32_to_cpu(leaf_item(leaf, slot)->offset);
 	u8 *base = leaf_data_base(leaf);
 
+	trans->changed = true;
 	if (new_size > old_size)
 		return -EINVAL;
 	shrink = old_size - new_size;
@@ -764,7 +789,7 @@ int mfs_truncate_item(struct mfs_trans_handle *trans, struct mfs_path *path, u32
 		it->offset = cpu_to_le32(le32_to_cpu(it->offset) + shrink);
 	}
 	leaf_item(leaf, slot)->size = cpu_to_le32(new_size);
-	mfs_mark_buffer_dirty(trans, leaf);
+	mark_dirty(trans, leaf);
 	return 0;
 }
 
@@ -780,6 +805,7 @@ int mfs_extend_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 	u32 item_off = le32_to_cpu(leaf_item(leaf, slot)->offset);
 	u8 *base = leaf_data_base(leaf);
 
+	trans->changed = true;
 	(void)root;
 	if (leaf_free(fs, leaf) < extra)
 		return -ENOSPC;
@@ -792,7 +818,7 @@ int mfs_extend_item(struct mfs_trans_handle *trans, struct mfs_root *root,
 	}
 	leaf_item(leaf, slot)->size = cpu_to_le32(old_size + extra);
 	memset(base + le32_to_cpu(leaf_item(leaf, slot)->offset) + old_size, 0, extra);
-	mfs_mark_buffer_dirty(trans, leaf);
+	mark_dirty(trans, leaf);
 	return 0;
 }
 
@@ -912,6 +938,7 @@ int mfs_create_tree(struct mfs_trans_handle *trans, u64 objectid, struct mfs_roo
 	struct mfs_root *root = calloc(1, sizeof(*root));
 	int ret;
 
+	trans->changed = true;
 	if (!root)
 		return -ENOMEM;
 	root->objectid = objectid;

@@ -76,6 +76,11 @@ struct mfs_transaction {
 struct mfs_trans_handle {
 	struct mfs_fs_info *fs_info;
 	u64 transid;
+	/*
+	 * An item or an extent reference was changed through it: a failure
+	 * after that leaves a half-made change (mfs_end_transaction_ret).
+	 */
+	bool changed;
 };
 
 

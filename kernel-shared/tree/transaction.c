@@ -51,6 +51,15 @@ int mfs_end_transaction_abort(struct mfs_trans_handle *trans, int err)
 	return err;
 }
 
+int mfs_end_transaction_ret(struct mfs_trans_handle *trans, int ret)
+{
+	/* no space is no fault: what is made of the change stays consistent enough */
+	if (ret && ret != -ENOSPC && ret != -EDQUOT && trans->changed)
+		return mfs_end_transaction_abort(trans, ret);
+	mfs_end_transaction(trans);
+	return ret;
+}
+
 static void release_dirty_list(struct mfs_fs_info *fs, struct mfs_transaction *t)
 {
 	struct extent_buffer *eb = t->dirty_list;

@@ -34,6 +34,15 @@ void mfs_end_transaction(struct mfs_trans_handle *trans);
  */
 int mfs_end_transaction_abort(struct mfs_trans_handle *trans, int err);
 /*
+ * The end of an operation's handle, with its result: an error after the
+ * handle changed something (trans->changed) aborts the transaction as
+ * mfs_end_transaction_abort does; an error before it (nothing found,
+ * refused), or a lack of space (which the reservations make rare, and
+ * which must not turn a full filesystem read-only, as btrfs's ENOSPC
+ * aborts do), leaves the transaction as it is. Returns ret.
+ */
+int mfs_end_transaction_ret(struct mfs_trans_handle *trans, int ret);
+/*
  * Commit: settle the extent tree and root items, write every dirty node to
  * fresh space, flush every device, write the superblocks with the new
  * generation, flush again. A failure leaves the old generation on disk.

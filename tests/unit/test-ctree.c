@@ -1122,8 +1122,66 @@ static void test_btree_raid5_4k(void)
 	run_variant(&v4k_raid5);
 }
 
+/*
+ * mfs_end_transaction_ret: a failure before the handle changed anything,
+ * or a lack of space, leaves the transaction to commit; another failure
+ * after a change aborts it (the half-made change never reaches disk).
+ */
+static int insert_one(u64 objectid)
+{
+	struct mfs_key key = { objectid, MFS_XATTR_ITEM_KEY, 0 };
+	u8 data[32] = { 1 };
+
+	return mfs_insert_item(C.trans, C.fs->fs_root, &key, data, sizeof(data));
+}
+
+static void test_end_transaction_ret(void)
+{
+	static const struct variant v = { "end_ret", 1, SZ_1G, 0, 0, 16384, 0, 0, 0 };
+	struct mfs_mkfs_params p = { 0 };
+	struct mfs_key key = { 1ULL << 40, MFS_XATTR_ITEM_KEY, 0 };
+	struct mfs_path path;
+
+	memset(&C, 0, sizeof(C));
+	C.v = &v;
+	REQUIRE(make_images() == 0);
+	p.paths = C.pathv;
+	p.npaths = 1;
+	p.nodesize = 16384;
+	p.sectorsize = 4096;
+	REQUIRE(mfs_make_fs(&p) == 0);
+	REQUIRE(open_fs() == 0);
+	/* a lookup (copy-on-write along the path) changes nothing */
+	REQUIRE(start_trans() == 0);
+	mfs_init_path(&path);
+	CHECK_EQ(mfs_search_slot(C.trans, C.fs->fs_root, &key, &path, 0, 1), 1);
+	mfs_release_path(&path);
+	CHECK(!C.trans->changed);
+	CHECK_EQ(mfs_end_transaction_ret(C.trans, -ENOENT), -ENOENT);
+	C.trans = NULL;
+	CHECK_EQ(C.fs->fatal_error, 0);
+	/* no space after a change: not an abort (a full disk is no fault) */
+	REQUIRE(start_trans() == 0);
+	CHECK_EQ(insert_one(1ULL << 40), 0);
+	CHECK(C.trans->changed);
+	CHECK_EQ(mfs_end_transaction_ret(C.trans, -ENOSPC), -ENOSPC);
+	C.trans = NULL;
+	CHECK_EQ(C.fs->fatal_error, 0);
+	CHECK_EQ(commit(), 0);
+	/* an I/O error after a change: aborted, nothing more is committed */
+	REQUIRE(start_trans() == 0);
+	CHECK_EQ(insert_one((1ULL << 40) + 1), 0);
+	CHECK_EQ(mfs_end_transaction_ret(C.trans, -EIO), -EIO);
+	C.trans = NULL;
+	CHECK_EQ(C.fs->fatal_error, -EIO);
+	CHECK(commit() != 0);
+	mfs_close_fs(C.fs);
+	nftw(C.dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
+	RUN(test_end_transaction_ret);
 	RUN(test_btree_raid1_16k);
 	RUN(test_btree_raid1_4k);
 	RUN(test_btree_raid5_4k);
