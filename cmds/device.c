@@ -265,6 +265,37 @@ static const char * const cmd_device_add_usage[] = {
 	NULL
 };
 
+/* 1 after an ERROR line for each device that cannot be added, 0 when all can. */
+static int check_new_devices(char **devs, int ndev, const u8 *fsid, bool force)
+{
+	int i, j, ret = 0;
+
+	for (i = 0; i < ndev; i++) {
+		struct mfs_super_block sb;
+		u64 size;
+
+		for (j = 0; j < i; j++) {
+			if (mfs_same_device(devs[i], devs[j])) {
+				error("%s is given twice (as %s)", devs[i], devs[j]);
+				ret = 1;
+			}
+		}
+		/*
+		 * A member is held open by the filesystem: say what it is
+		 * rather than that it is busy.
+		 */
+		if (mfs_probe_super(devs[i], &sb) == 0 && !memcmp(sb.fsid, fsid, MFS_FSID_SIZE)) {
+			error("%s is already a member of this filesystem", devs[i]);
+			ret = 1;
+			continue;
+		}
+		/* the same checks as mkfs, and never a member of this filesystem */
+		if (mfs_check_new_device(devs[i], force, 0, fsid, &size))
+			ret = 1;
+	}
+	return ret;
+}
+
 static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -308,31 +339,7 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 	/* every device is checked before the first one is touched */
-	for (i = 0; i < ndev; i++) {
-		const char *dev = argv[optind + i];
-		struct mfs_super_block sb;
-		u64 size;
-		int j;
-
-		for (j = 0; j < i; j++) {
-			if (mfs_same_device(dev, argv[optind + j])) {
-				error("%s is given twice (as %s)", dev, argv[optind + j]);
-				ret = 1;
-			}
-		}
-		/*
-		 * A member is held open by the filesystem: say what it is
-		 * rather than that it is busy.
-		 */
-		if (mfs_probe_super(dev, &sb) == 0 && !memcmp(sb.fsid, fsid, MFS_FSID_SIZE)) {
-			error("%s is already a member of this filesystem", dev);
-			ret = 1;
-			continue;
-		}
-		/* the same checks as mkfs, and never a member of this filesystem */
-		if (mfs_check_new_device(dev, force, 0, fsid, &size))
-			ret = 1;
-	}
+	ret = check_new_devices(argv + optind, ndev, fsid, force);
 	if (ret) {
 		mfs_target_close(&t);
 		return 1;

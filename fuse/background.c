@@ -201,3 +201,20 @@ void stop_scrubber(struct server *s)
 	pthread_join(s->scrubber, NULL);
 	s->scrubber_started = false;
 }
+
+/*
+ * At unmount: the committer first (it may start a spare's replace), then
+ * the scrub and the restripe pause where they are.
+ */
+void stop_background(struct server *s)
+{
+	if (!s->opts->ro) {
+		pthread_mutex_lock(&s->stop_lock);
+		s->stopping = true;
+		pthread_cond_signal(&s->stop_cond);
+		pthread_mutex_unlock(&s->stop_lock);
+		pthread_join(s->committer, NULL);
+	}
+	stop_scrubber(s);
+	stop_restriper(s);
+}

@@ -55,6 +55,7 @@ int start_restriper(struct server *s);
 void stop_restriper(struct server *s);
 void restripe_at_mount(struct server *s);
 void member_failed(void *arg);
+void stop_background(struct server *s);
 int start_scrubber(struct server *s);
 void stop_scrubber(struct server *s);
 void scrub_at_mount(struct server *s);

@@ -1052,16 +1052,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	ret = fuse_session_loop_mt(s->se, cfg) ? 1 : 0;
 	fuse_loop_cfg_destroy(cfg);
-	/* the committer first: it may start a spare's replace */
-	if (!opts->ro) {
-		pthread_mutex_lock(&s->stop_lock);
-		s->stopping = true;
-		pthread_cond_signal(&s->stop_cond);
-		pthread_mutex_unlock(&s->stop_lock);
-		pthread_join(s->committer, NULL);
-	}
-	stop_scrubber(s);
-	stop_restriper(s);
+	stop_background(s);
 	fuse_remove_signal_handlers(s->se);
 out_unmount:
 	fuse_session_unmount(s->se);
