@@ -27,6 +27,7 @@ expected_files() {
 	done
 	echo "$prefix/share/man/man5/mfs.5"
 	echo "$prefix/lib/udev/rules.d/64-mfs.rules"
+	echo "$prefix/lib/systemd/system/mfs-monitor.service"
 	for p in on-disk-format json-output space-reservation; do
 		echo "$prefix/share/doc/mfs/$p.md"
 	done
@@ -57,6 +58,12 @@ expected_files() {
 	# the udev rule runs the installed mfs (configure's sbindir)
 	run grep -c '^IMPORT{program}="/[^"]*/mfs device ready --udev $devnode"$' \
 		"$T/root/opt/mfs/lib/udev/rules.d/64-mfs.rules"
+	assert_output 1
+	# the monitor's unit runs the installed mfs (configure's sbindir), watching and logging
+	run grep -c '^ExecStart=/[^ ]*/mfs monitor --syslog --delay 60$' \
+		"$T/root/opt/mfs/lib/systemd/system/mfs-monitor.service"
+	assert_output 1
+	run grep -c '^WantedBy=multi-user.target$' "$T/root/opt/mfs/lib/systemd/system/mfs-monitor.service"
 	assert_output 1
 	run env MANWIDTH=100 man -M "$T/root/opt/mfs/share/man" -P cat mfs-device
 	assert_success
@@ -98,4 +105,18 @@ expected_files() {
 	grep -q -- '--sbindir=/sbin' "$TOP/debian/rules"
 	run grep -c '^override_dh_auto_test:' "$TOP/debian/rules"
 	assert_output 1
+}
+
+@test "install: the monitor's systemd unit is one systemd accepts" {
+	command -v systemd-analyze >/dev/null || skip "no systemd-analyze on this machine"
+	# named mfs-monitor.service, running this build's mfs (the unit checks it exists)
+	sed "s|@MFS_SBINDIR@|$MFS_BUILD|" "$TOP/contrib/systemd/mfs-monitor.service.in" \
+		>"$T/mfs-monitor.service"
+	run systemd-analyze verify --man=no "$T/mfs-monitor.service"
+	assert_success
+	assert_output ""
+	# a typo in a directive is caught
+	sed -i 's/^Restart=/Restrat=/' "$T/mfs-monitor.service"
+	run systemd-analyze verify --man=no "$T/mfs-monitor.service"
+	assert_output --partial "Restrat"
 }
