@@ -131,3 +131,39 @@ show_paths() {
 2 $T/img3 ok"
 	verify_offline "$T/img1"
 }
+
+@test "loop devices: a member whose backing disk fills up is replaced by the spare" {
+	local l1 l2 l3
+
+	make_images 3 1G
+	mkdir "$T/tfs"
+	mount -t tmpfs -o size=300M tmpfs "$T/tfs"
+	echo "$T/tfs" >>"$T/.mounts"
+	mv "$T/img2" "$T/tfs/img2"
+	l1=$(make_loop "$T/img1")
+	l2=$(make_loop "$T/tfs/img2")
+	l3=$(make_loop "$T/img3")
+	mkfs.mfs -q -f -d raid1 -m raid1 "$l1" "$l2"
+	export MFS_LOG="$T/log"
+	mnt "$l1"
+	gen_file "$T/mnt/big" 30
+	run mfs device add --spare "$l3" "$T/mnt"
+	assert_success
+	# the disk under l2 is full: its next writes fail, the spare comes in
+	dd if=/dev/zero of="$T/tfs/fill" bs=1M status=none 2>/dev/null || true
+	gen_file "$T/mnt/more" 30
+	sync -f "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	wait_until 600 grep -q "replacing it with the hot spare devid 3 ($l3)" "$T/log"
+	wait_done "$T/mnt"
+	run show_paths "$T/mnt"
+	assert_output "1 $l1 ok
+2 $l3 ok"
+	verify_online
+	umnt
+	verify_offline "$l1"
+	# the full disk's loop device and its tmpfs go before the teardown
+	losetup -d "$l2"
+	rm -f "$T/tfs/fill"
+	umount "$T/tfs"
+}
