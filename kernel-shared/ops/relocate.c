@@ -500,6 +500,8 @@ static int record_progress(struct reloc_job *job, u64 cursor)
 	}
 	job->recorded |= !ret;
 	pthread_mutex_unlock(&fs->lock);
+	/* the tests' hook: after each checkpoint's commit, the last one too */
+	mfs_test_pause_at("restripe-checkpoint");
 	return ret;
 }
 
@@ -520,7 +522,6 @@ static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 
 		ret = rs_flush_written(job->fs, job->rec.maps, job->rec.nmaps, plan->keep);
 	if (!ret)
 		ret = record_progress(job, cursor);
-	mfs_test_pause_at("restripe-checkpoint");
 	if (!ret && st->cancel_req)
 		return -ECANCELED;
 	return !ret && st->pause_req ? -EINTR : ret;
@@ -1054,7 +1055,15 @@ static int start_job(struct reloc_job *job, u64 logical)
 	}
 	job->rec.logical = job->rec.copied = job->from = logical;
 	job->base = st->bytes_done;
-	job->checkpoints = rs_reloc_fits(fs, &job->rec);
+	/*
+	 * Data chunks only: a checkpoint commits, and a commit writes tree
+	 * blocks - into metadata chunks, which a metadata chunk being copied
+	 * (read-only, often the only one) cannot take; a second one may find
+	 * no devices (a replace's) and the commit would fail. Metadata is
+	 * small: its chunks are copied whole.
+	 */
+	job->checkpoints = (job->old->type & MFS_BLOCK_GROUP_TYPE_MASK) == MFS_BLOCK_GROUP_DATA &&
+			   rs_reloc_fits(fs, &job->rec);
 	return 0;
 }
 

@@ -169,12 +169,12 @@ crash_mid_chunk() {
 		head -c $((i * 3))M /dev/urandom >"$T/mnt/file$i"
 	done
 	sums "$T/mnt" >"$T/want"
-	# held after the first chunk's copy: its record says it is all copied
-	hold_at 1
+	# held after the first data chunk's copy: its record says it is all copied
+	hold_ckpt 1
 	mfs device delete 3 "$T/mnt" &
-	wait_held
+	wait_ckpt
 	kill_daemon
-	release
+	release_ckpt
 	wait $! || true
 	run mfs inspect-internal dump-tree -t root "$T/img1"
 	assert_output --partial "BALANCE_CHUNK"
@@ -182,6 +182,25 @@ crash_mid_chunk() {
 	wait_done "$T/mnt"
 	run show_line "$T/img1" 3
 	assert_output ""
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+}
+
+@test "a replace in a two-device raid1: the only metadata chunk is copied whole, no checkpoint needs room there is not" {
+	# a checkpoint commits, and a commit needs tree blocks: with the only
+	# metadata chunk read-only while it moves, and no two devices free for
+	# a new raid1 one (the replace's source and target take none), it
+	# could not - so metadata chunks are never checkpointed
+	make_images 3 1G
+	mkfs.mfs -q -d raid1 -m raid1 "$T/img1" "$T/img2"
+	mnt "$T/img1"
+	gen_file "$T/mnt/big" 40
+	sums "$T/mnt" >"$T/want"
+	run mfs replace start -B "$T/img2" "$T/img3" "$T/mnt"
+	assert_success
+	run mfs replace status -1 "$T/mnt"
+	assert_output --regexp "finished on .*, 0 write errs, 0 uncorr. read errs"
 	verify_online
 	umnt
 	verify_offline "$T/img1"

@@ -214,18 +214,19 @@ umnt_held() {
 }
 
 # held_progress CMD...: a restripe in the foreground with its progress
-# lines, held at its first chunk until it has printed a periodic line: so
-# there is at least one besides the last, however fast the machine. CMD's
-# stdout, stderr and status are this function's.
+# lines, held at the first checkpoint of its first data chunk (the bytes
+# shown are those on disk: from there on some are) until it has printed a
+# periodic line: so there is at least one besides the last, however fast
+# the machine. CMD's stdout, stderr and status are this function's.
 held_progress() {
 	local pid rc=0
 
-	hold_at 1
+	echo 1 >"$T/hold-ckpt"
 	"$@" >"$T/progress.out" 2>"$T/progress.err" &
 	pid=$!
-	wait_held
+	wait_for_file "$T/hold-ckpt.held" 600
 	wait_until 600 grep -q ' chunks, ' "$T/progress.out"
-	release
+	rm -f "$T/hold-ckpt.held"
 	wait "$pid" || rc=$?
 	cat "$T/progress.out"
 	cat "$T/progress.err" >&2
