@@ -234,7 +234,7 @@ rebuild() {	# rebuild FS METHOD DEVID
 # whole again: no member missing, and on mfs the files as written
 verify() {	# verify FS
 	if [ "$1" = mfs ]; then
-		"$mfs" filesystem show --check "$mnt" >/dev/null || { echo "missing"; return; }
+		"$mfs" filesystem show --check "$mnt" >"$tmp/show.out" 2>&1 || { sed "s/^/# show: /" "$tmp/show.out" >&2; "$mfs" device stats "$mnt" 2>&1 | grep -v " 0$" | sed "s/^/# stats: /" >&2; echo "missing"; return; }
 		"$mfs" balance status "$mnt" >/dev/null || { echo "busy"; return; }
 		(cd "$mnt" && sha256sum --quiet -c "$tmp/sums") >&2 || { echo "sha256"; return; }
 	else
