@@ -289,7 +289,14 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 	 */
 	ret = mfs_read_map(old, r->start, buf, r->len, 1);
 	if (ret) {
-		count_bad_copy(fs, old, r->start, 1, MFS_DEV_STAT_READ_ERRS);
+		/*
+		 * With a member missing, a range reaching its column fails
+		 * by design: it says nothing of the device where the range
+		 * starts (counted, a degraded raid5 rebuild failed both
+		 * survivors past fail_threshold)
+		 */
+		if (!mfs_chunk_degraded(old))
+			count_bad_copy(fs, old, r->start, 1, MFS_DEV_STAT_READ_ERRS);
 		ret = mfs_read_map(old, r->start, buf, r->len, 0);
 	}
 	if (ret)
