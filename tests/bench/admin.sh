@@ -247,18 +247,6 @@ run_mfs() {
 
 # ---- the raw-device limit ----
 
-# timed CMD...: seconds CMD takes from cold caches
-timed() {
-	local t0 t1
-	cold
-	t0=$(now_ns)
-	"$@" || die "failed: $*"
-	t1=$(now_ns)
-	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
-}
-
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
 # bytes/s from BYTES and the median of some seconds
 rate() { awk -v b="$1" -v s="$(echo "$2" | median)" 'BEGIN { printf "%.0f", b / s }'; }
 

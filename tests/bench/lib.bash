@@ -136,3 +136,16 @@ cpu_of() {
 		sub(/^.*\) /, "")	# the comm field may hold spaces
 		printf "%.2f %.2f\n", $12 / hz, $13 / hz }' "/proc/$1/stat"
 }
+
+# timed CMD...: seconds CMD takes from cold caches (the caller's cold())
+timed() {
+	local t0 t1
+	cold
+	t0=$(now_ns)
+	"$@" || die "failed: $*"
+	t1=$(now_ns)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
+}
+
+# median: the median of the numbers on stdin
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

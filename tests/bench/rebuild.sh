@@ -270,17 +270,6 @@ run_one() {	# run_one FS PROFILE METHOD
 
 # ---- the raw floor ----
 
-timed() {	# timed CMD...: seconds CMD takes from cold caches
-	local t0 t1
-	cold
-	t0=$(now_ns)
-	"$@" || die "failed: $*"
-	t1=$(now_ns)
-	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
-}
-
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
 declare -A RAW
 
 # For each rebuild's bytes, the median time of a copy of them from one loop
