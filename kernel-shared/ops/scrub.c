@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "kernel-shared/ops/scrub.h"
+#include "kernel-shared/ops/scrub-internal.h"
 #include "kernel-shared/ops/restripe.h"
 #include "kernel-shared/fs/inode.h"
 #include "kernel-shared/tree/alloc.h"
@@ -25,7 +26,7 @@
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/volumes/volumes.h"
 
-#define SCRUB_STEP	(8ULL << 20)	/* used bytes per step under fs->lock */
+#define SCRUB_STEP	(16ULL << 20)	/* used bytes per step */
 #define SCRUB_PIECE	(1ULL << 20)	/* bytes of one copy read at once */
 #define SCRUB_MAX_INOS	64		/* files named in the status */
 #define SCRUB_COMMIT	(64ULL << 20)	/* scrubbed between two commits of the cursor */
@@ -56,6 +57,8 @@ struct mfs_scrub {
 	u64 durable_bytes;		/* bytes_done of the last commit known to hold it */
 	/* paused by an unmount or stopped by a crash, not by the admin */
 	bool interrupted;
+	const struct scrub_batch *batch;	/* the step's reads, while it is judged */
+	struct scrub_bufs bufs;			/* their buffers, kept for the run */
 };
 
 static u64 now_ns(void)
@@ -387,6 +390,8 @@ static int flush_row(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 	sc->row_data_bad = false;
 	if (!map || data_bad)
 		return 0;	/* parity is judged against good data only */
+	if (mfs_scrub_batch_row_ok(sc->batch, map, sc->row))
+		return 0;	/* read with the step: it matched */
 	ret = mfs_scrub_row_parity(fs, map, sc->row, repairing(fs, sc), bad);
 	if (ret == -EAGAIN || ret == -EIO)
 		return 0;	/* still in memory, or a column is gone: unjudged */
@@ -409,13 +414,95 @@ static void range_rows(const struct mfs_chunk_map *map, const struct mfs_range *
 	*last = (r->start + r->len - 1 - map->logical) / row_len;
 }
 
+/* ---------------- the results of a step's reads ---------------- */
+
+/* Is r still the extent it was when the step was planned (not freed since)? */
+static bool still_used(struct mfs_fs_info *fs, const struct mfs_range *r)
+{
+	struct mfs_range *x;
+	bool same;
+	int n;
+
+	if (mfs_used_ranges(fs, r->start, r->start + 1, 1, &x, &n))
+		return false;
+	same = n >= 1 && x[0].start == r->start && x[0].len == r->len && x[0].gen == r->gen;
+	free(x);
+	return same;
+}
+
+/*
+ * Each copy of [logical, +len) that was read counted on its device, each
+ * on a device out of service counted unverified (per sector with sectors).
+ */
+static void count_copies(struct mfs_scrub *sc, struct mfs_chunk_map *map, u64 logical, u64 len,
+			 int copies, bool sectors)
+{
+	while (len) {
+		struct mfs_io_map io;
+		u64 n;
+		int m;
+
+		if (mfs_map_block(map, logical, &io))
+			return;
+		n = min_t(u64, len, io.length);
+		for (m = 1; m <= copies; m++) {
+			if (mfs_dev_usable(mfs_mirror_device(map, logical, m)))
+				count_read(sc, map, logical, n, m);
+			else
+				sc->st.c.unverified_errors += sectors ? n / MFS_SECTOR : 1;
+		}
+		logical += n;
+		len -= n;
+	}
+}
+
+/* Data extent k as the step read it: its suspect sectors checked again, repaired. */
+static int judge_data(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_chunk_map *map,
+		      const struct scrub_batch *b, int k)
+{
+	const struct mfs_range *r = &b->r[k];
+	u64 nsect = r->len / MFS_SECTOR, s;
+	u8 *tmp;
+	int ret = 0;
+
+	if (!b->csums[k])
+		return 0;	/* preallocated: nothing written to check */
+	count_copies(sc, map, r->start, r->len,
+		     mfs_profile(map->type)->nparity ? 1 : mfs_num_copies(map), true);
+	if (!b->suspect[k] || !still_used(fs, r))
+		return 0;
+	if (posix_memalign((void **)&tmp, 4096, MFS_SECTOR))
+		return -ENOMEM;
+	for (s = 0; s < nsect && !ret; s++)
+		if (b->suspect[k][s])
+			ret = scrub_sector(fs, sc, map, r->start + s * MFS_SECTOR,
+					   b->csums[k] + s * fs->csum_size, r->level, tmp);
+	free(tmp);
+	return ret;
+}
+
+/* Tree block k as the step read it: counted when good, else every copy looked at again. */
+static int judge_tree(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_chunk_map *map,
+		      const struct scrub_batch *b, int k)
+{
+	const struct mfs_range *r = &b->r[k];
+
+	if (b->tree_ok[k]) {
+		count_copies(sc, map, r->start, fs->nodesize,
+			     mfs_profile(map->type)->nparity ? 1 : mfs_num_copies(map), false);
+		return 0;
+	}
+	return still_used(fs, r) ? scrub_tree_block(fs, sc, map, r) : 0;
+}
+
 /*
  * raid5/6: the rows r covers have their parity checked once every extent
  * in them is verified: the rows before its last at once, its last when
- * the next extent lies past it.
+ * the next extent lies past it. With b, the extent is b's k-th, as read
+ * by the step; without, it is read here.
  */
 static int scrub_range(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_chunk_map *map,
-		       const struct mfs_range *r)
+		       const struct mfs_range *r, const struct scrub_batch *b, int k)
 {
 	bool parity = mfs_profile(map->type)->nparity > 0;
 	u64 first = 0, last = 0, row;
@@ -427,7 +514,10 @@ static int scrub_range(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs_
 		if (sc->row_bg && !(sc->row_bg == map->logical && sc->row == first))
 			ret = flush_row(fs, sc);
 	}
-	if (!ret)
+	if (!ret && b)
+		ret = (r->flags & MFS_EXTENT_FLAG_DATA) ? judge_data(fs, sc, map, b, k) :
+							  judge_tree(fs, sc, map, b, k);
+	else if (!ret)
 		ret = (r->flags & MFS_EXTENT_FLAG_DATA) ? scrub_data(fs, sc, map, r) :
 							  scrub_tree_block(fs, sc, map, r);
 	if (ret || !parity)
@@ -516,16 +606,46 @@ static struct mfs_block_group *bg_at_or_after(struct mfs_fs_info *fs, u64 cursor
 }
 
 /*
- * One step under fs->lock: the used extents from the cursor on, up to
- * SCRUB_STEP bytes, within one block group. 1 when the filesystem is done.
- * Extents of the running transaction are left alone: their data may still
- * be on its way to the disk.
+ * The step's reads, planned under fs->lock (the checksums of its data
+ * extents), done without it: map_lock held shared keeps the chunk map.
+ */
+static int read_batch(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct scrub_batch *b)
+{
+	int k, ret = 0;
+
+	b->csums = calloc(b->n, sizeof(*b->csums));
+	if (!b->csums)
+		return -ENOMEM;
+	for (k = 0; k < b->n && !ret; k++) {
+		if (!(b->r[k].flags & MFS_EXTENT_FLAG_DATA) || b->r[k].gen > b->gen)
+			continue;
+		ret = mfs_extent_csums(fs, b->r[k].start, b->r[k].len, &b->csums[k]);
+		if (ret > 0)
+			ret = 0;	/* preallocated: nothing written to check */
+	}
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&fs->map_lock);
+	pthread_mutex_unlock(&fs->lock);
+	ret = mfs_scrub_batch_read(fs, b, &sc->bufs);
+	pthread_rwlock_unlock(&fs->map_lock);
+	pthread_mutex_lock(&fs->lock);
+	return ret;
+}
+
+/*
+ * One step: the used extents from the cursor on, up to SCRUB_STEP bytes,
+ * within one block group; planned and judged under fs->lock, read without
+ * it (raid5/6 rows still in memory: all under it). 1 when the filesystem
+ * is done. Extents of the running transaction are left alone: their data
+ * may still be on its way to the disk.
  */
 static int scrub_step(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 {
 	struct mfs_block_group *bg = bg_at_or_after(fs, sc->st.cursor);
+	struct scrub_batch b = { 0 };
 	struct mfs_range *r;
-	u64 done = 0;
+	u64 done = 0, bg_start, bg_end;
 	int i, n, ret;
 
 	if (!bg) {
@@ -539,12 +659,24 @@ static int scrub_step(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 		sc->st.cursor = bg->start;
 		note_degraded(sc, bg);
 	}
-	ret = mfs_used_ranges(fs, sc->st.cursor, bg->start + bg->length, SCRUB_STEP, &r, &n);
+	bg_start = bg->start;
+	bg_end = bg->start + bg->length;
+	ret = mfs_used_ranges(fs, sc->st.cursor, bg_end, SCRUB_STEP, &r, &n);
 	if (ret)
 		return ret;
+	b = (struct scrub_batch){ .map = bg->map, .gen = fs->generation, .r = r, .n = n };
+	if (n && !(mfs_profile(bg->map->type)->nparity &&
+		   mfs_range_has_open_rows(fs, bg->map, r[0].start,
+					   r[n - 1].start + r[n - 1].len - r[0].start)))
+		ret = read_batch(fs, sc, &b);
+	/* the block group may have gone while the lock was let go */
+	bg = bg_at_or_after(fs, bg_start);
+	if (!bg || bg->start != bg_start)
+		n = 0;
+	sc->batch = b.csums ? &b : NULL;
 	for (i = 0; i < n && !ret; i++) {
-		if (r[i].gen <= fs->generation)
-			ret = scrub_range(fs, sc, bg->map, &r[i]);
+		if (r[i].gen <= b.gen)
+			ret = scrub_range(fs, sc, bg->map, &r[i], sc->batch, i);
 		sc->st.cursor = r[i].start + r[i].len;
 		sc->st.c.bytes_done += r[i].len;
 		done += r[i].len;
@@ -552,8 +684,10 @@ static int scrub_step(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 	/* fewer than a step's bytes: the walk reached the block group's end */
 	if (!ret && done < SCRUB_STEP) {
 		ret = flush_row(fs, sc);
-		sc->st.cursor = bg->start + bg->length;
+		sc->st.cursor = bg_end;
 	}
+	sc->batch = NULL;
+	mfs_scrub_batch_free(&b);
 	free(r);
 	return ret;
 }
@@ -994,6 +1128,7 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 		name_files(fs, sc);
 		pthread_mutex_lock(&fs->lock);
 	}
+	mfs_scrub_bufs_free(&sc->bufs);
 	end_run(sc, ret);
 	save_state(fs, sc, true);
 	pthread_mutex_unlock(&fs->lock);

@@ -123,7 +123,7 @@ static int read_stripe(struct mfs_map_stripe *s, void *buf, u64 len, u64 physica
 }
 
 /* Stripe index of data column d / parity in a row (rotation as mfs_map_block). */
-static int row_stripe_index(const struct mfs_chunk_map *map, u64 row, int col)
+int mfs_row_stripe(const struct mfs_chunk_map *map, u64 row, int col)
 {
 	return (col + row % map->num_stripes) % map->num_stripes;
 }
@@ -156,7 +156,7 @@ static int write_full_row(struct mfs_chunk_map *map, u64 row, const u8 *data)
 		return -ENOMEM;
 	ret = row_blocks(map, data, parity, blocks);
 	for (i = 0; !ret && i < n; i++) {
-		int idx = row_stripe_index(map, row, i);
+		int idx = mfs_row_stripe(map, row, i);
 		struct mfs_map_stripe *s = &map->stripes[idx];
 
 		ret = write_stripe(s, blocks[i], slen, s->physical + row * slen);
@@ -668,7 +668,7 @@ static int write_rows(struct mfs_fs_info *fs, struct mfs_open_row *rows, bool fu
 		}
 		ret = row_blocks(map, r->buf, parity[i], blocks);
 		for (c = 0; !ret && c < n; c++) {
-			struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, r->row, c)];
+			struct mfs_map_stripe *s = &map->stripes[mfs_row_stripe(map, r->row, c)];
 
 			/* a column whose device is gone is rebuilt from parity when read */
 			if (mfs_dev_usable(s->dev))
@@ -764,7 +764,7 @@ static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_ma
 	if (!tmp)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		int idx = row_stripe_index(map, io->row, i);
+		int idx = mfs_row_stripe(map, io->row, i);
 		struct mfs_map_stripe *s = &map->stripes[idx];
 
 		blocks[i] = tmp + (size_t)i * len;
@@ -1049,14 +1049,14 @@ int mfs_scrub_row_parity(struct mfs_fs_info *fs, struct mfs_chunk_map *map, u64 
 		goto out;
 	}
 	for (i = 0; i < n && !ret; i++) {
-		struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, row, i)];
+		struct mfs_map_stripe *s = &map->stripes[mfs_row_stripe(map, row, i)];
 
 		ret = read_stripe(s, disk + i * slen, slen, s->physical + row * slen);
 	}
 	if (!ret)
 		ret = row_blocks(map, disk, parity, blocks);
 	for (i = ndata; !ret && i < n; i++) {
-		struct mfs_map_stripe *s = &map->stripes[row_stripe_index(map, row, i)];
+		struct mfs_map_stripe *s = &map->stripes[mfs_row_stripe(map, row, i)];
 
 		if (!memcmp(blocks[i], disk + i * slen, slen))
 			continue;

@@ -145,6 +145,17 @@ int mfs_write_logical_mirror(struct mfs_fs_info *fs, u64 logical, const void *bu
 bool mfs_dev_stat_inc(struct mfs_fs_info *fs, u64 logical, int mirror, int stat);
 /* Every copy of a range in one stripe unit of a mirrored chunk, read in parallel. */
 int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs, int *errs);
+/*
+ * For each stripe s of map with len[s] > 0, the bytes [stripes[s].physical
+ * + off[s], +len[s]) into bufs[s] (aligned buffers: past the page cache),
+ * one reader thread per device taking its stripes in order; errs[s] is 0,
+ * -ENODEV (the device is not usable) or the read's error. The caller holds
+ * fs->lock or map_lock shared. Returns 0 or -ENOMEM.
+ */
+int mfs_read_stripes(const struct mfs_chunk_map *map, const u64 *off, const u64 *len,
+		     u8 **bufs, int *errs);
+/* The stripe index of column col (data columns, then P, Q) of a raid5/6 row. */
+int mfs_row_stripe(const struct mfs_chunk_map *map, u64 row, int col);
 /* raid5/6: P (and Q) of a row checked against its data columns (logical-io.c). */
 int mfs_scrub_row_parity(struct mfs_fs_info *fs, struct mfs_chunk_map *map, u64 row,
 			 bool repair, u64 *bad_devids);
