@@ -548,6 +548,19 @@ struct mfs_scrub_item {
 } __attribute__((packed));
 static_assert(sizeof(struct mfs_scrub_item) == 192, "scrub item");
 
+/*
+ * key (SCRUB_OBJECTID, PERSISTENT_ITEM, 1) in the root tree: the files the
+ * scrub found bad copies in and has not named yet, 1..MFS_SCRUB_FILES_MAX
+ * of them (item size a multiple of 16); absent when there are none.
+ */
+struct mfs_scrub_file {
+	mfs_le64 ino;
+	mfs_le64 flags;		/* MFS_SCRUB_FILE_* */
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_scrub_file) == 16, "scrub file");
+#define MFS_SCRUB_FILE_UNCORRECTABLE	(1ULL << 0)	/* no good copy was found */
+#define MFS_SCRUB_FILES_MAX		64
+
 /* key (ORPHAN_OBJECTID, ORPHAN_ITEM, ino): unlinked while open; freed at mount */
 #define MFS_ORPHAN_OBJECTID	((u64)-5)
 

@@ -28,38 +28,7 @@
 
 #define SCRUB_STEP	(16ULL << 20)	/* used bytes per step */
 #define SCRUB_PIECE	(1ULL << 20)	/* bytes of one copy read at once */
-#define SCRUB_MAX_INOS	64		/* files named in the status */
 #define SCRUB_COMMIT	(64ULL << 20)	/* scrubbed between two commits of the cursor */
-
-struct scrub_ino {
-	u64 ino;
-	bool uncorrectable;
-};
-
-struct mfs_scrub {
-	struct mfs_ioctl_scrub_status st;
-	volatile int pause_req, cancel_req;
-	u64 run_start_ns;		/* CLOCK_MONOTONIC when this run started */
-	u64 elapsed_before;		/* scrubbing time of the earlier runs */
-	u64 run_dev_bytes[MFS_SCRUB_MAX_DEVS];	/* each device's bytes when it started */
-	/* raid5/6: the last row met, its parity checked once its extents are */
-	u64 row_bg;			/* start of its block group, 0: none */
-	u64 row;
-	bool row_data_bad;		/* report only: its data is bad, parity unjudged */
-	u64 degraded_bg;		/* the last block group reported degraded */
-	struct scrub_ino inos[SCRUB_MAX_INOS];
-	int nr_inos;
-	size_t files_used;
-	u64 committed_at;		/* bytes_done when the item was last committed */
-	/* the progress shown is what a commit holds: a crash never takes it back */
-	u64 written_gen;		/* the transaction the item was last written in */
-	u64 written_bytes;		/* the bytes_done it says */
-	u64 durable_bytes;		/* bytes_done of the last commit known to hold it */
-	/* paused by an unmount or stopped by a crash, not by the admin */
-	bool interrupted;
-	const struct scrub_batch *batch;	/* the step's reads, while it is judged */
-	struct scrub_bufs bufs;			/* their buffers, kept for the run */
-};
 
 static u64 now_ns(void)
 {
@@ -69,11 +38,8 @@ static u64 now_ns(void)
 	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static void add_line(struct mfs_scrub *sc, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /* One line of st.files; lines that do not fit are dropped. */
-static void add_line(struct mfs_scrub *sc, const char *fmt, ...)
+void mfs_scrub_add_line(struct mfs_scrub *sc, const char *fmt, ...)
 {
 	size_t room = sizeof(sc->st.files) - sc->files_used;
 	va_list ap;
@@ -106,20 +72,6 @@ static struct mfs_ioctl_scrub_counts *dev_counts(struct mfs_scrub *sc, u64 devid
 	sc->st.devs[i].devid = devid;
 	sc->st.nr_devs++;
 	return &sc->st.devs[i].c;
-}
-
-static void note_ino(struct mfs_scrub *sc, u64 ino, bool uncorrectable)
-{
-	int i;
-
-	for (i = 0; i < sc->nr_inos; i++) {
-		if (sc->inos[i].ino == ino) {
-			sc->inos[i].uncorrectable |= uncorrectable;
-			return;
-		}
-	}
-	if (sc->nr_inos < SCRUB_MAX_INOS)
-		sc->inos[sc->nr_inos++] = (struct scrub_ino){ ino, uncorrectable };
 }
 
 /*
@@ -191,10 +143,10 @@ static int scrub_sector(struct mfs_fs_info *fs, struct mfs_scrub *sc, struct mfs
 	}
 	if (ret == -EIO) {
 		sc->st.c.uncorrectable_errors++;
-		note_ino(sc, ino, true);
+		mfs_scrub_note_ino(sc, ino, true);
 		sc->row_data_bad = true;
 	} else if (errors) {
-		note_ino(sc, ino, false);
+		mfs_scrub_note_ino(sc, ino, false);
 		if (!rep.rewritten)
 			sc->row_data_bad = true;
 	}
@@ -361,7 +313,7 @@ static int scrub_tree_block(struct mfs_fs_info *fs, struct mfs_scrub *sc,
 	}
 	if (good < 0) {
 		sc->st.c.uncorrectable_errors++;
-		add_line(sc, "U tree block %llu of tree %llu",
+		mfs_scrub_add_line(sc, "U tree block %llu of tree %llu",
 			 (unsigned long long)r->start, (unsigned long long)r->owner);
 	}
 	if (nbad && (good < 0 || (sc->st.flags & MFS_SCRUB_READONLY)))
@@ -590,7 +542,7 @@ static void note_degraded(struct mfs_scrub *sc, const struct mfs_block_group *bg
 	if (!missing || sc->degraded_bg == bg->start)
 		return;
 	sc->degraded_bg = bg->start;
-	add_line(sc, "D chunk %llu (%s): %d of %d stripes missing, %s",
+	mfs_scrub_add_line(sc, "D chunk %llu (%s): %d of %d stripes missing, %s",
 		 (unsigned long long)bg->start, a->ui_name, missing, map->num_stripes,
 		 missing >= a->tolerated_failures ? "no redundancy left" : "redundancy reduced");
 }
@@ -711,119 +663,6 @@ static void throttle(struct mfs_scrub *sc)
 	}
 }
 
-/* ---------------- the files hit ---------------- */
-
-struct dir_entries {
-	u64 *ino;
-	u32 *type;
-	char **name;
-	int n, max;
-	int err;
-};
-
-static int collect_entry(void *arg, const char *name, u64 ino, u32 type, u64 next)
-{
-	struct dir_entries *d = arg;
-
-	(void)next;
-	if (!strcmp(name, ".") || !strcmp(name, ".."))
-		return 0;
-	if (d->n == d->max) {
-		int max = d->max ? d->max * 2 : 64;
-		u64 *i2 = realloc(d->ino, max * sizeof(*i2));
-		u32 *t2 = i2 ? realloc(d->type, max * sizeof(*t2)) : NULL;
-		char **n2 = t2 ? realloc(d->name, max * sizeof(*n2)) : NULL;
-
-		if (i2)
-			d->ino = i2;
-		if (t2)
-			d->type = t2;
-		if (!n2) {
-			d->err = -ENOMEM;
-			return 1;
-		}
-		d->name = n2;
-		d->max = max;
-	}
-	d->name[d->n] = strdup(name);
-	if (!d->name[d->n]) {
-		d->err = -ENOMEM;
-		return 1;
-	}
-	d->ino[d->n] = ino;
-	d->type[d->n++] = type;
-	return 0;
-}
-
-struct path_search {
-	const struct scrub_ino *inos;
-	char **paths;			/* found, by index of inos */
-	int n, left;
-};
-
-/*
- * Depth first from dir (whose path is cur), a path for each inode sought.
- * Each directory is listed whole first: mfs_readdir holds fs->lock while
- * it calls back, so the walk goes down only after it returns.
- */
-static void find_paths(struct mfs_fs_info *fs, u64 dir, const char *cur, struct path_search *ps)
-{
-	struct dir_entries d = { 0 };
-	char path[PATH_MAX];
-	int i, k;
-
-	if (mfs_readdir(fs, dir, 0, collect_entry, &d) == 0 && !d.err) {
-		for (i = 0; i < d.n && ps->left; i++) {
-			snprintf(path, sizeof(path), "%s/%s", cur, d.name[i]);
-			for (k = 0; k < ps->n; k++) {
-				if (ps->inos[k].ino == d.ino[i] && !ps->paths[k]) {
-					ps->paths[k] = strdup(path);
-					ps->left--;
-				}
-			}
-			if (d.type[i] == MFS_FT_DIR)
-				find_paths(fs, d.ino[i], path, ps);
-		}
-	}
-	for (i = 0; i < d.n; i++)
-		free(d.name[i]);
-	free(d.name);
-	free(d.ino);
-	free(d.type);
-}
-
-/*
- * The files hit, as "U path" / "C path" lines; called without fs->lock.
- * Up to SCRUB_MAX_INOS files are named (the counts cover them all).
- */
-static void name_files(struct mfs_fs_info *fs, struct mfs_scrub *sc)
-{
-	struct scrub_ino inos[SCRUB_MAX_INOS];
-	char *paths[SCRUB_MAX_INOS] = { NULL };
-	struct path_search ps = { inos, paths, 0, 0 };
-	int k;
-
-	pthread_mutex_lock(&fs->lock);
-	ps.n = ps.left = sc->nr_inos;
-	memcpy(inos, sc->inos, sizeof(inos[0]) * ps.n);
-	pthread_mutex_unlock(&fs->lock);
-	if (ps.n)
-		find_paths(fs, MFS_ROOT_DIR_OBJECTID, "", &ps);
-	pthread_mutex_lock(&fs->lock);
-	for (k = 0; k < ps.n; k++) {
-		if (paths[k])
-			add_line(sc, "%c %s", inos[k].uncorrectable ? 'U' : 'C', paths[k]);
-		else
-			add_line(sc, "%c inode %llu (no path: deleted since)",
-				 inos[k].uncorrectable ? 'U' : 'C', (unsigned long long)inos[k].ino);
-		free(paths[k]);
-	}
-	/* named once: a resumed run names only what it finds itself */
-	memmove(sc->inos, sc->inos + ps.n, (sc->nr_inos - ps.n) * sizeof(sc->inos[0]));
-	sc->nr_inos -= ps.n;
-	pthread_mutex_unlock(&fs->lock);
-}
-
 /* ---------------- the persisted state (struct mfs_scrub_item) ---------------- */
 
 static const struct mfs_key scrub_key = { MFS_SCRUB_OBJECTID, MFS_PERSISTENT_ITEM_KEY, 0 };
@@ -939,6 +778,10 @@ static struct mfs_scrub *scrub_of(struct mfs_fs_info *fs)
 	if (ret < 0)
 		mfs_log(fs, "scrub: the saved scrub state is unreadable (%s); ignored",
 			strerror(-ret));
+	if (sc && mfs_scrub_files_load(fs, sc) < 0) {
+		mfs_log(fs, "scrub: the saved list of files with errors is unreadable; ignored");
+		sc->files_dirty = true;	/* the next save replaces it */
+	}
 	fs->scrub = sc;
 	return sc;
 }
@@ -963,6 +806,8 @@ static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit)
 		return ret;
 	durable_bytes(fs, sc);
 	ret = mfs_write_item(trans, fs->tree_root, &scrub_key, &it, sizeof(it));
+	if (!ret)
+		ret = mfs_scrub_files_save(trans, sc);
 	if (!ret) {
 		sc->written_gen = trans->transid;
 		sc->written_bytes = sc->st.c.bytes_done;
@@ -1036,6 +881,7 @@ int mfs_scrub_start(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_args *a)
 		sc->st.flags = a->flags;
 		sc->st.limit = a->limit;
 		sc->st.start_time = time(NULL);
+		sc->files_dirty = true;	/* the last scrub's files go */
 		for (i = 0; i < fs->nr_bgs; i++)
 			sc->st.bytes_total += fs->bgs[i]->used;
 		free(fs->scrub);
@@ -1125,7 +971,7 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 	/* the files are named before the state says the scrub has ended */
 	if (ret != -EINTR) {
 		pthread_mutex_unlock(&fs->lock);
-		name_files(fs, sc);
+		mfs_scrub_name_files(fs, sc);
 		pthread_mutex_lock(&fs->lock);
 	}
 	mfs_scrub_bufs_free(&sc->bufs);

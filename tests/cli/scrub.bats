@@ -471,6 +471,50 @@ scrub_state() {
 	mfs scrub status "$1" | awk '$1 == "Status:" { print $2 }'
 }
 
+@test "files found bad before a crash are named when the resumed scrub ends" {
+	local i
+
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mfs_mount "$T/img1" "$T/mnt"
+	mkdir "$T/mnt/dir"
+	head -c $((2 * MiB)) /dev/urandom >"$T/mnt/dir/victim"
+	mfs umount "$T/mnt"
+	# the only data so far: the victim's, both copies
+	run corrupt_copies --what data "$T/img1" 1,2
+	assert_success
+	mfs_mount "$T/img1" "$T/mnt"
+	# data after it: steps are left once the scrub is past the victim
+	head -c $((48 * MiB)) /dev/urandom >"$T/mnt/after"
+	mfs filesystem sync "$T/mnt"
+	echo 1 >"$T/hold-scrub"
+	mfs scrub start "$T/mnt"
+	for ((i = 0; i < 30; i++)); do
+		wait_for_file "$T/hold-scrub.held"
+		run mfs scrub status -R "$T/mnt"
+		grep -q 'uncorrectable_errors: [1-9]' <<<"$output" && break
+		echo 1 >"$T/hold-scrub"
+		rm -f "$T/hold-scrub.held"
+	done
+	assert_line --regexp 'uncorrectable_errors: [1-9]'
+	assert_line --regexp '^Status: +running$'
+	# files are named when a scrub ends; a commit, then a crash before that
+	mfs filesystem sync "$T/mnt"
+	mfs_kill9 "$T/mnt"
+	rm -f "$T/hold-scrub.held"
+
+	run --separate-stderr mfs scrub resume -B $(imgs 2)
+	assert_equal "$status" 3
+	assert_line --regexp '^Status: +finished$'
+	assert_line "Uncorrectable error in: /dir/victim"
+	refute_line --regexp 'Uncorrectable error in: /after'
+	# named once: the list is gone with the scrub that named it
+	run --separate-stderr mfs scrub start -B -r $(imgs 2)
+	assert_equal "$status" 3
+	assert_line "Uncorrectable error in: /dir/victim"
+	[ "$(grep -c 'Uncorrectable error in:' <<<"$output")" -eq 1 ]
+}
+
 @test "a crash mid-scrub takes back none of the bytes the status reported scrubbed" {
 	local before after
 

@@ -296,6 +296,11 @@ static void test_scrub_item(void)
 	CHECK_EQ(MFS_SCRUB_STATE_FINISHED, 3);
 	CHECK_EQ(MFS_SCRUB_STATE_CANCELED, 4);
 	CHECK_EQ(MFS_SCRUB_STATE_ABORTED, 5);
+	CHECK_EQ(sizeof(struct mfs_scrub_file), 16);
+	PIN(struct mfs_scrub_file, ino, 0, 8);
+	PIN(struct mfs_scrub_file, flags, 8, 8);
+	CHECK_EQ(MFS_SCRUB_FILE_UNCORRECTABLE, 1);
+	CHECK_EQ(MFS_SCRUB_FILES_MAX, 64);
 	CHECK_EQ(MFS_SCRUB_ITEM_READONLY, 0x1);
 	CHECK_EQ(MFS_SCRUB_ITEM_INTERRUPTED, 0x2);
 }
