@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Race tests: the FUSE server built with ThreadSanitizer (scripts/build.sh
 # --tsan) serves a mount while parallel writers, readers, small-file
-# churn, a convert to raid5 data with its progress polled, and a full balance run against
+# churn, a scrub (its reads run without the filesystem lock), a convert to
+# raid5 data with its progress polled, and a full balance run against
 # it. Any ThreadSanitizer report fails the test. So does a job that fails,
 # a convert that does not reach its profiles, a check that is not clean
 # afterwards, or a file that is not what was written: every expected
@@ -96,9 +97,10 @@ job() {
 	( "$@"; echo $? >"$tmp/jobs/$name" ) &
 	pids+=($!)
 }
-# the progress lines poll the status while the restriper works
+# the progress lines poll the status while the scrubber and the restriper work
 convert() {
-	"$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$m" >/dev/null &&
+	"$mfs" scrub start -B "$m" >"$tmp/scrub.out" &&
+		"$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$m" >/dev/null &&
 		"$mfs" filesystem df -b "$m" >"$tmp/df-after-convert" &&
 		"$mfs" balance start --full-balance -d "$m" >/dev/null
 }
@@ -140,7 +142,7 @@ timeout 300 "$mfs" umount "$m" || problems+=("umount failed")
 
 reports=$(cat "$tmp"/tsan.* 2>/dev/null | grep -c "WARNING: ThreadSanitizer")
 if [ "$reports" = 0 ]; then
-	echo "ok 1 - no data race under parallel I/O, file churn, convert, balance and status polling"
+	echo "ok 1 - no data race under parallel I/O, file churn, scrub, convert, balance and status polling"
 else
 	echo "not ok 1 - ThreadSanitizer reported $reports races"
 	cat "$tmp"/tsan.* | grep -A12 "WARNING: ThreadSanitizer" | sed 's/^/# /' | head -120
