@@ -689,6 +689,9 @@ static int run_once(struct mfs_fs_info *fs)
 	st->start_ns = now_ns();
 	st->bytes_at_start = st->bytes_done;
 	ret = rs_select_chunks(fs, &st->args, st->cursor, &list, &n, &bytes);
+	/* also for a follow-up (the convert of the chunks written reduced) */
+	if (!ret)
+		st->expected = st->completed + n;
 	if (!ret)
 		ret = chunks_from_cursor(fs, st->cursor, &all, &alen, &nall);
 	pthread_mutex_unlock(&fs->lock);

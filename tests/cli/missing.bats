@@ -183,6 +183,24 @@ devid_path() {
 	whole "$T/img2" 5
 }
 
+@test "offline replace of a missing raid1 member: the progress counts the convert of the reduced chunks too" {
+	fs_with 2 1G 30 -d raid1 -m raid1
+	lose 2
+	degraded_write 12
+	umnt
+	truncate -s 1G "$T/new"
+	# over a second a chunk: progress lines, the last after the follow-up
+	MFS_TEST_RESTRIPE_DELAY_MS=1100 run --separate-stderr mfs replace start -B 2 "$T/new" "$T/img1"
+	assert_success
+	assert_line --regexp '^[0-9]+/[0-9]+ chunks, .* \(100%\), '
+	# never more chunks done than expected (it ended on "2/0 chunks")
+	run awk -F'[/ ]' '/^[0-9]+\/[0-9]+ chunks, / && $1 + 0 > $2 + 0' <<<"$output"
+	assert_output ""
+	run mfs filesystem df "$T/img1"
+	refute_output --partial "reduced"
+	whole "$T/img1" 2
+}
+
 @test "raid1 on two devices, one missing: device add, then delete missing gives the reduced chunks raid1 again" {
 	fs_with 2 1G 30 -d raid1 -m raid1
 	lose 2
