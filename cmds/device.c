@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "cmds/commands.h"
+#include "cmds/space.h"
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
@@ -266,7 +267,7 @@ static const char * const cmd_device_add_usage[] = {
 };
 
 /* 1 after an ERROR line for each device that cannot be added, 0 when all can. */
-static int check_new_devices(char **devs, int ndev, const u8 *fsid, bool force)
+static int check_new_devices(struct mfs_target *t, char **devs, int ndev, bool force)
 {
 	int i, j, ret = 0;
 
@@ -282,15 +283,17 @@ static int check_new_devices(char **devs, int ndev, const u8 *fsid, bool force)
 		}
 		/*
 		 * A member is held open by the filesystem: say what it is
-		 * rather than that it is busy.
+		 * rather than that it is busy. One that left it is overwritten
+		 * with -f, as any other filesystem.
 		 */
-		if (mfs_probe_super(devs[i], &sb) == 0 && !memcmp(sb.fsid, fsid, MFS_FSID_SIZE)) {
-			error("%s is already a member of this filesystem", devs[i]);
-			ret = 1;
-			continue;
+		if (mfs_probe_super(devs[i], &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE)) {
+			if (check_own_fsid_device(t, devs[i], &sb, force, false)) {
+				ret = 1;
+				continue;
+			}
 		}
-		/* the same checks as mkfs, and never a member of this filesystem */
-		if (mfs_check_new_device(devs[i], force, 0, fsid, &size))
+		/* the same checks as mkfs */
+		if (mfs_check_new_device(devs[i], force, 0, NULL, &size))
 			ret = 1;
 	}
 	return ret;
@@ -307,7 +310,6 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 	bool force = false, discard = true;
 	u64 flags = 0;
 	struct mfs_target t;
-	u8 fsid[MFS_FSID_SIZE];
 	int c, i, ret = 0, ndev;
 	const char *where;
 
@@ -332,14 +334,13 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 	where = argv[argc - 1];
 	if (mfs_target_open(&where, 1, true, &t))
 		return 1;
-	memcpy(fsid, t.fsid, MFS_FSID_SIZE);
 	/* refused before any device is looked at, let alone discarded */
 	if (mfs_check_exclusive(&t, "device add", true)) {
 		mfs_target_close(&t);
 		return 1;
 	}
 	/* every device is checked before the first one is touched */
-	ret = check_new_devices(argv + optind, ndev, fsid, force);
+	ret = check_new_devices(&t, argv + optind, ndev, force);
 	if (ret) {
 		mfs_target_close(&t);
 		return 1;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include "cmds/commands.h"
+#include "cmds/space.h"
 #include "cmds/restripe-cli.h"
 #include "common/help.h"
 #include "common/messages.h"
@@ -158,12 +159,14 @@ static int check_replace_devices(struct mfs_target *t, const char *src, const ch
 	mfs_space_free(&sp);
 	if (err)
 		return -1;
-	/* a member is held open by the filesystem: say what it is rather than busy */
-	if (mfs_probe_super(tgt, &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE)) {
-		error("target device %s is a member of this filesystem", tgt);
+	/*
+	 * a member is held open by the filesystem: say what it is rather than
+	 * busy; one that left it is overwritten with -f
+	 */
+	if (mfs_probe_super(tgt, &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE) &&
+	    check_own_fsid_device(t, tgt, &sb, force, true))
 		return -1;
-	}
-	return mfs_check_new_device(tgt, force, 0, t->fsid, &size) ? -1 : 0;
+	return mfs_check_new_device(tgt, force, 0, NULL, &size) ? -1 : 0;
 }
 
 /* Why the engine refused to start the replace. */

@@ -169,6 +169,38 @@ int usage_load(struct mfs_target *t, struct usage *u, bool df)
 	return 0;
 }
 
+int check_own_fsid_device(struct mfs_target *t, const char *path,
+			  const struct mfs_super_block *sb, bool force, bool target)
+{
+	u64 devid = le64_to_cpu(sb->dev_item.devid);
+	struct mfs_space sp;
+	bool member = true;	/* when the members cannot be listed */
+	int i;
+
+	_Static_assert(sizeof(sp.devs[0].uuid) == MFS_UUID_SIZE, "device uuid");
+	if (!mfs_target_space(t, &sp)) {
+		member = false;
+		for (i = 0; i < sp.nr_devs; i++)
+			member |= sp.devs[i].devid == devid &&
+				  !memcmp(sp.devs[i].uuid, sb->dev_item.uuid, MFS_UUID_SIZE);
+		mfs_space_free(&sp);
+	}
+	if (member) {
+		if (target)
+			error("target device %s is a member of this filesystem", path);
+		else
+			error("%s is already a member of this filesystem", path);
+		return -EEXIST;
+	}
+	if (!force) {
+		error("%s was devid %llu of this filesystem, which it left (replaced or removed) without being wiped",
+		      path, (unsigned long long)devid);
+		error("use the -f option to force overwrite of %s", path);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 bool dev_missing(const struct mfs_ioctl_space_dev *d)
 {
 	return d->missing || !d->path[0];

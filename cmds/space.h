@@ -39,6 +39,15 @@ double type_ratio(const struct usage *u, u64 type, u64 profile);
 int usage_load(struct mfs_target *t, struct usage *u, bool df);
 void usage_free(struct usage *u);
 
+/*
+ * path holds a superblock of t's filesystem (sb): refused with an ERROR
+ * when it names a member now (its devid with its device uuid), or - unless
+ * force - when it is a device that left the filesystem without being wiped
+ * (replaced or removed while missing). 0: it may be overwritten. target:
+ * the target of a replace (the messages say so).
+ */
+int check_own_fsid_device(struct mfs_target *t, const char *path,
+			  const struct mfs_super_block *sb, bool force, bool target);
 bool dev_missing(const struct mfs_ioctl_space_dev *d);
 const char *dev_path(const struct mfs_ioctl_space_dev *d);
 u64 dev_slack(const struct mfs_ioctl_space_dev *d);

@@ -161,7 +161,8 @@ struct mfs_ioctl_space_dev {
 	uint64_t missing;
 	uint64_t device_size;		/* size of the underlying device */
 	uint64_t state;			/* MFS_DEV_HEALTH_* */
-	char path[504];
+	uint8_t uuid[16];		/* the device's uuid (its dev item's) */
+	char path[488];
 };
 struct mfs_ioctl_space_chunk {
 	uint64_t logical;

@@ -224,6 +224,7 @@ static void space_devices(struct mfs_fs_info *fs, struct mfs_ioctl_space *sp, u6
 		o->missing = d->missing;
 		o->device_size = d->io ? d->io->size : 0;
 		o->state = mfs_device_health(d);
+		memcpy(o->uuid, d->uuid, sizeof(o->uuid));
 		snprintf(o->path, sizeof(o->path), "%s", d->path ? d->path : "");
 	}
 	sp->nr_devices = i;

@@ -66,6 +66,43 @@ setup_file() {
 	verify_offline "$T/img4"
 }
 
+@test "a device that left without being wiped: add and replace ask for -f, then take it" {
+	fs_with -n 2 3 512M 20 -d raid1 -m raid1
+	# img2 leaves while it is missing: replaced by img3, its superblock kept
+	mv "$T/img2" "$T/img2.away"
+	run mfs replace start 2 "$T/img3" "$T/img1"
+	assert_success
+	mv "$T/img2.away" "$T/img2"
+	run show_line "$T/img1" 2
+	assert_output --partial "path $T/img3"
+	left="ERROR: $T/img2 was devid 2 of this filesystem, which it left (replaced or removed) without being wiped"
+
+	run --separate-stderr mfs device add "$T/img2" "$T/img1"
+	assert_failure 1
+	assert_stderr_line "$left"
+	assert_stderr_line "ERROR: use the -f option to force overwrite of $T/img2"
+	run --separate-stderr mfs replace start 1 "$T/img2" "$T/img1"
+	assert_failure
+	assert_stderr_line "$left"
+	[ "$(nr_devices "$T/img1")" = 2 ]
+	# a member is refused as ever, -f or not
+	run --separate-stderr mfs device add -f "$T/img3" "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: $T/img3 is already a member of this filesystem"
+	run --separate-stderr mfs replace start -f 1 "$T/img3" "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: target device $T/img3 is a member of this filesystem"
+
+	# with -f the device that left is taken as a new one (it used to be
+	# refused as a member, -f or not: only a wipe let it back)
+	run --separate-stderr mfs device add -f "$T/img2" "$T/img1"
+	assert_success
+	[ "$(nr_devices "$T/img1")" = 3 ]
+	run show_line "$T/img1" 3
+	assert_output --partial "path $T/img2"
+	verify_offline "$T/img1"
+}
+
 @test "device add refusals: member, other mfs, ext4, mounted, too small; nothing changes" {
 	fs_with -n 2 2 512M 8 -d raid1 -m raid1
 	foreign_devices 100M
