@@ -16,6 +16,7 @@
 #include <uuid/uuid.h>
 #include "cmds/commands.h"
 #include "cmds/restripe-cli.h"
+#include "cmds/space.h"
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/units.h"
@@ -699,6 +700,118 @@ static int cmd_scrub_resume(const struct cmd_struct *cmd, int argc, char **argv)
 }
 DEFINE_SIMPLE_COMMAND(scrub_resume, "resume");
 
+static const char * const cmd_scrub_limit_usage[] = {
+	"mfs scrub limit [-a|--all] [-d|--devid <devid>] [-l|--limit <bytes/s>] <path>|<device>...",
+	"",
+	"Show or change the read limit of the running or paused scrub: at once,",
+	"and kept with its state for resume. mfs reads every device at one limit.",
+	"",
+	OPTLINE("-a|--all", "set the limit of every device"),
+	OPTLINE("-d|--devid <devid>", "refused: mfs has one limit for every device"),
+	OPTLINE("-l|--limit <bytes/s>", "the new limit, 0 for none (needs -a)"),
+	NULL
+};
+
+/* Each member with the scrub's limit, as btrfs lists its devices' limits. */
+static int print_limits(struct mfs_target *t, u64 limit)
+{
+	struct mfs_space sp;
+	char uuid[40];
+	int i;
+
+	if (mfs_target_space(t, &sp)) {
+		error("cannot read the devices of %s", t->mnt);
+		return 1;
+	}
+	uuid_unparse(t->fsid, uuid);
+	printf("UUID: %s\n", uuid);
+	printf("%-4s %-12s %s\n", "Id", "Limit", "Path");
+	printf("%-4s %-12s %s\n", "--", "---------", "--------");
+	for (i = 0; i < sp.nr_devs; i++)
+		printf("%4llu %-12s %s\n", (unsigned long long)sp.devs[i].devid,
+		       limit ? pretty_size(limit) : "unlimited", dev_path(&sp.devs[i]));
+	mfs_space_free(&sp);
+	return 0;
+}
+
+static int scrub_limit(struct mfs_target *t, u64 limit, u64 *old)
+{
+	struct mfs_ioctl_scrub_ctl c = { .cmd = MFS_SCRUB_CTL_LIMIT, .value = limit };
+	int ret;
+
+	if (!t->online)
+		return mfs_scrub_set_limit(t->fs, limit, old);
+	ret = target_ioctl(t, MFS_IOC_SCRUB_CTL, &c);
+	*old = c.value;
+	return ret ? ret : c.result;
+}
+
+static int cmd_scrub_limit(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "devid", required_argument, NULL, 'd' },
+		{ "limit", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mfs_ioctl_scrub_status *st;
+	bool all = false, devid = false, set = false;
+	u64 limit = 0, old = 0;
+	struct mfs_target t;
+	int c, ret;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "ad:l:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a': all = true; break;
+		case 'd': devid = true; break;
+		case 'l':
+			if (parse_size(optarg, &limit)) {
+				error("invalid --limit value: %s", optarg);
+				return 1;
+			}
+			set = true;
+			break;
+		default: usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	if (devid) {
+		error("mfs reads every device at one limit: use --all");
+		return 1;
+	}
+	if (set && !all) {
+		error("--limit needs --all");
+		return 1;
+	}
+	if (mfs_target_open((const char * const *)argv + optind, argc - optind, set, &t))
+		return 1;
+	if (!set) {
+		st = calloc(1, sizeof(*st));
+		ret = !st || scrub_status(&t, st);
+		if (!ret)
+			ret = print_limits(&t, st->state == MFS_SCRUB_NONE ? 0 : st->limit);
+		free(st);
+		mfs_target_close(&t);
+		return ret ? 1 : 0;
+	}
+	ret = scrub_limit(&t, limit, &old);
+	if (ret) {
+		if (ret == -ENOTCONN)
+			error("no scrub running or paused on %s: 'mfs scrub start --limit' sets one for a new scrub",
+			      t.mnt);
+		else
+			error("cannot change the scrub limit on %s: %s", t.mnt, strerror(-ret));
+		mfs_target_close(&t);
+		return 1;
+	}
+	printf("Set the scrub limit of every device from %s to %s\n",
+	       old ? pretty_size(old) : "unlimited", limit ? pretty_size(limit) : "unlimited");
+	return mfs_target_close(&t) ? 1 : 0;
+}
+DEFINE_SIMPLE_COMMAND(scrub_limit, "limit");
+
 static const char * const scrub_cmd_group_usage[] = {
 	"mfs scrub <command> [options] <path>|<device>",
 	NULL
@@ -711,6 +824,7 @@ static const struct cmd_group scrub_cmd_group = {
 		&cmd_struct_scrub_pause,
 		&cmd_struct_scrub_resume,
 		&cmd_struct_scrub_status,
+		&cmd_struct_scrub_limit,
 		NULL
 	}
 };

@@ -202,6 +202,10 @@ static void fill_scrub_ctl(struct server *s, void *arg)
 {
 	struct mfs_ioctl_scrub_ctl *c = arg;
 
+	if (c->cmd == MFS_SCRUB_CTL_LIMIT) {
+		c->result = mfs_scrub_set_limit(s->fs, c->value, &c->value);
+		return;
+	}
 	c->result = c->cmd == MFS_SCRUB_CTL_INTERRUPT ? -EINVAL : mfs_scrub_ctl(s->fs, c->cmd);
 	if (c->result == 0 && c->cmd == MFS_SCRUB_CTL_RESUME)
 		c->result = start_scrubber(s);

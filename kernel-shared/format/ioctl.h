@@ -330,9 +330,11 @@ struct mfs_ioctl_scrub_status {
 #define MFS_SCRUB_CTL_PAUSE	1
 #define MFS_SCRUB_CTL_CANCEL	2
 #define MFS_SCRUB_CTL_RESUME	3
+#define MFS_SCRUB_CTL_LIMIT	4	/* value: the new limit; back: the old one */
 struct mfs_ioctl_scrub_ctl {
 	uint32_t cmd;
 	int32_t result;
+	uint64_t value;
 };
 #define MFS_IOC_SCRUB_CTL	_IOWR(MFS_IOCTL_MAGIC, 62, struct mfs_ioctl_scrub_ctl)
 _Static_assert(sizeof(struct mfs_ioctl_scrub_status) < 16384, "restricted ioctl size");

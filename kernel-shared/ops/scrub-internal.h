@@ -48,7 +48,10 @@ struct mfs_scrub {
 	volatile int pause_req, cancel_req;
 	u64 run_start_ns;		/* CLOCK_MONOTONIC when this run started */
 	u64 elapsed_before;		/* scrubbing time of the earlier runs */
-	u64 run_dev_bytes[MFS_SCRUB_MAX_DEVS];	/* each device's bytes when it started */
+	/* --limit: each device's bytes and the time when the rate is measured from */
+	u64 thr_start_ns;
+	u64 thr_dev_bytes[MFS_SCRUB_MAX_DEVS];
+	int limit_changed;		/* a sleeping scrub wakes to the new limit */
 	/* raid5/6: the last row met, its parity checked once its extents are */
 	u64 row_bg;			/* start of its block group, 0: none */
 	u64 row;

@@ -644,23 +644,47 @@ static int scrub_step(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 	return ret;
 }
 
-/* --limit: each device read at most limit bytes per second over the run. */
-static void throttle(struct mfs_scrub *sc)
+/*
+ * --limit: each device read at most limit bytes per second since the run
+ * started or the limit last changed. How long to wait before the next
+ * step, worked out under fs->lock.
+ */
+static u64 throttle_wait(struct mfs_scrub *sc)
 {
 	u64 most = 0, want, ran;
 	u32 i;
 
 	if (!sc->st.limit)
-		return;
+		return 0;
 	for (i = 0; i < sc->st.nr_devs; i++)
-		most = max_t(u64, most, sc->st.devs[i].c.bytes_done - sc->run_dev_bytes[i]);
+		most = max_t(u64, most, sc->st.devs[i].c.bytes_done - sc->thr_dev_bytes[i]);
 	want = (u64)((double)most * 1e9 / sc->st.limit);
-	while ((ran = now_ns() - sc->run_start_ns) < want && !sc->pause_req && !sc->cancel_req) {
-		u64 ns = min_t(u64, want - ran, 100000000ULL);
+	ran = now_ns() - sc->thr_start_ns;
+	return want > ran ? want - ran : 0;
+}
+
+/* The wait, cut short by a pause, a cancel or a new limit. */
+static void throttle_sleep(struct mfs_scrub *sc, u64 wait)
+{
+	u64 end = now_ns() + wait, t;
+
+	while ((t = now_ns()) < end && !sc->pause_req && !sc->cancel_req &&
+	       !__atomic_load_n(&sc->limit_changed, __ATOMIC_RELAXED)) {
+		u64 ns = min_t(u64, end - t, 100000000ULL);
 		struct timespec ts = { ns / 1000000000ULL, ns % 1000000000ULL };
 
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* The rate is measured from now (fs->lock held). */
+static void throttle_restart(struct mfs_scrub *sc)
+{
+	u32 i;
+
+	sc->thr_start_ns = now_ns();
+	for (i = 0; i < sc->st.nr_devs; i++)
+		sc->thr_dev_bytes[i] = sc->st.devs[i].c.bytes_done;
 }
 
 /* ---------------- the persisted state (struct mfs_scrub_item) ---------------- */
@@ -940,7 +964,6 @@ static void end_run(struct mfs_scrub *sc, int ret)
 int mfs_scrub_run(struct mfs_fs_info *fs)
 {
 	struct mfs_scrub *sc;
-	u32 i;
 	int ret = 0;
 
 	pthread_mutex_lock(&fs->lock);
@@ -950,9 +973,10 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 		return -ENOTCONN;
 	}
 	sc->run_start_ns = now_ns();
-	for (i = 0; i < sc->st.nr_devs; i++)
-		sc->run_dev_bytes[i] = sc->st.devs[i].c.bytes_done;
+	throttle_restart(sc);
 	while (!ret) {
+		u64 wait = 0;
+
 		if (sc->cancel_req || sc->pause_req) {
 			ret = sc->cancel_req ? -ECANCELED : -EINTR;
 			break;
@@ -960,11 +984,15 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 		ret = scrub_step(fs, sc);
 		if (!ret)
 			ret = save_state(fs, sc, false);
+		if (!ret) {
+			__atomic_store_n(&sc->limit_changed, 0, __ATOMIC_RELAXED);
+			wait = throttle_wait(sc);
+		}
 		pthread_mutex_unlock(&fs->lock);
 		/* between steps user I/O and commits go on */
 		if (!ret) {
 			mfs_test_pause_at("scrub-step");
-			throttle(sc);
+			throttle_sleep(sc, wait);
 		}
 		pthread_mutex_lock(&fs->lock);
 	}
@@ -979,6 +1007,26 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 	save_state(fs, sc, true);
 	pthread_mutex_unlock(&fs->lock);
 	return ret == 1 ? 0 : ret;
+}
+
+int mfs_scrub_set_limit(struct mfs_fs_info *fs, u64 limit, u64 *old)
+{
+	struct mfs_scrub *sc;
+	int ret = -ENOTCONN;
+
+	pthread_mutex_lock(&fs->lock);
+	sc = scrub_of(fs);
+	if (sc && (sc->st.state == MFS_SCRUB_RUNNING || sc->st.state == MFS_SCRUB_PAUSED ||
+		   sc->st.state == MFS_SCRUB_CANCELED || sc->st.state == MFS_SCRUB_ABORTED)) {
+		*old = sc->st.limit;
+		sc->st.limit = limit;
+		throttle_restart(sc);
+		__atomic_store_n(&sc->limit_changed, 1, __ATOMIC_RELAXED);
+		/* a running scrub saves it with its next step */
+		ret = sc->st.state == MFS_SCRUB_RUNNING ? 0 : save_state(fs, sc, true);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
 }
 
 bool mfs_scrub_interrupted(struct mfs_fs_info *fs)

@@ -35,6 +35,12 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd);
  * scrub was interrupted, and the next read-write mount resumes it.
  */
 #define MFS_SCRUB_CTL_INTERRUPT	100
+/*
+ * The read limit (bytes per second per device, 0 none) of the running,
+ * paused or stopped scrub, changed at once (*old: the one it had); saved
+ * with its state. -ENOTCONN: no scrub to change. Takes fs->lock.
+ */
+int mfs_scrub_set_limit(struct mfs_fs_info *fs, u64 limit, u64 *old);
 /* A scrub paused by an unmount or stopped by a crash, to resume at mount? */
 bool mfs_scrub_interrupted(struct mfs_fs_info *fs);
 /*

@@ -616,6 +616,52 @@ scrub_ended() {
 	((secs >= 2))
 }
 
+@test "scrub limit: shown, changed while the scrub runs, kept for resume; refusals" {
+	make_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	run --separate-stderr mfs scrub limit -l 1m "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: --limit needs --all"
+	run --separate-stderr mfs scrub limit -d 1 -l 1m "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: mfs reads every device at one limit: use --all"
+	run --separate-stderr mfs scrub limit -a -l 1m "$T/mnt"
+	assert_failure 1
+	assert_stderr_line "ERROR: no scrub running or paused on $T/mnt: 'mfs scrub start --limit' sets one for a new scrub"
+	run mfs scrub limit "$T/mnt"
+	assert_success
+	assert_line --regexp "^ +1 unlimited +$T/img1$"
+
+	# running at 1 MiB/s a device, held after its first step
+	echo 1 >"$T/hold-scrub"
+	mfs scrub start --limit 1m "$T/mnt"
+	wait_for_file "$T/hold-scrub.held"
+	run mfs scrub limit "$T/mnt"
+	assert_line --regexp "^ +1 1.00MiB +$T/img1$"
+	assert_line --regexp "^ +2 1.00MiB +$T/img2$"
+	run mfs scrub limit -a -l 0 "$T/mnt"
+	assert_success
+	assert_output "Set the scrub limit of every device from 1.00MiB to unlimited"
+	run mfs scrub status "$T/mnt"
+	assert_line --regexp '^Status: +running$'
+	refute_output --partial "(limit"
+	# paused; a limit set now is kept, across a remount, for resume
+	mfs scrub pause "$T/mnt" &
+	rm -f "$T/hold-scrub.held"
+	wait $!
+	run mfs scrub limit -a -l 2m "$T/mnt"
+	assert_success
+	assert_output "Set the scrub limit of every device from unlimited to 2.00MiB"
+	mfs umount "$T/mnt"
+	mfs_mount "$T/img1" "$T/mnt"
+	run mfs scrub limit "$T/mnt"
+	assert_line --regexp "^ +2 2.00MiB +$T/img2$"
+	run mfs scrub resume -B "$T/mnt"
+	assert_success
+	assert_line --regexp '^Rate: +[0-9.]+[KM]iB/s \(limit 2.00MiB/s\)$'
+	assert_line --regexp '^Status: +finished$'
+}
+
 @test "a running balance refuses a scrub, with btrfs's words" {
 	make_fs raid1 2
 	mfs_mount "$T/img1" "$T/mnt"
