@@ -394,7 +394,8 @@ static const char * const cmd_device_delete_usage[] = {
 	"onto another device being removed. Refused before anything moves when the",
 	"rest cannot hold the data or would fall below a profile's minimum.",
 	"Unlike btrfs it can be paused, resumed and cancelled, and survives unmount;",
-	"'mfs balance status' shows it too.",
+	"'mfs balance status' shows it too; 'status' prints the same, --format json",
+	"included.",
 	"",
 	OPTLINE("--bg|--background", "return once started (mounted filesystems)"),
 	OPTLINE("-q|--quiet", "no progress output"),
@@ -499,6 +500,11 @@ static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv
 	}
 	if (check_argc_min(argc - optind, 2))
 		return 1;
+	if (mfs_output_format == MFS_OUTPUT_JSON &&
+	    (argc - optind != 2 || strcmp(argv[optind], "status"))) {
+		error("output format json is supported only by 'device delete status'");
+		return 1;
+	}
 	/* delete pause|resume|cancel|status <path>: the balance controls */
 	if (argc - optind == 2) {
 		static const char * const verbs[] = { "pause", "resume", "cancel", "status" };
@@ -551,9 +557,12 @@ out:
 	free(a);
 	return ret;
 }
-DEFINE_SIMPLE_COMMAND(device_delete, "delete");
+/* --format json: for the status verb only */
+DEFINE_COMMAND(device_delete, "delete", cmd_device_delete, cmd_device_delete_usage, NULL,
+	       CMD_FORMAT_JSON);
 /* btrfs's other name for it: resolvable, listed once (as delete) */
-DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL, CMD_HIDDEN);
+DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL,
+	       CMD_HIDDEN | CMD_FORMAT_JSON);
 
 /* cmds/stats.c */
 extern const struct cmd_struct cmd_struct_device_stats;
