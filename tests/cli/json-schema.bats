@@ -50,12 +50,13 @@ field() {
 }
 
 # every_layout DEV...: each command on the filesystem of DEV (unmounted:
-# images; mounted: the mount point), checked against its schema
+# images; mounted: the mount point), checked against its schema;
+# $STATUS_RC: the exit status of filesystem status (1: degraded)
 every_layout() {
 	local offline=()
 
 	[ -d "$1" ] || offline=(--offline)
-	json_ok filesystem-status 0 filesystem status "$@"
+	json_ok filesystem-status "${STATUS_RC:-0}" filesystem status "$@"
 	json_ok filesystem-df 0 filesystem df "$@"
 	json_ok filesystem-usage 0 filesystem usage "$@"
 	json_ok device-usage 0 device usage "$@"
@@ -168,6 +169,27 @@ fs_with_files() {
 	[ "$(field balance-status state)" = paused ]
 	run mfs balance cancel "$T/img1"
 	assert_success
+}
+
+@test "json-schema: a degraded filesystem: a member missing, chunks written reduced" {
+	make_images 2 1G
+	mkfs.mfs -q -d raid1 -m raid1 "$T/img1" "$T/img2"
+	mv "$T/img2" "$T/gone2"
+	mnt -o degraded "$T/img1"
+	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
+	sync
+	json_ok filesystems 0 filesystem show "$T/mnt"
+	[ "$(field filesystems missing_devices)" = 1 ]
+	STATUS_RC=1 every_layout "$T/mnt"
+	json_ok filesystem-status 1 filesystem status "$T/mnt"
+	[ "$(field filesystem-status state)" = degraded ]
+	json_ok filesystem-df 0 filesystem df "$T/mnt"
+	grep -q '"requested-profile": "RAID1"' "$T/doc.json"
+	json_ok filesystem-usage 0 filesystem usage "$T/mnt"
+	grep -q '"requested-profile": "RAID1"' "$T/doc.json"
+	umnt
+	json_ok filesystem-status 1 filesystem status "$T/img1"
+	json_ok check 1 check "$T/img1"
 }
 
 @test "json-schema: the schemas refuse a renamed, missing, extra or mistyped field" {
