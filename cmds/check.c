@@ -9,6 +9,7 @@
 #include "common/messages.h"
 #include "common/open.h"
 #include "common/format-output.h"
+#include "common/progress.h"
 #include "kernel-shared/ops/check.h"
 #include "kernel-shared/ops/open.h"
 #include "kernel-shared/tree/disk-io.h"
@@ -29,15 +30,24 @@ static const char * const cmd_check_usage[] = {
 	NULL
 };
 
+/* The bar (stderr) of the bytes the phases check: tree blocks, then data. */
+struct check_progress {
+	struct mfs_progress bar;
+	u64 total;
+};
+
+/* arg: the check_progress of the phases (a bar's line ends first), or NULL */
 static void report_problem(void *arg, const char *msg)
 {
-	(void)arg;
+	if (arg)
+		mfs_progress_break(&((struct check_progress *)arg)->bar);
 	error("%s", msg);
 }
 
 static void report_warning(void *arg, const char *msg)
 {
-	(void)arg;
+	if (arg)
+		mfs_progress_break(&((struct check_progress *)arg)->bar);
 	warning("%s", msg);
 }
 
@@ -73,8 +83,17 @@ struct check_opts {
 	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
 };
 
-static void phase(const struct check_opts *o, int n, const char *what)
+static void check_progress(void *arg, u64 checked)
 {
+	struct check_progress *cp = arg;
+
+	mfs_progress_update(&cp->bar, "", checked, cp->total, checked,
+			    mfs_progress_elapsed(&cp->bar));
+}
+
+static void phase(const struct check_opts *o, struct check_progress *cp, int n, const char *what)
+{
+	mfs_progress_break(&cp->bar);
 	if (!o->quiet)
 		fprintf(stderr, "[%d/%d] %s\n", n, o->data_csum ? 6 : 5, what);
 }
@@ -95,11 +114,19 @@ static int run_phases(struct mfs_fs_info *fs, const struct check_opts *o,
 		{ "checking data checksums", mfs_check_data_csums },
 	};
 	int i, n = o->data_csum ? 6 : 5, ret = 0;
+	struct check_progress cp = { .total = mfs_check_bytes_to_check(fs, o->data_csum) };
 
+	mfs_progress_init(&cp.bar, stderr, o->quiet);
+	ctl->progress = check_progress;
+	ctl->arg = &cp;
 	for (i = 0; i < n && !ret; i++) {
-		phase(o, i + 1, phases[i].what);
+		phase(o, &cp, i + 1, phases[i].what);
 		ret = phases[i].fn(fs, ctl);
 	}
+	mfs_progress_end(&cp.bar, "", ctl->checked, cp.total, ctl->checked,
+			 mfs_progress_elapsed(&cp.bar));
+	ctl->progress = NULL;
+	ctl->arg = NULL;
 	return ret;
 }
 
