@@ -80,6 +80,20 @@ static bool generic_option(const char *o)
 	return false;
 }
 
+/* x-mfs.device-timeout=SECONDS: 0 (no wait) to a day */
+static int parse_device_timeout(const char *value, unsigned int *out)
+{
+	char *end;
+	long v = strtol(value, &end, 10);
+
+	if (!*value || *end || v < 0 || v > 86400) {
+		error("invalid x-mfs.device-timeout '%s' (0..86400 seconds)", value);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 static int parse_options(struct mount_args *m, char *list)
 {
 	char *tok, *save = NULL;
@@ -164,14 +178,8 @@ static int parse_options(struct mount_args *m, char *list)
 		} else if (!strcmp(tok, "degraded")) {
 			m->degraded = true;
 		} else if (!strncmp(tok, "x-mfs.device-timeout=", 21)) {
-			char *end;
-			long v = strtol(tok + 21, &end, 10);
-
-			if (!tok[21] || *end || v < 0 || v > 86400) {
-				error("invalid x-mfs.device-timeout '%s' (0..86400 seconds)", tok + 21);
+			if (parse_device_timeout(tok + 21, &m->device_timeout))
 				return -1;
-			}
-			m->device_timeout = v;
 		} else if (!generic_option(tok)) {
 			error("unknown mount option '%s'", tok);
 			return -1;
