@@ -695,7 +695,10 @@ static int cmd_balance_status(const struct cmd_struct *cmd, int argc, char **arg
 		mfs_target_close(&t);
 		return 2;
 	}
-	if (st->state == MFS_RESTRIPE_NONE) {
+	if (mfs_output_format == MFS_OUTPUT_JSON) {
+		mfs_balance_status_json(t.mnt, st);
+		ret = st->state == MFS_RESTRIPE_NONE ? 0 : 1;
+	} else if (st->state == MFS_RESTRIPE_NONE) {
 		printf("No %s found on '%s'\n", ctl_noun, t.mnt);
 		ret = 0;
 	} else {
@@ -739,7 +742,8 @@ static int cmd_balance_status(const struct cmd_struct *cmd, int argc, char **arg
 	mfs_target_close(&t);
 	return ret;
 }
-DEFINE_SIMPLE_COMMAND(balance_status, "status");
+DEFINE_COMMAND(balance_status, "status", cmd_balance_status, cmd_balance_status_usage, NULL,
+	       CMD_FORMAT_JSON);
 
 static const char * const balance_cmd_group_usage[] = {
 	"mfs balance <command> [options] <path>",

@@ -8,6 +8,8 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
+#include "common/format-output.h"
+#include "common/progress.h"
 #include "kernel-shared/ops/check.h"
 #include "kernel-shared/ops/open.h"
 #include "kernel-shared/tree/disk-io.h"
@@ -28,25 +30,48 @@ static const char * const cmd_check_usage[] = {
 	NULL
 };
 
+/* The bar (stderr) of the bytes the phases check: tree blocks, then data. */
+struct check_progress {
+	struct mfs_progress bar;
+	u64 total;
+};
+
+/* arg: the check_progress of the phases (a bar's line ends first), or NULL */
 static void report_problem(void *arg, const char *msg)
 {
-	(void)arg;
+	if (arg)
+		mfs_progress_break(&((struct check_progress *)arg)->bar);
 	error("%s", msg);
 }
 
 static void report_warning(void *arg, const char *msg)
 {
-	(void)arg;
+	if (arg)
+		mfs_progress_break(&((struct check_progress *)arg)->bar);
 	warning("%s", msg);
 }
+
+/*
+ * Where the lines other than errors go: stdout, or stderr with --format
+ * json, whose stdout is the summary document only.
+ */
+static FILE *info;
 
 static void report_fix(void *arg, const char *msg)
 {
 	(void)arg;
-	printf("[repair] %s\n", msg);
+	fprintf(info, "[repair] %s\n", msg);
 }
 
 enum { EXIT_CLEAN = 0, EXIT_ERRORS, EXIT_CANNOT_RUN };
+
+/* What the last check found: the summary, in text or JSON. */
+struct check_summary {
+	bool opened;
+	char uuid[37];
+	u64 bytes_used, errors, csum_bytes, tree_bytes, data_bytes;
+	int repaired;
+};
 
 struct check_opts {
 	int super_mirror;
@@ -58,8 +83,17 @@ struct check_opts {
 	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
 };
 
-static void phase(const struct check_opts *o, int n, const char *what)
+static void check_progress(void *arg, u64 checked)
 {
+	struct check_progress *cp = arg;
+
+	mfs_progress_update(&cp->bar, "", checked, cp->total, checked,
+			    mfs_progress_elapsed(&cp->bar));
+}
+
+static void phase(const struct check_opts *o, struct check_progress *cp, int n, const char *what)
+{
+	mfs_progress_break(&cp->bar);
 	if (!o->quiet)
 		fprintf(stderr, "[%d/%d] %s\n", n, o->data_csum ? 6 : 5, what);
 }
@@ -80,24 +114,66 @@ static int run_phases(struct mfs_fs_info *fs, const struct check_opts *o,
 		{ "checking data checksums", mfs_check_data_csums },
 	};
 	int i, n = o->data_csum ? 6 : 5, ret = 0;
+	struct check_progress cp = { .total = mfs_check_bytes_to_check(fs, o->data_csum) };
 
+	mfs_progress_init(&cp.bar, stderr, o->quiet);
+	ctl->progress = check_progress;
+	ctl->arg = &cp;
 	for (i = 0; i < n && !ret; i++) {
-		phase(o, i + 1, phases[i].what);
+		phase(o, &cp, i + 1, phases[i].what);
 		ret = phases[i].fn(fs, ctl);
 	}
+	mfs_progress_end(&cp.bar, "", ctl->checked, cp.total, ctl->checked,
+			 mfs_progress_elapsed(&cp.bar));
+	ctl->progress = NULL;
+	ctl->arg = NULL;
 	return ret;
 }
 
-static void print_summary(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl)
+static void note_summary(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl,
+			 struct check_summary *sum)
 {
-	printf("found %llu bytes used, %s\n",
-	       (unsigned long long)le64_to_cpu(fs->super.bytes_used),
+	sum->bytes_used = le64_to_cpu(fs->super.bytes_used);
+	sum->errors = ctl->errors;
+	sum->csum_bytes = ctl->csum_bytes;
+	sum->tree_bytes = ctl->tree_bytes;
+	sum->data_bytes = ctl->data_bytes;
+	if (mfs_output_format == MFS_OUTPUT_JSON)
+		return;
+	printf("found %llu bytes used, %s\n", (unsigned long long)sum->bytes_used,
 	       ctl->errors ? "error(s) found" : "no error found");
 	printf("total csum bytes: %llu\n", (unsigned long long)ctl->csum_bytes);
 	printf("total tree bytes: %llu\n", (unsigned long long)ctl->tree_bytes);
 	printf("total data bytes: %llu\n", (unsigned long long)ctl->data_bytes);
 	if (ctl->errors)
 		printf("%llu error(s) found\n", (unsigned long long)ctl->errors);
+}
+
+/* --format json: the summary of the last check and what the exit code says. */
+static void print_json_summary(const char *device, const struct check_summary *sum,
+			       int result, int exit_code)
+{
+	static const char * const results[] = {
+		[EXIT_CLEAN] = "clean", [EXIT_ERRORS] = "errors", [EXIT_CANNOT_RUN] = "not-run",
+	};
+	struct json_object *arr, *root = mfs_json_start("check", &arr);
+	struct json_object *o = root ? mfs_json_array_add_object(arr) : NULL;
+
+	if (!o) {
+		json_object_put(root);
+		return;
+	}
+	mfs_json_add_string(o, "device", device);
+	mfs_json_add_string(o, "uuid", sum->opened ? sum->uuid : "");
+	mfs_json_add_string(o, "result", results[result]);
+	mfs_json_add_u64(o, "exit-code", exit_code);
+	mfs_json_add_u64(o, "errors", sum->errors);
+	mfs_json_add_u64(o, "repaired", sum->repaired);
+	mfs_json_add_u64(o, "bytes-used", sum->bytes_used);
+	mfs_json_add_u64(o, "csum-bytes", sum->csum_bytes);
+	mfs_json_add_u64(o, "tree-bytes", sum->tree_bytes);
+	mfs_json_add_u64(o, "data-bytes", sum->data_bytes);
+	mfs_json_print_free(root);
 }
 
 /*
@@ -121,7 +197,7 @@ static bool repair_refused(struct mfs_fs_info *fs, const struct mfs_check_ctl *c
 		return true;
 	}
 	if (!ctl->nr_fixes) {
-		printf("no error found can be repaired safely; nothing was written\n");
+		fprintf(info, "no error found can be repaired safely; nothing was written\n");
 		return true;
 	}
 	return false;
@@ -194,8 +270,8 @@ static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
 		mfs_free_fs_info(fs);
 		return ret ? ret : -EUCLEAN;
 	}
-	printf("Reinitialize checksum tree\n");
-	fflush(stdout);
+	fprintf(info, "Reinitialize checksum tree\n");
+	fflush(info);
 	ret = mfs_check_init_csum_tree(fs, report_csum_tree, NULL, &extents, &bytes);
 	if (ret) {
 		error("checksum tree refilling failed: %s; nothing was written", strerror(-ret));
@@ -206,46 +282,46 @@ static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
 		error("committing the new checksum tree failed");
 		return -EIO;
 	}
-	printf("[repair] checksum tree rebuilt: %llu data extent(s), %llu bytes\n",
-	       (unsigned long long)extents, (unsigned long long)bytes);
-	fflush(stdout);
+	fprintf(info, "[repair] checksum tree rebuilt: %llu data extent(s), %llu bytes\n",
+		(unsigned long long)extents, (unsigned long long)bytes);
+	fflush(info);
 	return 0;
 }
 
 /*
  * Runs the phases on the filesystem opened read-only; with --repair and
  * errors, applies the fixes on it opened writable and checks again.
- * Returns EXIT_CLEAN, EXIT_ERRORS or EXIT_CANNOT_RUN; *repaired: the
- * number of fixes applied.
+ * Returns EXIT_CLEAN, EXIT_ERRORS or EXIT_CANNOT_RUN; *sum: the summary
+ * of the last check and the number of fixes applied.
  */
-static int run_check(const struct check_opts *o, char **devs, int ndevs, int *repaired)
+static int run_check(const struct check_opts *o, char **devs, int ndevs,
+		     struct check_summary *sum)
 {
 	struct mfs_check_ctl ctl = { .report = report_problem, .warn = report_warning,
 				     .repair = o->repair };
 	struct check_opts again = *o;
 	struct mfs_fs_info *fs;
-	char uuid[37];
-	int ret, unused;
+	int ret, repaired;
 
-	*repaired = 0;
 	if (!o->quiet)
 		fprintf(stderr, "Opening filesystem to check...\n");
 	if (open_fs(o, devs, ndevs, false, &fs))
 		return EXIT_CANNOT_RUN;
 	if (o->super_mirror >= 0 && !o->quiet)
-		printf("using SB copy %d, bytenr %llu\n", o->super_mirror,
-		       (unsigned long long)mfs_sb_offset(o->super_mirror));
-	uuid_unparse(fs->fsid, uuid);
+		fprintf(info, "using SB copy %d, bytenr %llu\n", o->super_mirror,
+			(unsigned long long)mfs_sb_offset(o->super_mirror));
+	uuid_unparse(fs->fsid, sum->uuid);
+	sum->opened = true;
 	if (!o->quiet) {
-		printf("Checking filesystem on %s\n", devs[0]);
-		printf("UUID: %s\n", uuid);
-		fflush(stdout);
+		fprintf(info, "Checking filesystem on %s\n", devs[0]);
+		fprintf(info, "UUID: %s\n", sum->uuid);
+		fflush(info);
 	}
 	ret = run_phases(fs, o, &ctl);
 	if (ret)
 		error("check aborted: %s", strerror(-ret));
 	else
-		print_summary(fs, &ctl);
+		note_summary(fs, &ctl, sum);
 	if (ret || !o->repair || !ctl.errors || repair_refused(fs, &ctl)) {
 		mfs_check_free(&ctl);
 		mfs_free_fs_info(fs);
@@ -256,11 +332,13 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs, int *re
 	mfs_check_free(&ctl);
 	if (ret <= 0)
 		return EXIT_ERRORS;
-	*repaired = ret;
-	printf("Repaired %d problem(s); checking again\n", ret);
-	fflush(stdout);
+	repaired = ret;
+	fprintf(info, "Repaired %d problem(s); checking again\n", ret);
+	fflush(info);
 	again.repair = false;
-	return run_check(&again, devs, ndevs, &unused);
+	ret = run_check(&again, devs, ndevs, sum);
+	sum->repaired = repaired;
+	return ret;
 }
 
 static int parse_mirror(const char *arg, int *out)
@@ -308,9 +386,11 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct check_opts o = { .super_mirror = -1 };
+	struct check_summary sum = { 0 };
 	bool readonly = false;
-	int c, ret, repaired;
+	int c, ret;
 
+	info = mfs_output_format == MFS_OUTPUT_JSON ? stderr : stdout;
 	while ((c = getopt_long(argc, argv, "s:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_READONLY:
@@ -346,15 +426,18 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 	if (o.repair && !o.force && !repair_confirmed()) {
-		printf("Aborted; nothing was written\n");
+		fprintf(info, "Aborted; nothing was written\n");
 		return 1;
 	}
 	if (o.init_csum && init_csum_tree(&o, argv + optind, argc - optind))
-		return 1;
-	ret = run_check(&o, argv + optind, argc - optind, &repaired);
+		ret = EXIT_CANNOT_RUN;
+	else
+		ret = run_check(&o, argv + optind, argc - optind, &sum);
+	if (mfs_output_format == MFS_OUTPUT_JSON)
+		print_json_summary(argv[optind], &sum, ret, ret == EXIT_CLEAN ? 0 : 1);
 	return ret == EXIT_CLEAN ? 0 : 1;
 }
-DEFINE_COMMAND(check, "check", cmd_check, cmd_check_usage, NULL, 0);
+DEFINE_COMMAND(check, "check", cmd_check, cmd_check_usage, NULL, CMD_FORMAT_JSON);
 
 static const char * const cmd_fsck_usage[] = {
 	"fsck.mfs [-anpyfv] [-s N] <device>",
@@ -388,8 +471,9 @@ static const struct cmd_struct fsck_helper = {
 int cmd_fsck_main(int argc, char **argv)
 {
 	struct check_opts o = { .super_mirror = -1, .quiet = true };
+	struct check_summary sum = { 0 };
 	bool no = false;
-	int c, ret, repaired;
+	int c, ret;
 
 	if (mfs_help_requested(argc, argv))
 		usage(&fsck_helper, 0);
@@ -422,8 +506,9 @@ int cmd_fsck_main(int argc, char **argv)
 	}
 	if (no)
 		o.repair = false;
-	ret = run_check(&o, argv + optind, argc - optind, &repaired);
+	info = stdout;
+	ret = run_check(&o, argv + optind, argc - optind, &sum);
 	if (ret == EXIT_CLEAN)
-		return repaired ? 1 : 0;
+		return sum.repaired ? 1 : 0;
 	return ret == EXIT_ERRORS ? 4 : 8;
 }

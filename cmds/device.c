@@ -1,6 +1,7 @@
 /* mfs device: scan, ready. */
 #include <blkid.h>
 #include <getopt.h>
+#include <mntent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,38 +130,9 @@ static const char * const cmd_device_ready_usage[] = {
 	"When the filesystem is mounted, its server is asked: a member missing or",
 	"failing (filesystem show, filesystem status) is not ready either.",
 	"",
-	OPTLINE("--udev", "print the device's udev properties (ID_FS_TYPE=mfs, ID_FS_UUID, ID_FS_LABEL, MFS_DEVID, MFS_READY=1 or 0) and exit 0 when it holds mfs, for the udev rule"),
+	OPTLINE("--udev", "print the device's udev properties (ID_FS_TYPE=mfs, ID_FS_UUID, ID_FS_LABEL, MFS_DEVID, MFS_READY=1 or 0, and MFS_MOUNT_DEGRADED=1 when an /etc/fstab line mounts its filesystem with degraded) and exit 0 when it holds mfs, for the udev rule"),
 	NULL
 };
-
-/* Whether every member of the filesystem on path (superblock sb) is present. */
-static bool members_present(const char *path, const struct mfs_super_block *sb)
-{
-	struct mfs_scan scan;
-	struct mfs_open_ctl ctl = { 0 };
-	struct mfs_fs_info *fs;
-	const char **paths;
-	int i, n = 0, ret;
-
-	if (mfs_scan_all(&path, 1, &scan))
-		return false;
-	paths = calloc(scan.nr, sizeof(*paths));
-	for (i = 0; paths && i < scan.nr; i++)
-		if (!memcmp(scan.devs[i].sb.fsid, sb->fsid, MFS_FSID_SIZE))
-			paths[n++] = scan.devs[i].path;
-	ctl.paths = paths;
-	ctl.npaths = n;
-	ctl.nnamed = 1;		/* the scan lists the device named first */
-	ctl.flags = MFS_OPEN_NO_EXCL;
-	ctl.fsid = sb->fsid;
-	ctl.sb_mirror = -1;
-	ret = paths ? mfs_open_fs(&ctl, &fs) : -ENOMEM;
-	if (!ret)
-		mfs_free_fs_info(fs);
-	free(paths);
-	mfs_scan_free(&scan);
-	return ret == 0;
-}
 
 /*
  * The filesystem of path is mounted: 1 when its server has every member
@@ -186,9 +158,48 @@ static int mounted_members_ready(const char *path)
 	return ready;
 }
 
+/* Whether an fstab source (UUID=, LABEL= or a path) names the filesystem of sb. */
+static bool fstab_names(const char *source, const struct mfs_super_block *sb)
+{
+	struct mfs_super_block other;
+	char uuid[37];
+
+	uuid_unparse(sb->fsid, uuid);
+	if (!strncasecmp(source, "UUID=", 5))
+		return !strcasecmp(source + 5, uuid);
+	if (!strncmp(source, "LABEL=", 6))
+		return sb->label[0] && !strncmp(source + 6, sb->label, sizeof(sb->label)) &&
+		       strlen(source + 6) <= sizeof(sb->label);
+	return source[0] == '/' && !mfs_probe_super(source, &other) &&
+	       !memcmp(other.fsid, sb->fsid, MFS_FSID_SIZE);
+}
+
+/*
+ * Whether /etc/fstab ($MFS_FSTAB for tests) mounts the filesystem of sb
+ * with 'degraded': its mount, not udev, then decides when to stop
+ * waiting for the missing members (x-mfs.device-timeout).
+ */
+static bool fstab_mounts_degraded(const struct mfs_super_block *sb)
+{
+	const char *path = getenv("MFS_FSTAB") ? getenv("MFS_FSTAB") : "/etc/fstab";
+	FILE *f = setmntent(path, "r");
+	struct mntent *e;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && (e = getmntent(f)))
+		found = !strcmp(e->mnt_type, "mfs") && hasmntopt(e, "degraded") &&
+			fstab_names(e->mnt_fsname, sb);
+	endmntent(f);
+	return found;
+}
+
 /*
  * What the udev rule imports (IMPORT{program}): the properties libblkid
- * gives the filesystems it knows (it does not know mfs), and MFS_READY.
+ * gives the filesystems it knows (it does not know mfs), MFS_READY, and
+ * MFS_MOUNT_DEGRADED when the fstab line of a filesystem with a member
+ * missing says degraded (the rule then lets its mount run).
  */
 static void print_udev_properties(const struct mfs_super_block *sb, bool ready)
 {
@@ -208,6 +219,8 @@ static void print_udev_properties(const struct mfs_super_block *sb, bool ready)
 		printf("ID_FS_LABEL=%s\nID_FS_LABEL_ENC=%s\n", safe, enc);
 	printf("MFS_DEVID=%llu\n", (unsigned long long)le64_to_cpu(sb->dev_item.devid));
 	printf("MFS_READY=%d\n", ready);
+	if (!ready && fstab_mounts_degraded(sb))
+		printf("MFS_MOUNT_DEGRADED=1\n");
 }
 
 enum { OPT_UDEV = 256, OPT_SPARE };
@@ -242,7 +255,7 @@ static int cmd_device_ready(const struct cmd_struct *cmd, int argc, char **argv)
 			return r ? 0 : 1;
 	}
 	/* udev asks whether the members are there to be mounted: presence alone */
-	ready = members_present(argv[optind], &sb);
+	ready = mfs_members_present((const char * const *)argv + optind, 1, &sb);
 	if (udev) {
 		print_udev_properties(&sb, ready);
 		return 0;
@@ -395,7 +408,8 @@ static const char * const cmd_device_delete_usage[] = {
 	"onto another device being removed. Refused before anything moves when the",
 	"rest cannot hold the data or would fall below a profile's minimum.",
 	"Unlike btrfs it can be paused, resumed and cancelled, and survives unmount;",
-	"'mfs balance status' shows it too.",
+	"'mfs balance status' shows it too; 'status' prints the same, --format json",
+	"included.",
 	"",
 	OPTLINE("--bg|--background", "return once started (mounted filesystems)"),
 	OPTLINE("-q|--quiet", "no progress output"),
@@ -500,6 +514,11 @@ static int cmd_device_delete(const struct cmd_struct *cmd, int argc, char **argv
 	}
 	if (check_argc_min(argc - optind, 2))
 		return 1;
+	if (mfs_output_format == MFS_OUTPUT_JSON &&
+	    (argc - optind != 2 || strcmp(argv[optind], "status"))) {
+		error("output format json is supported only by 'device delete status'");
+		return 1;
+	}
 	/* delete pause|resume|cancel|status <path>: the balance controls */
 	if (argc - optind == 2) {
 		static const char * const verbs[] = { "pause", "resume", "cancel", "status" };
@@ -552,9 +571,12 @@ out:
 	free(a);
 	return ret;
 }
-DEFINE_SIMPLE_COMMAND(device_delete, "delete");
+/* --format json: for the status verb only */
+DEFINE_COMMAND(device_delete, "delete", cmd_device_delete, cmd_device_delete_usage, NULL,
+	       CMD_FORMAT_JSON);
 /* btrfs's other name for it: resolvable, listed once (as delete) */
-DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL, CMD_HIDDEN);
+DEFINE_COMMAND(device_remove, "remove", cmd_device_delete, cmd_device_delete_usage, NULL,
+	       CMD_HIDDEN | CMD_FORMAT_JSON);
 
 /* cmds/stats.c */
 extern const struct cmd_struct cmd_struct_device_stats;

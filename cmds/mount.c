@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/file.h>
@@ -33,7 +34,7 @@ static const char * const cmd_mount_usage[] = {
 	"Other members are found by scanning block devices and registered images;",
 	"image files and extra devices can also be named with -o device=PATH.",
 	"",
-	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused, and chunks written reduced while a member was missing as they are), skip_scrub (leave a scrub an unmount or a crash interrupted paused), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable)"),
+	OPTLINE("-o OPTIONS", "comma separated: device=PATH, ro, rw, commit=SECONDS (default 30), compress=zlib[:LEVEL], compress=no, noatime, relatime, cache_size=SIZE, nodev, nosuid, noexec, skip_balance (leave an interrupted balance paused, and chunks written reduced while a member was missing as they are), skip_scrub (leave a scrub an unmount or a crash interrupted paused), read_policy=least-busy|devid:N (which copy reads take), fail_threshold=N (a device with more than N I/O and checksum errors in one mount is failing: nothing new is allocated on it; default 100, 0 never), degraded (mount with members missing: read-write while every chunk is readable), x-mfs.device-timeout=SECONDS (wait up to that long for missing members to appear, then mount degraded if degraded is given, else refuse naming them; default 0, no wait)"),
 	OPTLINE("-f|--foreground", "keep the server in the foreground"),
 	OPTLINE("-d|--debug", "foreground, with FUSE request tracing"),
 	NULL
@@ -47,6 +48,7 @@ struct mount_args {
 	u64 read_devid;		/* read_policy=devid:N */
 	u64 fail_threshold;	/* fail_threshold=N */
 	bool degraded;
+	unsigned int device_timeout;	/* x-mfs.device-timeout=SECONDS */
 };
 
 static int add_device(struct mount_args *m, const char *path)
@@ -76,6 +78,20 @@ static bool generic_option(const char *o)
 		if (!strcmp(o, ignored[i]))
 			return true;
 	return false;
+}
+
+/* x-mfs.device-timeout=SECONDS: 0 (no wait) to a day */
+static int parse_device_timeout(const char *value, unsigned int *out)
+{
+	char *end;
+	long v = strtol(value, &end, 10);
+
+	if (!*value || *end || v < 0 || v > 86400) {
+		error("invalid x-mfs.device-timeout '%s' (0..86400 seconds)", value);
+		return -1;
+	}
+	*out = v;
+	return 0;
 }
 
 static int parse_options(struct mount_args *m, char *list)
@@ -161,6 +177,9 @@ static int parse_options(struct mount_args *m, char *list)
 			m->opts.noexec = tok[0] == 'n';
 		} else if (!strcmp(tok, "degraded")) {
 			m->degraded = true;
+		} else if (!strncmp(tok, "x-mfs.device-timeout=", 21)) {
+			if (parse_device_timeout(tok + 21, &m->device_timeout))
+				return -1;
 		} else if (!generic_option(tok)) {
 			error("unknown mount option '%s'", tok);
 			return -1;
@@ -191,6 +210,39 @@ static int lock_members_exclusive(struct mfs_fs_info *fs)
 	return 0;
 }
 
+/*
+ * x-mfs.device-timeout: until every member of the filesystem is present
+ * (udev, a loop device being set up, an image registered) or the timeout
+ * passes. Then the open decides: whole, degraded if asked, or refused
+ * naming the missing member. Returns whether all are there.
+ */
+static bool wait_for_members(const struct mount_args *m)
+{
+	struct mfs_super_block sb;
+	struct timespec start, now;
+	bool notified = false;
+
+	if (mfs_probe_super(m->devices[0], &sb))
+		return false;	/* the open says why */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		if (mfs_members_present(m->devices, m->ndevices, &sb))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 >=
+		    m->device_timeout)
+			break;
+		if (!notified)
+			fprintf(stderr, "waiting up to %u s for the missing members of %s\n",
+				m->device_timeout, m->devices[0]);
+		notified = true;
+		usleep(100000);
+	}
+	fprintf(stderr, "%s: members still missing after %u s; %s\n", m->devices[0],
+		m->device_timeout, m->degraded ? "mounting degraded" : "not mounting (no 'degraded')");
+	return false;
+}
+
 /* Open, then serve; the daemon keeps the device locks until it exits. */
 static int do_mount(struct mount_args *m)
 {
@@ -217,6 +269,8 @@ static int do_mount(struct mount_args *m)
 			return 1;
 		}
 	}
+	if (m->device_timeout)
+		wait_for_members(m);
 	if (!m->opts.ro)
 		flags |= MFS_OPEN_WRITABLE;
 	if (m->degraded)

@@ -278,6 +278,7 @@ static const char * const cmd_replace_status_usage[] = {
 	"mfs replace status [-1] <path>|<device>",
 	"",
 	"Show how far the replace is, refreshed every second until it ends.",
+	"With --format json: printed once, as with -1.",
 	"",
 	OPTLINE("-1", "print once and exit"),
 	NULL
@@ -350,6 +351,14 @@ static int cmd_replace_status(const struct cmd_struct *cmd, int argc, char **arg
 		return 1;
 	if (mfs_target_open((const char * const *)argv + optind, 1, false, &t))
 		return 1;
+	/* a JSON document is printed once: what -1 prints */
+	if (mfs_output_format == MFS_OUTPUT_JSON) {
+		c = replace_status(&t, &st);
+		if (!c)
+			mfs_replace_status_json(t.mnt, &st);
+		mfs_target_close(&t);
+		return c ? 1 : 0;
+	}
 	for (;;) {
 		if (replace_status(&t, &st)) {
 			mfs_target_close(&t);
@@ -376,7 +385,8 @@ static int cmd_replace_status(const struct cmd_struct *cmd, int argc, char **arg
 	mfs_target_close(&t);
 	return 0;
 }
-DEFINE_SIMPLE_COMMAND(replace_status, "status");
+DEFINE_COMMAND(replace_status, "status", cmd_replace_status, cmd_replace_status_usage, NULL,
+	       CMD_FORMAT_JSON);
 
 /* ---------------- cancel, pause, resume ---------------- */
 

@@ -19,6 +19,8 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
+#include "common/progress.h"
+#include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/fs/inode.h"
 #include "kernel-shared/ops/open.h"
 
@@ -60,6 +62,9 @@ struct restore_ctx {
 	/* the directories being restored, the root first: a damaged entry naming one is a loop */
 	u64 *dirs;
 	int nr_dirs, max_dirs;
+	/* on stderr: the file data written of the data the filesystem holds */
+	struct mfs_progress bar;
+	u64 data_total, data_done;
 };
 
 /* one directory entry, collected before anything is restored from it */
@@ -112,6 +117,7 @@ static void free_entries(struct entry_list *l)
  */
 static void item_failed(struct restore_ctx *c, const char *fspath, const char *why, int err)
 {
+	mfs_progress_break(&c->bar);
 	if (err)
 		error("cannot restore %s: %s: %s", fspath, why, strerror(-err));
 	else
@@ -139,6 +145,7 @@ static bool may_create(struct restore_ctx *c, const char *dst, bool is_dir)
 	if (is_dir && S_ISDIR(st.st_mode))
 		return true;
 	if (!c->o->overwrite) {
+		mfs_progress_break(&c->bar);
 		printf("Skipping existing file %s\n", dst);
 		c->skipped = true;
 		return false;
@@ -248,6 +255,9 @@ static int copy_file_data(struct restore_ctx *c, u64 ino, u64 size, int fd,
 			read_salvaging(c, ino, off, len, buf, lost, first_lost);
 			if (pwrite(fd, buf, len, off) != (ssize_t)len)
 				ret = -errno;
+			c->data_done += len;
+			mfs_progress_update(&c->bar, "", c->data_done, c->data_total, c->data_done,
+					    mfs_progress_elapsed(&c->bar));
 		}
 		off = hole;
 	}
@@ -278,6 +288,7 @@ static void restore_file(struct restore_ctx *c, const struct mfs_stat *st, const
 		return;
 	}
 	if (lost) {
+		mfs_progress_break(&c->bar);
 		error("%s: %llu of %llu bytes could not be read from any copy (first at offset %llu); left as holes",
 		      fspath, (unsigned long long)lost, (unsigned long long)st->size,
 		      (unsigned long long)first_lost);
@@ -501,7 +512,12 @@ static int cmd_restore(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	if (o.dry_run)
 		printf("This is a dry-run, no files are going to be restored\n");
+	/* -v lists each item instead; a dry run reads no data */
+	mfs_progress_init(&c.bar, stderr, o.verbose || o.dry_run);
+	c.data_total = mfs_used_bytes(c.fs, MFS_BLOCK_GROUP_DATA);
 	restore_dir(&c, MFS_ROOT_DIR_OBJECTID, "", dst);
+	mfs_progress_end(&c.bar, "", c.data_done, c.data_total, c.data_done,
+			 mfs_progress_elapsed(&c.bar));
 	free(c.dirs);
 	mfs_close_fs(c.fs);
 	if (c.skipped && !o.overwrite)

@@ -17,4 +17,8 @@ int mfs_check_exclusive(struct mfs_target *t, const char *what, bool allow_pause
 /* How balance pause|resume|cancel|status name the operation in messages (default "balance"). */
 void mfs_restripe_ctl_noun(const char *noun);
 
+/* --format json of balance status and replace status (cmds/status-json.c). */
+void mfs_balance_status_json(const char *path, const struct mfs_ioctl_restripe_status *st);
+void mfs_replace_status_json(const char *path, const struct mfs_ioctl_restripe_status *st);
+
 #endif

@@ -21,6 +21,7 @@
 #include "common/messages.h"
 #include "common/units.h"
 #include "common/target.h"
+#include "common/progress.h"
 #include "common/format-output.h"
 #include "kernel-shared/ops/scrub.h"
 #include "kernel-shared/ops/admin.h"
@@ -342,13 +343,16 @@ static void *offline_thread(void *arg)
 	return NULL;
 }
 
-static void print_scrub_progress(const struct mfs_ioctl_scrub_status *st, bool devices, bool tty)
+static void show_scrub_progress(struct mfs_progress *p, const struct mfs_ioctl_scrub_status *st,
+				bool devices)
 {
 	u32 i;
 
-	mfs_print_progress("", st->c.bytes_done, st->bytes_total, st->c.bytes_done,
-			   st->elapsed_ns / 1e9, tty);
-	for (i = 0; devices && !tty && i < st->nr_devs; i++)
+	if (!mfs_progress_update(p, "", st->c.bytes_done, st->bytes_total, st->c.bytes_done,
+				 st->elapsed_ns / 1e9))
+		return;
+	/* under each plain line, what each device read */
+	for (i = 0; devices && !p->tty && i < st->nr_devs; i++)
 		printf("  devid %llu: %s read\n", (unsigned long long)st->devs[i].devid,
 		       pretty_size(st->devs[i].c.bytes_done));
 }
@@ -363,10 +367,11 @@ static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, b
 {
 	struct offline_scrub run = { .fs = t->fs };
 	struct sigaction sa, old;
-	bool tty = isatty(STDOUT_FILENO), printed = false;
+	struct mfs_progress prog;
 	pthread_t th;
-	int ticks = 0, ret = 0;
+	int ret = 0;
 
+	mfs_progress_init(&prog, stdout, quiet);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sigaction(SIGINT, &sa, &old);
@@ -381,11 +386,7 @@ static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, b
 		ret = scrub_status(t, st);
 		if (ret || (t->online ? st->state != MFS_SCRUB_RUNNING : run.done))
 			break;
-		ticks++;
-		if (!quiet && (tty || ticks == 5 || ticks % 25 == 0)) {
-			print_scrub_progress(st, devices, tty);
-			printed = true;
-		}
+		show_scrub_progress(&prog, st, devices);
 	}
 	if (!t->online) {
 		pthread_join(th, NULL);
@@ -393,8 +394,8 @@ static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, b
 	}
 	if (!ret)
 		ret = st->last_result;
-	if (printed && tty)
-		printf("\n");
+	mfs_progress_end(&prog, "", st->c.bytes_done, st->bytes_total, st->c.bytes_done,
+			 st->elapsed_ns / 1e9);
 	sigaction(SIGINT, &old, NULL);
 	return ret;
 }

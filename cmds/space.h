@@ -56,6 +56,12 @@ u64 dev_width_alloc(const struct mfs_space *sp, u64 devid, u64 flags, u64 width)
 u64 simulate(const struct usage *u, u64 flags);
 const char *pretty_signed(s64 v, unsigned int units);
 
+/* filesystem usage --graph (usage-graph.c): a bar of this many cells per device, a legend. */
+#define USAGE_GRAPH_WIDTH	50
+void print_usage_graph(const struct usage *u, unsigned int units, bool color);
+/* Cells for each of n byte counts in a bar of width, in proportion (each non-empty one 1 at least). */
+void graph_cells(const u64 *bytes, int n, int width, int *cells);
+
 /* One filesystem the arguments name; first is true for the first one. */
 typedef int (*target_fn)(struct mfs_target *t, void *ctx, bool first);
 int run_json_or_text(const char *name, char **args, int nargs, target_fn fn, void *ctx,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <json-c/json.h>
 #include "cmds/commands.h"
 #include "cmds/space.h"
@@ -108,12 +109,14 @@ static const char * const cmd_filesystem_usage_usage[] = {
 	"",
 	UNIT_OPTLINES,
 	OPTLINE("-T", "show data in tabular format"),
+	OPTLINE("--graph", "after the overall figures, a bar per device: its chunks of each type and profile, reserved, unallocated and slack space in proportion, and a legend; coloured on a terminal (not with NO_COLOR)"),
 	NULL
 };
 
 struct usage_ctx {
 	unsigned int units;
 	bool tabular;
+	bool graph;
 	struct json_object *array;	/* --format json */
 };
 
@@ -425,6 +428,14 @@ static void print_tabular(const struct usage *u, unsigned int units)
 	free(tb.cells);
 }
 
+/* Colour on a terminal that has it, unless NO_COLOR (no-color.org) is set. */
+static bool graph_colour(void)
+{
+	const char *term = getenv("TERM");
+
+	return isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && strcmp(term, "dumb");
+}
+
 static int usage_one(struct mfs_target *t, void *arg, bool first)
 {
 	struct usage_ctx *ctx = arg;
@@ -444,7 +455,9 @@ static int usage_one(struct mfs_target *t, void *arg, bool first)
 		printf("\n");
 	print_overall(&u, ctx->units);
 	printf("\n");
-	if (ctx->tabular)
+	if (ctx->graph)
+		print_usage_graph(&u, ctx->units, graph_colour());
+	else if (ctx->tabular)
 		print_tabular(&u, ctx->units);
 	else
 		print_linear(&u, ctx->units);
@@ -454,14 +467,22 @@ static int usage_one(struct mfs_target *t, void *arg, bool first)
 
 static int cmd_filesystem_usage(const struct cmd_struct *cmd, int argc, char **argv)
 {
+	enum { OPT_GRAPH = 256 };
+	static const struct option longopts[] = {
+		{ "graph", no_argument, NULL, OPT_GRAPH },
+		{ NULL, 0, NULL, 0 }
+	};
 	struct usage_ctx ctx = { 0 };
 	int c;
 
 	ctx.units = get_unit_mode_from_arg(&argc, argv, 1);
-	while ((c = getopt_long(argc, argv, "T", NULL, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "T", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'T':
 			ctx.tabular = true;
+			break;
+		case OPT_GRAPH:
+			ctx.graph = true;
 			break;
 		default:
 			usage_unknown_option(cmd, argv);
@@ -469,6 +490,10 @@ static int cmd_filesystem_usage(const struct cmd_struct *cmd, int argc, char **a
 	}
 	if (check_argc_min(argc - optind, 1))
 		return 1;
+	if (ctx.graph && (ctx.tabular || mfs_output_format == MFS_OUTPUT_JSON)) {
+		error("--graph is a picture: not with -T or --format json");
+		return 1;
+	}
 	return run_json_or_text("filesystem-usage", argv + optind, argc - optind, usage_one, &ctx,
 				&ctx.array);
 }

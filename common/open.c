@@ -365,3 +365,32 @@ int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
 {
 	return mfs_open_for_cmd_mirror(paths, npaths, flags, -1, out);
 }
+
+bool mfs_members_present(const char * const *paths, int npaths,
+			 const struct mfs_super_block *sb)
+{
+	struct mfs_scan scan;
+	struct mfs_open_ctl ctl = { 0 };
+	struct mfs_fs_info *fs;
+	const char **same;
+	int i, n = 0, ret;
+
+	if (mfs_scan_all(paths, npaths, &scan))
+		return false;
+	same = calloc(scan.nr, sizeof(*same));
+	for (i = 0; same && i < scan.nr; i++)
+		if (!memcmp(scan.devs[i].sb.fsid, sb->fsid, MFS_FSID_SIZE))
+			same[n++] = scan.devs[i].path;
+	ctl.paths = same;
+	ctl.npaths = n;
+	ctl.nnamed = npaths < n ? npaths : n;	/* the scan lists the paths named first */
+	ctl.flags = MFS_OPEN_NO_EXCL;
+	ctl.fsid = sb->fsid;
+	ctl.sb_mirror = -1;
+	ret = same ? mfs_open_fs(&ctl, &fs) : -ENOMEM;
+	if (!ret)
+		mfs_free_fs_info(fs);
+	free(same);
+	mfs_scan_free(&scan);
+	return ret == 0;
+}

@@ -37,6 +37,13 @@ int mfs_probe_super(const char *path, struct mfs_super_block *sb);
 int mfs_scan_all(const char * const *extra, int nextra, struct mfs_scan *scan);
 void mfs_scan_free(struct mfs_scan *scan);
 
+/*
+ * Whether every member of the filesystem of paths[0] (superblock sb) is
+ * present: among paths, the registry and the block devices. Prints nothing.
+ */
+bool mfs_members_present(const char * const *paths, int npaths,
+			 const struct mfs_super_block *sb);
+
 /* Whether a and b name the same file (by their canonical paths). */
 bool mfs_same_path(const char *a, const char *b);
 

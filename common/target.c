@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include "common/target.h"
+#include "common/progress.h"
 #include "common/open.h"
 #include "common/device-scan.h"
 #include "common/messages.h"
@@ -403,44 +404,19 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-void mfs_print_progress(const char *what, u64 done, u64 total, u64 moved, double secs, bool tty)
-{
-	double rate = secs > 0.5 ? moved / secs : 0;
-	u64 left = total > done ? total - done : 0;
-	double pct = total ? 100.0 * done / total : 100.0;
-	char eta[32] = "--:--:--";
-
-	if (!left)
-		snprintf(eta, sizeof(eta), "0:00:00");
-	else if (rate > 0) {
-		u64 e = left / rate;
-
-		snprintf(eta, sizeof(eta), "%llu:%02llu:%02llu", (unsigned long long)e / 3600,
-			 (unsigned long long)e / 60 % 60, (unsigned long long)e % 60);
-	}
-	if (tty) {
-		/* a bar on a terminal, redrawn in place */
-		char bar[21];
-		int i, fill = pct >= 100 ? 20 : (int)(pct / 5);
-
-		for (i = 0; i < 20; i++)
-			bar[i] = i < fill ? '#' : '.';
-		bar[20] = 0;
-		printf("\r[%s] ", bar);
-	}
-	printf("%s%s of %s (%.0f%%), %s/s, ETA %s%s", what, pretty_size(done),
-	       pretty_size(total), pct, pretty_size((u64)rate), eta, tty ? "    " : "\n");
-	fflush(stdout);
-}
-
-static void print_progress(const struct mfs_ioctl_restripe_status *st, bool tty)
+static void show_progress(struct mfs_progress *p, const struct mfs_ioctl_restripe_status *st,
+			  bool end)
 {
 	char what[64];
+	u64 moved = st->bytes_done - st->bytes_at_start;
+	double secs = st->elapsed_ns / 1e9;
 
 	snprintf(what, sizeof(what), "%llu/%llu chunks, ", (unsigned long long)st->completed,
 		 (unsigned long long)st->expected);
-	mfs_print_progress(what, st->bytes_done, st->bytes_total,
-			   st->bytes_done - st->bytes_at_start, st->elapsed_ns / 1e9, tty);
+	if (end)
+		mfs_progress_end(p, what, st->bytes_done, st->bytes_total, moved, secs);
+	else
+		mfs_progress_update(p, what, st->bytes_done, st->bytes_total, moved, secs);
 }
 
 struct offline_run {
@@ -463,13 +439,14 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 	struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
 	struct offline_run run = { .fs = t->fs };
 	struct sigaction sa, old;
+	struct mfs_progress prog;
 	pthread_t th;
-	bool tty = isatty(STDOUT_FILENO), printed = false;
 	u64 last_elapsed = 0;
-	int ticks = 0, ret = 0;
+	int ret = 0;
 
 	if (!st)
 		return -ENOMEM;
+	mfs_progress_init(&prog, stdout, quiet);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sigaction(SIGINT, &sa, &old);
@@ -497,31 +474,22 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 			if (run.done)
 				break;
 		}
-		ticks++;
 		/* a finished run's status has no clock: the rate is of the run */
 		if (st->elapsed_ns)
 			last_elapsed = st->elapsed_ns;
 		else
 			st->elapsed_ns = last_elapsed;
-		/* a terminal: a live line; otherwise after 1s, then every 5s */
-		if (!quiet && (tty || ticks == 5 || ticks % 25 == 0)) {
-			print_progress(st, tty);
-			printed = true;
-		}
+		show_progress(&prog, st, false);
 	}
 	if (!t->online) {
 		pthread_join(th, NULL);
 		ret = run.result;
 		mfs_target_restripe_status(t, st);
 	}
-	if (!quiet && printed) {
-		/* the rate over the whole run, not of a finished operation */
-		if (!st->elapsed_ns)
-			st->elapsed_ns = last_elapsed;
-		print_progress(st, tty);
-		if (tty)
-			printf("\n");
-	}
+	/* the rate over the whole run, not of a finished operation */
+	if (!st->elapsed_ns)
+		st->elapsed_ns = last_elapsed;
+	show_progress(&prog, st, true);
 	sigaction(SIGINT, &old, NULL);
 	free(st);
 	return ret;

@@ -74,13 +74,6 @@ int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
  */
 int mfs_target_restripe_wait(struct mfs_target *t, bool quiet);
 
-/*
- * The progress line of long operations: what ("3/7 chunks, " or ""), done
- * of total bytes with the percentage, the rate of moved bytes over secs,
- * and the ETA; redrawn in place on a terminal (tty), one line otherwise.
- */
-void mfs_print_progress(const char *what, u64 done, u64 total, u64 moved, double secs, bool tty);
-
 /* Mount point of a mounted mfs whose source is this device, if any. */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);
 

@@ -13,6 +13,7 @@
 #include "kernel-shared/fs/inode-internal.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/tree/alloc.h"
 
 #define problem mfs_check_problem
 
@@ -111,7 +112,15 @@ static int verify_extent(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 
 		verify_copy(fs, ctl, map, bytenr, nsect, csums, buf, m);
 	free(buf);
 	free(csums);
+	mfs_check_progress(ctl, len);
 	return 0;
+}
+
+u64 mfs_check_bytes_to_check(const struct mfs_fs_info *fs, bool data_csums)
+{
+	u64 types = MFS_BLOCK_GROUP_METADATA | MFS_BLOCK_GROUP_SYSTEM;
+
+	return mfs_used_bytes(fs, data_csums ? types | MFS_BLOCK_GROUP_DATA : types);
 }
 
 int mfs_check_data_csums(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)

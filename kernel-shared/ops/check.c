@@ -396,6 +396,7 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 	}
 	ctl->tree_blocks++;
 	ctl->tree_bytes += fs->nodesize;
+	mfs_check_progress(ctl, fs->nodesize);
 	n = eb_nritems(eb);
 	if (level > 0) {
 		for (i = 0; i < n; i++) {

@@ -59,6 +59,13 @@ struct mfs_check_ctl {
 	u64 tree_bytes;
 	u64 data_bytes;		/* data extents referenced by file extent items */
 	u64 csum_bytes;		/* data bytes covered by checksum items */
+	/*
+	 * Optional: called as the bytes checked grow (tree blocks read in
+	 * phase 3, data verified in phase 6), with their running total; the
+	 * total to expect is mfs_check_bytes_to_check().
+	 */
+	void (*progress)(void *arg, u64 checked);
+	u64 checked;
 	/* --repair: the phases record what can be fixed, mfs_check_repair applies it */
 	bool repair;
 	struct mfs_check_fix *fixes;
@@ -67,6 +74,16 @@ struct mfs_check_ctl {
 	struct mfs_check_block *blocks;
 	u64 nr_blocks, max_blocks;
 };
+
+/* What the progress callback's count reaches: used metadata, and data when verified. */
+u64 mfs_check_bytes_to_check(const struct mfs_fs_info *fs, bool data_csums);
+/* Count bytes checked and tell the progress callback. */
+static inline void mfs_check_progress(struct mfs_check_ctl *ctl, u64 bytes)
+{
+	ctl->checked += bytes;
+	if (ctl->progress)
+		ctl->progress(ctl->arg, ctl->checked);
+}
 
 /* Phase 1: every superblock copy on every device. */
 int mfs_check_supers(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl);

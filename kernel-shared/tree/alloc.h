@@ -35,6 +35,8 @@ u64 mfs_free_space_total(const struct mfs_block_group *bg);
 u64 mfs_target_profile(struct mfs_fs_info *fs, u64 type);
 /* The flags of bg's item: type, profile, REDUCED and the profile asked for (format §7.4). */
 u64 mfs_bg_item_flags(const struct mfs_block_group *bg);
+/* Logical bytes used in the block groups of any type in type_mask (MFS_BLOCK_GROUP_DATA...). */
+u64 mfs_used_bytes(const struct mfs_fs_info *fs, u64 type_mask);
 /*
  * Logical bytes new chunks of type can still take from unallocated space:
  * in the profile they get, or, degraded or beside a failing device when

@@ -34,6 +34,17 @@ int mfs_alloc_chunk(struct mfs_fs_info *fs, u64 flags, u64 max_stripe,
 	return 0;
 }
 
+u64 mfs_used_bytes(const struct mfs_fs_info *fs, u64 type_mask)
+{
+	u64 used = 0;
+	int i;
+
+	for (i = 0; i < fs->nr_bgs; i++)
+		if (fs->bgs[i]->flags & type_mask)
+			used += fs->bgs[i]->used;
+	return used;
+}
+
 u64 mfs_bg_item_flags(const struct mfs_block_group *bg)
 {
 	if (!bg->reduced)

@@ -31,6 +31,9 @@ expected_files() {
 	for p in on-disk-format json-output space-reservation; do
 		echo "$prefix/share/doc/mfs/$p.md"
 	done
+	for p in "$BATS_TEST_DIRNAME"/../../Documentation/json-schema/*.json; do
+		echo "$prefix/share/doc/mfs/json-schema/${p##*/}"
+	done
 }
 
 @test "install: DESTDIR and prefix are honoured, uninstall removes everything" {

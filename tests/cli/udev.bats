@@ -25,6 +25,8 @@ udev_props() {
 		mount -t tmpfs tmpfs /run/udev 2>/dev/null || { mkdir -p /run/udev && mount -t tmpfs tmpfs /run/udev; }
 		mkdir /run/udev/rules.d
 		cp "$1/64-mfs.rules" /run/udev/rules.d/
+		# $T/fstab, when the test wrote one, is the /etc/fstab the rule reads
+		[ ! -f "$1/fstab" ] || mount --bind "$1/fstab" /etc/fstab
 		mount -t tmpfs tmpfs /dev
 		mknod -m 666 /dev/null c 1 3
 		for n in $2; do
@@ -114,6 +116,43 @@ prop() {
 	[ "$(prop MFS_READY)" = 0 ]
 	[ "$(prop SYSTEMD_READY)" = 0 ]
 	refute_line --partial "run: '/bin/udevadm trigger"
+}
+
+@test "udev rule: with a member missing and an fstab line saying degraded, the mount may run" {
+	local l1 l2 uuid
+
+	make_images 3 256M
+	l1=$(make_loop "$T/img1")
+	l2=$(make_loop "$T/img2")
+	mkfs.mfs -q -f -L pool -d raid1 -m raid1 "$l1" "$l2"
+	mkfs.mfs -q -f -L other "$T/img3"
+	uuid=$(fs_uuid "$l1")
+	losetup -d "$l2"
+	# (udev_props makes a node for each loop device listed: once)
+	sed -i "\\|^$l2\$|d" "$T/.loops"
+	# another filesystem's degraded line, and this one's line without degraded: still held
+	printf '%s\n' "LABEL=other /o mfs degraded 0 0" "UUID=$uuid /data mfs defaults 0 2" >"$T/fstab"
+	run udev_props "$l1"
+	assert_success
+	[ "$(prop SYSTEMD_READY)" = 0 ]
+	[ -z "$(prop MFS_MOUNT_DEGRADED)" ]
+	# by uuid, by label, by a member's path: the line says degraded
+	for src in "UUID=$uuid" "LABEL=pool" "$l1"; do
+		printf '%s\n' "# a comment" "$src /data mfs noatime,degraded,x-mfs.device-timeout=60 0 2" >"$T/fstab"
+		run udev_props "$l1"
+		assert_success
+		[ "$(prop MFS_READY)" = 0 ]
+		[ "$(prop MFS_MOUNT_DEGRADED)" = 1 ]
+		[ -z "$(prop SYSTEMD_READY)" ]
+		run env MFS_FSTAB="$T/fstab" mfs device ready --udev "$l1"
+		assert_line MFS_MOUNT_DEGRADED=1
+	done
+	# whole again: ready, and the property is gone
+	l2=$(make_loop "$T/img2")
+	run udev_props "$l1"
+	assert_success
+	[ "$(prop MFS_READY)" = 1 ]
+	[ -z "$(prop MFS_MOUNT_DEGRADED)" ]
 }
 
 @test "udev rule: nothing for another filesystem or for data mfs does not know" {
