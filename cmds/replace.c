@@ -260,7 +260,8 @@ static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv
 		ret = 0;
 		goto out;
 	}
-	ret = report_end(&t, mfs_target_restripe_wait(&t, !fg));
+	/* unmounted: in the foreground with progress, -B or not, as the help says */
+	ret = report_end(&t, mfs_target_restripe_wait(&t, mfs_quiet));
 	if (!ret && !replace_status(&t, &st) && st.last_replace == MFS_REPLACE_FINISHED &&
 	    src_path[0])
 		mfs_registry_forget(src_path);

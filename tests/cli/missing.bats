@@ -189,8 +189,9 @@ devid_path() {
 	degraded_write 12
 	umnt
 	truncate -s 1G "$T/new"
-	# over a second a chunk: progress lines, the last after the follow-up
-	MFS_TEST_RESTRIPE_DELAY_MS=1100 run --separate-stderr mfs replace start -B 2 "$T/new" "$T/img1"
+	# over a second a chunk: progress lines, the last after the follow-up;
+	# unmounted, the foreground with progress is the default (-B or not)
+	MFS_TEST_RESTRIPE_DELAY_MS=1100 run --separate-stderr mfs replace start 2 "$T/new" "$T/img1"
 	assert_success
 	assert_line --regexp '^[0-9]+/[0-9]+ chunks, .* \(100%\), '
 	# never more chunks done than expected (it ended on "2/0 chunks")
