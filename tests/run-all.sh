@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: unit tests, bats CLI tests (one file at a time),
+# The whole test suite: unit tests, bats CLI tests (two files at a time,
+# MFS_BATS_JOBS),
 # crash-replay tests, the fault-injection sweep, the fsck corpus, the unit
 # tests again built with ASan+UBSan with the image fuzzer's corpus and
 # regression inputs replayed (tests/fuzz/: each once and 300 fixed
@@ -106,6 +107,59 @@ run_units() {
 	done
 }
 
+# Bats files run BATS_JOBS at a time (each test works in its own
+# directory with its own registry, loop devices and mounts); 1: one after
+# the other. The files are dealt out to the lanes in turn, each lane runs
+# its files one after the other, and the results are shown and tallied
+# file by file in name order once all lanes are done.
+BATS_JOBS=${MFS_BATS_JOBS:-2}
+
+# bats_lane LOGDIR FILE...: each FILE's TAP output and exit status into LOGDIR.
+bats_lane() {
+	local dir=$1 t rc name
+	shift
+
+	for t in "$@"; do
+		name=$(basename "$t")
+		rc=0
+		timeout -k 30 "$TIMEOUT_BATS" bats --tap "$t" >"$dir/$name.log" 2>&1 || rc=$?
+		echo "$rc" >"$dir/$name.rc"
+	done
+}
+
+run_bats_files() {
+	local dir i t name rc lanes=() pids=()
+
+	dir=$(mktemp -d)
+	for ((i = 0; i < BATS_JOBS; i++)); do
+		lanes[i]=""
+	done
+	i=0
+	for t in "$@"; do
+		[ -f "$t" ] || continue
+		lanes[i]="${lanes[i]} $t"
+		i=$(((i + 1) % BATS_JOBS))
+	done
+	for ((i = 0; i < BATS_JOBS; i++)); do
+		# shellcheck disable=SC2086
+		bats_lane "$dir" ${lanes[i]} &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for t in "$@"; do
+		[ -f "$t" ] || continue
+		name=$(basename "$t")
+		rc=$(cat "$dir/$name.rc" 2>/dev/null || echo 1)
+		[ -f "$dir/$name.log" ] || : >"$dir/$name.log"
+		cat "$dir/$name.log" 2>/dev/null
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+			echo "# cli/$name: stopped after ${TIMEOUT_BATS}s"
+		fi
+		tally "cli/$name" "$dir/$name.log" "$rc"
+	done
+	rm -rf "$dir"
+}
+
 summary() {
 	if [ ${#failures[@]} -gt 0 ]; then
 		echo "== failures"
@@ -147,11 +201,8 @@ main() {
 	echo "== fsck corpus"
 	run_tap "fsck/run.sh" "$TIMEOUT_CRASH" bash tests/fsck/run.sh
 
-	echo "== bats CLI tests"
-	for t in tests/cli/*.bats; do
-		[ -f "$t" ] || continue
-		run_tap "cli/$(basename "$t")" "$TIMEOUT_BATS" bats --tap "$t"
-	done
+	echo "== bats CLI tests ($BATS_JOBS at a time)"
+	run_bats_files tests/cli/*.bats
 
 	echo "== unit tests under ASan+UBSan"
 	if bash scripts/build.sh --sanitizers; then

@@ -68,3 +68,23 @@ tap=(printf '%s\n')
 	n=$(($(unit_tests | wc -l) - 2))
 	assert_line --index $((${#lines[@]} - 1)) "$n passed, 2 failed, 0 skipped"
 }
+
+@test "runner: bats files in two lanes are all run, shown and tallied in name order" {
+	local i
+
+	# (printf: a test line in this file would be taken for one of its own)
+	for i in 1 2 3; do
+		printf '%s "f%s a" { true; }\n%s "f%s b" { [ %s != 2 ]; }\n' \
+			@test "$i" @test "$i" "$i" >"$T/f$i.bats"
+	done
+	BATS_JOBS=2
+	run run_bats_files "$T/f1.bats" "$T/f2.bats" "$T/f3.bats"
+	assert_success
+	# each file's TAP in name order, whichever lane ran it
+	assert_equal "$(grep -E '^(not )?ok' <<<"$output" | sed 's/^not //' | cut -d' ' -f3-)" \
+		"$(printf 'f1 a\nf1 b\nf2 a\nf2 b\nf3 a\nf3 b')"
+	run_bats_files "$T/f1.bats" "$T/f2.bats" "$T/f3.bats" >/dev/null
+	run summary
+	assert_line --partial "cli/f2.bats: not ok 2 f2 b"
+	assert_line --index $((${#lines[@]} - 1)) "5 passed, 1 failed, 0 skipped"
+}
