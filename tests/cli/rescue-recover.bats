@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# mfs rescue chunk-recover: the chunk tree rebuilt from a scan of the
+# devices (tree blocks, device extents, block groups) when every copy of it
+# is damaged; nothing written before the answer, nor when it cannot be
+# rebuilt (a member missing, the device tree lost too).
+
+load helpers
+
+eval "helpers_$(declare -f teardown)"
+
+teardown() {
+	mfs_cleanup_mounts
+	helpers_teardown
+}
+
+# make_fs N DATA META: a filesystem on N images with files; sums in $T/sums.
+make_fs() {
+	make_images "$1" 512M
+	mkfs.mfs -q -d "$2" -m "$3" $(imgs "$1")
+	mfs_mount $(imgs "$1") "$T/mnt"
+	mkdir -p "$T/mnt/d"
+	for i in $(seq 1 40); do
+		head -c $((i * 7001)) /dev/urandom >"$T/mnt/d/f$i"
+	done
+	for i in $(seq 1 200); do
+		echo "small $i" >"$T/mnt/d/s$i"
+	done
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+}
+
+files_intact() {
+	mfs_mount "$@" "$T/mnt"
+	diff -u "$T/sums" <(tree_sums "$T/mnt")
+	mfs umount "$T/mnt"
+}
+
+# chunk_items IMG: the chunk items as dump-tree prints them (keys, stripes).
+chunk_items() {
+	mfs inspect-internal dump-tree -t chunk "$1" |
+		grep -E 'CHUNK_ITEM|DEV_ITEM|stripe [0-9]|type|devid [0-9]+ total_bytes'
+}
+
+@test "rescue chunk-recover: every chunk tree copy damaged; asks first, 'no' writes nothing, 'yes' rebuilds it" {
+	make_fs 2 raid1 raid1
+	chunk_items "$T/img1" >"$T/chunks-before"
+	corrupt_copies --what metadata --owner 3 "$T/img1" 1,2
+	run mfs check $(imgs 2)
+	assert_failure 1
+	assert_output --regexp "ERROR: the chunk tree \(root block [0-9]+\) cannot be read: Structure needs cleaning; 'mfs rescue chunk-recover' rebuilds it"
+	md5sum $(imgs 2) >"$T/before"
+
+	run mfs rescue chunk-recover $(imgs 2) <<<"n"
+	assert_failure 1
+	assert_line --regexp '^Rebuilt 3 chunk\(s\) from [0-9]+ tree block copies: 1 in the order of a surviving chunk item, 0 in the order'
+	assert_output --partial "Are you sure? [y/N]"
+	assert_line --partial "Chunk tree recovery aborted"
+	md5sum -c --quiet "$T/before"
+
+	run mfs rescue chunk-recover -v $(imgs 2) <<<"y"
+	assert_success
+	assert_line --regexp '^scanned 2 device\(s\): [0-9]+ tree block copies of this filesystem$'
+	assert_line --regexp '^chunk [0-9]+ length [0-9]+ Data RAID1: 2 stripe\(s\)$'
+	assert_line --regexp '^chunk [0-9]+ length [0-9]+ System RAID1: 2 stripe\(s\)$'
+	assert_line --partial "Chunk tree recovered successfully"
+	run mfs check --check-data-csum $(imgs 2)
+	assert_success
+	# the same chunks, stripes and devices as before (the device items' generation aside)
+	diff -u "$T/chunks-before" <(chunk_items "$T/img1")
+	files_intact $(imgs 2)
+}
+
+@test "rescue chunk-recover: raid10 data, raid0 metadata: the stripe order told from the data and the tree blocks" {
+	make_fs 4 raid10 raid0
+	chunk_items "$T/img1" >"$T/chunks-before"
+	corrupt_copies --what metadata --owner 3 "$T/img1" 1,2,3,4
+	run mfs check $(imgs 4)
+	assert_failure 1
+	run mfs rescue chunk-recover -y $(imgs 4)
+	assert_success
+	# the system chunk from the superblock's array; data and metadata told apart by probing
+	assert_line --regexp '^Rebuilt 3 chunk\(s\) from [0-9]+ tree block copies: 1 in the order of a surviving chunk item, 2 in the order the blocks and data found bear out$'
+	run mfs check --check-data-csum $(imgs 4)
+	assert_success
+	diff -u "$T/chunks-before" <(chunk_items "$T/img1")
+	files_intact $(imgs 4)
+}
+
+@test "rescue chunk-recover: an intact filesystem gets the same chunk tree again" {
+	make_fs 3 raid5 raid1
+	chunk_items "$T/img1" >"$T/chunks-before"
+	run mfs rescue chunk-recover -y $(imgs 3)
+	assert_success
+	run mfs check --check-data-csum $(imgs 3)
+	assert_success
+	diff -u "$T/chunks-before" <(chunk_items "$T/img1")
+	files_intact $(imgs 3)
+}
+
+@test "rescue chunk-recover: refused with a member missing, nothing written" {
+	make_fs 2 raid1 raid1
+	corrupt_copies --what metadata --owner 3 "$T/img1" 1,2
+	mv "$T/img2" "$T/away"
+	md5sum "$T/img1" >"$T/before"
+	run mfs rescue chunk-recover -y "$T/img1"
+	assert_failure 1
+	assert_line "ERROR: the chunk tree cannot be rebuilt: the filesystem has 2 devices and 1 are present: chunk-recover needs every member (name the others, or 'mfs device scan' them)"
+	assert_line "Chunk tree recovery failed; nothing was written"
+	md5sum -c --quiet "$T/before"
+}
+
+@test "rescue chunk-recover: the device tree lost too: refused, says which block, nothing written" {
+	make_fs 2 raid1 raid1
+	corrupt_copies --what metadata --owner 3,4 "$T/img1" 1,2
+	md5sum $(imgs 2) >"$T/before"
+	run mfs rescue chunk-recover -y $(imgs 2)
+	assert_failure 1
+	assert_line --regexp '^ERROR: the chunk tree cannot be rebuilt: device tree block [0-9]+ \(generation [0-9]+, level 0\) has no copy that verifies on the devices present$'
+	assert_line "Chunk tree recovery failed; nothing was written"
+	md5sum -c --quiet "$T/before"
+}
+
+@test "rescue chunk-recover: a mounted filesystem is refused" {
+	make_fs 2 raid1 raid1
+	mfs_mount $(imgs 2) "$T/mnt"
+	run mfs rescue chunk-recover -y $(imgs 2)
+	assert_failure 1
+	assert_line --partial "Chunk tree recovery failed"
+	mfs umount "$T/mnt"
+	run mfs check $(imgs 2)
+	assert_success
+}
