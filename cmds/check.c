@@ -21,8 +21,9 @@ static const char * const cmd_check_usage[] = {
 	OPTLINE("--readonly", "run in read-only mode (default)"),
 	OPTLINE("--repair", "repair what has a trustworthy source (copies, counts, directory entries), name lost inodes in /lost+found; asks first"),
 	OPTLINE("--init-csum-tree", "rebuild the data checksum tree from the data (the first copy that reads), then check and repair as --repair does"),
+	OPTLINE("--init-extent-tree", "rebuild the extent tree from the other trees (tree blocks, file extents, block groups), then check and repair as --repair does"),
 	OPTLINE("-s|--super N", "use superblock copy N (0, 1 or 2)"),
-	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair or --init-csum-tree, do not ask"),
+	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair, --init-csum-tree or --init-extent-tree, do not ask"),
 	OPTLINE("--check-data-csum", "also verify every copy of every data sector"),
 	OPTLINE("-q|--quiet", "print only errors and the summary"),
 	NULL
@@ -55,6 +56,7 @@ struct check_opts {
 	bool data_csum;
 	bool repair;
 	bool init_csum;		/* --init-csum-tree (implies repair) */
+	bool init_extent;	/* --init-extent-tree (implies repair) */
 	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
 };
 
@@ -172,14 +174,14 @@ static void report_csum_tree(void *arg, const char *msg)
 }
 
 /*
- * --init-csum-tree, before the check: refused (nothing written) where the
- * open had to skip structures or a member is missing, as --repair is.
- * 0 or -errno.
+ * The filesystem opened writable for an --init-* rebuild: refused
+ * (nothing written) where the open had to skip structures or a member is
+ * missing, as --repair is. 0 or -errno.
  */
-static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
+static int open_for_rebuild(const struct check_opts *o, char **devs, int ndevs, const char *what,
+			    struct mfs_fs_info **out)
 {
 	struct mfs_fs_info *fs;
-	u64 extents, bytes;
 	int ret, i;
 
 	ret = open_fs(o, devs, ndevs, true, &fs);
@@ -189,11 +191,25 @@ static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
 		if (fs->devices[i]->missing)
 			ret = -ENODEV;
 	if (ret || fs->nr_problems) {
-		error("cannot rebuild the checksum tree: %s; nothing was written",
+		error("cannot rebuild the %s tree: %s; nothing was written", what,
 		      ret ? "a member is missing" : "the filesystem could not be opened whole");
 		mfs_free_fs_info(fs);
 		return ret ? ret : -EUCLEAN;
 	}
+	*out = fs;
+	return 0;
+}
+
+/* --init-csum-tree, before the check. 0 or -errno. */
+static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
+{
+	struct mfs_fs_info *fs;
+	u64 extents, bytes;
+	int ret;
+
+	ret = open_for_rebuild(o, devs, ndevs, "checksum", &fs);
+	if (ret)
+		return ret;
 	printf("Reinitialize checksum tree\n");
 	fflush(stdout);
 	ret = mfs_check_init_csum_tree(fs, report_csum_tree, NULL, &extents, &bytes);
@@ -208,6 +224,40 @@ static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
 	}
 	printf("[repair] checksum tree rebuilt: %llu data extent(s), %llu bytes\n",
 	       (unsigned long long)extents, (unsigned long long)bytes);
+	fflush(stdout);
+	return 0;
+}
+
+static void report_extent_tree(void *arg, const char *msg)
+{
+	(void)arg;
+	error("%s", msg);
+}
+
+/* --init-extent-tree, before the check (and before --init-csum-tree). 0 or -errno. */
+static int init_extent_tree(const struct check_opts *o, char **devs, int ndevs)
+{
+	struct mfs_fs_info *fs;
+	u64 tree, data;
+	int ret;
+
+	ret = open_for_rebuild(o, devs, ndevs, "extent", &fs);
+	if (ret)
+		return ret;
+	printf("Reinitialize extent tree\n");
+	fflush(stdout);
+	ret = mfs_check_init_extent_tree(fs, report_extent_tree, NULL, &tree, &data);
+	if (ret) {
+		error("extent tree rebuilding failed: %s; nothing was written", strerror(-ret));
+		mfs_free_fs_info(fs);
+		return ret;
+	}
+	if (mfs_close_fs(fs)) {
+		error("committing the new extent tree failed");
+		return -EIO;
+	}
+	printf("[repair] extent tree rebuilt: %llu tree block(s), %llu data extent(s)\n",
+	       (unsigned long long)tree, (unsigned long long)data);
 	fflush(stdout);
 	return 0;
 }
@@ -280,7 +330,10 @@ static int parse_mirror(const char *arg, int *out)
 	return 0;
 }
 
-enum { OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM, OPT_INIT_CSUM_TREE };
+enum {
+	OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM, OPT_INIT_CSUM_TREE,
+	OPT_INIT_EXTENT_TREE,
+};
 
 /* --repair without --force: the admin says yes first, as btrfs warns first. */
 static bool repair_confirmed(void)
@@ -290,6 +343,7 @@ static bool repair_confirmed(void)
 		"\t--repair writes to the devices. It repairs only what it has a good\n"
 		"\tsource for (another copy, sound extent items) and leaves the rest.\n"
 		"\t--init-csum-tree takes the data as the first copy that reads has it.\n"
+		"\t--init-extent-tree replaces the extent tree with one made from the others.\n"
 		"\tNo fsck can repair every kind of damage: restore what you can\n"
 		"\t('mfs restore') before you go on if the data matters.\n\n");
 	return ask_yes(stderr, "Do you want to continue?");
@@ -304,6 +358,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "check-data-csum", no_argument, NULL, OPT_CHECK_DATA_CSUM },
 		{ "init-csum-tree", no_argument, NULL, OPT_INIT_CSUM_TREE },
+		{ "init-extent-tree", no_argument, NULL, OPT_INIT_EXTENT_TREE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -332,6 +387,9 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		case OPT_INIT_CSUM_TREE:
 			o.init_csum = o.repair = true;
 			break;
+		case OPT_INIT_EXTENT_TREE:
+			o.init_extent = o.repair = true;
+			break;
 		case 'q':
 			o.quiet = true;
 			break;
@@ -349,6 +407,8 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		printf("Aborted; nothing was written\n");
 		return 1;
 	}
+	if (o.init_extent && init_extent_tree(&o, argv + optind, argc - optind))
+		return 1;
 	if (o.init_csum && init_csum_tree(&o, argv + optind, argc - optind))
 		return 1;
 	ret = run_check(&o, argv + optind, argc - optind, &repaired);

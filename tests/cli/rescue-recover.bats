@@ -130,3 +130,69 @@ chunk_items() {
 	run mfs check $(imgs 2)
 	assert_success
 }
+
+# ---------------- mfs check --init-extent-tree ----------------
+
+CORRUPT="$MFS_BUILD/tests/fsck/mfs-corrupt"
+
+# extent_keys IMG: "bytenr:length" of each EXTENT_ITEM whose next line has PATTERN.
+extent_keys() {
+	mfs inspect-internal dump-tree -t extent "$1" | grep -A1 'EXTENT_ITEM' | grep -B1 -e "$2" |
+		sed -n 's/.*key (\([0-9]*\) EXTENT_ITEM \([0-9]*\)).*/\1:\2/p'
+}
+
+@test "check --init-extent-tree: extent items rebuilt from the trees; asks first, --readonly and a missing member refused" {
+	local k
+	make_fs 2 raid1 raid1
+	for k in $(extent_keys "$T/img1" 'flags DATA' | head -5); do
+		"$CORRUPT" -d "$T/img2" "$T/img1" del extent "${k%:*}" EXTENT_ITEM "${k#*:}"
+	done
+	k=$(extent_keys "$T/img1" 'flags DATA' | tail -1)
+	"$CORRUPT" -d "$T/img2" "$T/img1" set extent "${k%:*}" EXTENT_ITEM "${k#*:}" refs 9
+	run --separate-stderr mfs check $(imgs 2)
+	assert_failure 1
+	assert_stderr_regex '^ERROR: data extent [0-9]+ length [0-9]+ \(inode [0-9]+ file extent at 0\) has no extent item$'
+	assert_stderr_regex "^ERROR: data extent ${k%:*} length ${k#*:} has refs 9, but 1 file extent item\(s\) point at it$"
+
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --init-extent-tree $(imgs 2) <<<"n"
+	assert_failure 1
+	assert_output "Aborted; nothing was written"
+	run --separate-stderr mfs check --init-extent-tree --readonly $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: repair options are not compatible with --readonly"
+	mv "$T/img2" "$T/img2.keep"
+	rm -f "$MFS_REGISTRY"
+	run --separate-stderr mfs check --init-extent-tree --force "$T/img1"
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot rebuild the extent tree: a member is missing; nothing was written"
+	mv "$T/img2.keep" "$T/img2"
+	md5sum -c --quiet "$T/before"
+
+	run --separate-stderr mfs check --init-extent-tree $(imgs 2) <<<"y"
+	assert_success
+	assert_line "Reinitialize extent tree"
+	assert_line --regexp '^\[repair\] extent tree rebuilt: [0-9]+ tree block\(s\), [0-9]+ data extent\(s\)$'
+	assert_line --regexp 'no error found$'
+	run mfs check --check-data-csum $(imgs 2)
+	assert_success
+	files_intact $(imgs 2)
+	# the filesystem goes on: writes after the rebuild allocate around what it recorded
+	mfs_mount $(imgs 2) "$T/mnt"
+	head -c 1000000 /dev/urandom >"$T/mnt/new"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+	run mfs check --check-data-csum $(imgs 2)
+	assert_success
+	files_intact $(imgs 2)
+}
+
+@test "check --init-extent-tree: an fs tree block with no good copy: nothing written" {
+	make_fs 2 raid1 raid1
+	corrupt_copies --what metadata --owner 5 "$T/img1" 1,2
+	md5sum $(imgs 2) >"$T/before"
+	run --separate-stderr mfs check --init-extent-tree --force $(imgs 2)
+	assert_failure 1
+	assert_stderr_line "ERROR: cannot rebuild the extent tree: the filesystem could not be opened whole; nothing was written"
+	md5sum -c --quiet "$T/before"
+}
