@@ -58,6 +58,7 @@ struct check_opts {
 	bool init_csum;		/* --init-csum-tree (implies repair) */
 	bool init_extent;	/* --init-extent-tree (implies repair) */
 	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
+	bool degraded;		/* repair with members missing, from the copies present */
 };
 
 static void phase(const struct check_opts *o, int n, const char *what)
@@ -104,18 +105,23 @@ static void print_summary(struct mfs_fs_info *fs, const struct mfs_check_ctl *ct
 
 /*
  * --repair, after a check (read-only) that found errors: refused where the
- * open had to skip structures or a member is missing, and nothing to do
- * when no fix has a trustworthy source. True when it goes no further.
+ * open had to skip structures, and nothing to do when no fix has a
+ * trustworthy source. True when it goes no further. With a member
+ * missing, the repair is made from the copies present (o->degraded): the
+ * filesystem is opened as a degraded mount is, which refuses where a
+ * chunk cannot be read whole, and the member is caught up when it returns.
  */
-static bool repair_refused(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl)
+static bool repair_refused(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl,
+			   struct check_opts *o)
 {
 	int i;
 
 	for (i = 0; i < fs->nr_devices; i++) {
-		if (fs->devices[i]->missing) {
-			error("cannot repair with device %llu missing: nothing was written",
-			      (unsigned long long)fs->devices[i]->devid);
-			return true;
+		if (fs->devices[i]->missing && !(fs->devices[i]->flags & MFS_DEV_STATE_SPARE)) {
+			warning("device %llu is missing: repairing from the copies on the devices present; it is caught up when it comes back",
+				(unsigned long long)fs->devices[i]->devid);
+			o->degraded = true;
+			break;
 		}
 	}
 	if (fs->nr_problems) {
@@ -134,7 +140,10 @@ static int open_fs(const struct check_opts *o, char **devs, int ndevs, bool writ
 {
 	unsigned int flags = MFS_OPEN_PARTIAL;
 
-	if (writable)
+	/* degraded and writable: strict, as a degraded mount (every chunk readable) */
+	if (writable && o->degraded)
+		flags = MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED;
+	else if (writable)
 		flags |= MFS_OPEN_WRITABLE;
 	else if (o->force && !o->repair)
 		flags |= MFS_OPEN_NO_EXCL;
@@ -272,7 +281,7 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs, int *re
 {
 	struct mfs_check_ctl ctl = { .report = report_problem, .warn = report_warning,
 				     .repair = o->repair };
-	struct check_opts again = *o;
+	struct check_opts again = *o, repair = *o;
 	struct mfs_fs_info *fs;
 	char uuid[37];
 	int ret, unused;
@@ -296,13 +305,13 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs, int *re
 		error("check aborted: %s", strerror(-ret));
 	else
 		print_summary(fs, &ctl);
-	if (ret || !o->repair || !ctl.errors || repair_refused(fs, &ctl)) {
+	if (ret || !o->repair || !ctl.errors || repair_refused(fs, &ctl, &repair)) {
 		mfs_check_free(&ctl);
 		mfs_free_fs_info(fs);
 		return ret ? EXIT_CANNOT_RUN : ctl.errors ? EXIT_ERRORS : EXIT_CLEAN;
 	}
 	mfs_free_fs_info(fs);
-	ret = apply_repair(o, devs, ndevs, &ctl);
+	ret = apply_repair(&repair, devs, ndevs, &ctl);
 	mfs_check_free(&ctl);
 	if (ret <= 0)
 		return EXIT_ERRORS;

@@ -80,13 +80,19 @@ static int list_copies(struct mfs_fs_info *fs, bool want_good, bool print)
 	return n;
 }
 
-/* Rewrite every copy of every present member from the open fs's superblock. */
+/*
+ * Rewrite every copy of every present member from the open fs's
+ * superblock. A missing member (degraded) keeps its copies: only the
+ * superblocks move, at the same generation, and it is caught up as any
+ * member that comes back is.
+ */
 static int rewrite_supers(char **devs, int ndevs)
 {
 	struct mfs_fs_info *fs;
 	int ret;
 
-	ret = mfs_open_for_cmd((const char * const *)devs, ndevs, MFS_OPEN_WRITABLE, &fs);
+	ret = mfs_open_for_cmd((const char * const *)devs, ndevs,
+			       MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED, &fs);
 	if (ret)
 		return ret;
 	ret = mfs_write_all_supers(fs);
@@ -132,6 +138,10 @@ static int cmd_rescue_super_recover(const struct cmd_struct *cmd, int argc, char
 			     MFS_OPEN_PARTIAL, &fs))
 		return SR_FAILED;
 	bad = list_copies(fs, false, false);
+	for (c = 0; c < fs->nr_devices; c++)
+		if (fs->devices[c]->missing)
+			warning("device %llu is missing: its superblock copies are left as they are",
+				(unsigned long long)fs->devices[c]->devid);
 	if (verbose || bad) {
 		printf("[All good supers]:\n");
 		list_copies(fs, true, true);

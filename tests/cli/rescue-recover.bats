@@ -13,7 +13,8 @@ teardown() {
 	helpers_teardown
 }
 
-# make_fs N DATA META: a filesystem on N images with files; sums in $T/sums.
+# make_fs N DATA META: a filesystem on N images with files; sums in $T/sums,
+# the inode number of d/f1 in $T/ino.
 make_fs() {
 	make_images "$1" 512M
 	mkfs.mfs -q -d "$2" -m "$3" $(imgs "$1")
@@ -26,6 +27,7 @@ make_fs() {
 		echo "small $i" >"$T/mnt/d/s$i"
 	done
 	tree_sums "$T/mnt" >"$T/sums"
+	stat -c %i "$T/mnt/d/f1" >"$T/ino"
 	mfs umount "$T/mnt"
 }
 
@@ -194,5 +196,69 @@ extent_keys() {
 	run --separate-stderr mfs check --init-extent-tree --force $(imgs 2)
 	assert_failure 1
 	assert_stderr_line "ERROR: cannot rebuild the extent tree: the filesystem could not be opened whole; nothing was written"
+	md5sum -c --quiet "$T/before"
+}
+
+# ---------------- repairs with a member missing ----------------
+
+@test "degraded: super-recover rewrites the copies on the members present, the missing one is caught up" {
+	make_fs 3 raid1 raid1c3
+	zero "$T/img1" $((65536 + 100)) 100
+	mv "$T/img3" "$T/away"
+	rm -f "$MFS_REGISTRY"
+	run mfs rescue super-recover -y "$T/img1" "$T/img2"
+	[ "$status" -eq 2 ]
+	assert_line "WARNING: device 3 is missing: its superblock copies are left as they are"
+	assert_line "Recovered bad superblocks successful"
+	run mfs rescue super-recover "$T/img1" "$T/img2"
+	assert_success
+	assert_line "All supers are valid, no need to recover"
+	mv "$T/away" "$T/img3"
+	run mfs check $(imgs 3)
+	assert_success
+	files_intact $(imgs 3)
+}
+
+@test "degraded: check --repair mends from the copies present; the member, back, is caught up" {
+	make_fs 3 raid1 raid1c3
+	local ino
+	ino=$(cat "$T/ino")
+	"$MFS_BUILD/tests/fsck/mfs-corrupt" -d "$T/img2" -d "$T/img3" "$T/img1" set fs "$ino" INODE_ITEM 0 nlink 9
+	mv "$T/img3" "$T/away"
+	rm -f "$MFS_REGISTRY"
+	run --separate-stderr mfs check "$T/img1" "$T/img2"
+	assert_failure 1
+	assert_stderr_line "ERROR: device 3 is missing"
+	assert_stderr_regex "^ERROR: inode $ino \(regular file\) has link count 9, expected 1$"
+	# copies on the missing member are not errors of their own
+	refute_output --partial "on devid 3"
+
+	run --separate-stderr mfs check --repair --force "$T/img1" "$T/img2"
+	assert_failure 1
+	assert_stderr_line "WARNING: device 3 is missing: repairing from the copies on the devices present; it is caught up when it comes back"
+	assert_line "[repair] inode $ino: link count set to 1"
+	assert_line "Repaired 1 problem(s); checking again"
+	assert_line "1 error(s) found"
+	mv "$T/away" "$T/img3"
+	run mfs check --check-data-csum $(imgs 3)
+	assert_success
+	files_intact $(imgs 3)
+	run mfs check --check-data-csum $(imgs 3)
+	assert_success
+	refute_output --partial "behind"
+}
+
+@test "degraded: check --repair refused where a chunk cannot be read whole, nothing written" {
+	make_fs 2 raid0 raid1
+	local ino
+	ino=$(cat "$T/ino")
+	"$MFS_BUILD/tests/fsck/mfs-corrupt" -d "$T/img2" "$T/img1" set fs "$ino" INODE_ITEM 0 nlink 9
+	mv "$T/img2" "$T/away"
+	rm -f "$MFS_REGISTRY"
+	md5sum "$T/img1" >"$T/before"
+	run --separate-stderr mfs check --repair --force "$T/img1"
+	assert_failure 1
+	assert_stderr_regex "^ERROR: 1 data chunk cannot be read: device 2 missing, and a RAID0 chunk survives the loss of 0 devices at most"
+	refute_line --partial "[repair]"
 	md5sum -c --quiet "$T/before"
 }
