@@ -8,6 +8,7 @@
 #include <string.h>
 #include "kernel-shared/ops/chunk-recover-internal.h"
 #include "kernel-shared/block/csum.h"
+#include "kernel-shared/block/raid56.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/tree/transaction.h"
@@ -191,15 +192,116 @@ static bool canonical(const int *perm, int n, int sub)
 	return true;
 }
 
+static int best_score(const struct probe *p, int np, int n, int sub)
+{
+	int perm[RC_MAX_STRIPES], i, best = 0, s;
+
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	do {
+		if (canonical(perm, n, sub) && (s = score(p, np, perm)) > best)
+			best = s;
+	} while (next_permutation(perm, n));
+	return best;
+}
+
+static bool read_sector(const struct mfs_map_stripe *s, u64 rel, u8 *buf)
+{
+	return s->dev && s->dev->io && !mfs_io_read(s->dev->io, buf, MFS_SECTOR, s->physical + rel);
+}
+
+/* One row of a raid5/6 chunk at rel: its data columns, then P and Q as read and as made. */
+static bool row_parity_holds(const struct mfs_chunk_map *map, const struct mfs_io_map *io,
+			     u64 rel, int nparity, u8 *buf)
+{
+	int n = map->num_stripes, ndata = n - nparity, d;
+	void *blocks[MAX_ORDERED_STRIPES];
+
+	for (d = 0; d < ndata; d++) {
+		blocks[d] = buf + d * MFS_SECTOR;
+		if (!read_sector(&map->stripes[(d + io->row % n) % n], rel, blocks[d]))
+			return false;
+	}
+	for (d = 0; d < nparity; d++)
+		blocks[ndata + d] = buf + (n + d) * MFS_SECTOR;	/* made here */
+	if (mfs_raid56_gen(ndata, nparity, MFS_SECTOR, blocks))
+		return false;
+	if (!read_sector(&map->stripes[io->p_stripe], rel, buf + ndata * MFS_SECTOR) ||
+	    memcmp(buf + ndata * MFS_SECTOR, blocks[ndata], MFS_SECTOR))
+		return false;
+	return nparity < 2 ||
+	       (read_sector(&map->stripes[io->q_stripe], rel, buf + (ndata + 1) * MFS_SECTOR) &&
+		!memcmp(buf + (ndata + 1) * MFS_SECTOR, blocks[ndata + 1], MFS_SECTOR));
+}
+
 /*
- * The one order in which the most probes are found where the chunk would
- * put them. A tie (probes that cannot tell two orders apart) is no answer.
+ * raid5/6 in the order perm: P (and Q) of each probe's row are what the
+ * row's data columns make at the probe's offset. What tells the parity
+ * strips from a data column no probe lies in, and P from Q. Other
+ * profiles: true.
  */
+static bool parity_holds(struct rc_state *st, struct mfs_chunk_map *map,
+			 struct rc_dev_extent **ext, const int *perm, const struct probe *p, int np)
+{
+	int nparity = mfs_profile(map->type)->nparity, i;
+	bool ok = true;
+	u8 *buf;
+
+	if (!nparity)
+		return true;
+	buf = malloc((map->num_stripes + nparity) * MFS_SECTOR);
+	if (!buf)
+		return false;
+	place_stripes(st, map, ext, perm);
+	for (i = 0; i < np && ok; i++) {
+		struct mfs_io_map io;
+
+		ok = !mfs_map_block(map, p[i].logical, &io) && io.p_stripe >= 0 &&
+		     row_parity_holds(map, &io, io.physical[0] - map->stripes[io.stripe[0]].physical,
+				      nparity, buf);
+	}
+	free(buf);
+	return ok;
+}
+
+/*
+ * Of the orders in which the most probe copies are found where the chunk
+ * would put them, the first whose parity holds. Several such orders are an
+ * answer only when every probe copy was found and every probe the chunk
+ * has was tried: they then differ only where nothing checksummed lies, so
+ * each reads every sector the same. Else a tie is no answer.
+ */
+static bool choose_order(struct rc_state *st, struct mfs_chunk_map *map,
+			 struct rc_dev_extent **ext, const struct probe *p, int np, int *order)
+{
+	int n = map->num_stripes, perm[RC_MAX_STRIPES], i, nbest = 0, copies = 0;
+	int best = best_score(p, np, n, map->sub_stripes);
+	bool chosen = false;
+
+	for (i = 0; i < np; i++)
+		copies += p[i].io.ncopies;
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	do {
+		if (!canonical(perm, n, map->sub_stripes) || score(p, np, perm) != best)
+			continue;
+		nbest++;
+		if (!chosen && parity_holds(st, map, ext, perm, p, np)) {
+			memcpy(order, perm, n * sizeof(*order));
+			chosen = true;
+		}
+	} while (next_permutation(perm, n));
+	return best && chosen && (nbest == 1 || (best == copies && np < MAX_PROBES));
+}
+
+/* The stripe order told by where the tree blocks or checksummed sectors lie. */
 static int probe_order(struct rc_state *st, struct mfs_chunk_map *map,
 		       struct rc_dev_extent **ext, int *order)
 {
-	int n = map->num_stripes, perm[RC_MAX_STRIPES], i, np, best = -1, ties = 0;
+	const char *what = (map->type & MFS_BLOCK_GROUP_DATA) ? "checksummed sectors" : "tree blocks";
+	int n = map->num_stripes, i, np;
 	struct probe *p;
+	bool ok;
 
 	if (n > MAX_ORDERED_STRIPES) {
 		rc_why(st, "chunk %llu has %d stripes and no surviving chunk item: too many orders to try",
@@ -210,35 +312,19 @@ static int probe_order(struct rc_state *st, struct mfs_chunk_map *map,
 	if (!p)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		perm[i] = order[i] = i;
-	place_stripes(st, map, ext, perm);
+		order[i] = i;
+	place_stripes(st, map, ext, order);
 	np = collect_probes(st, map, ext, p);
-	do {
-		int s;
-
-		if (!canonical(perm, n, map->sub_stripes))
-			continue;
-		s = score(p, np, perm);
-
-		if (s > best) {
-			best = s, ties = 0;
-			memcpy(order, perm, n * sizeof(*order));
-		} else if (s == best) {
-			ties++;
-		}
-	} while (next_permutation(perm, n));
+	ok = !np || choose_order(st, map, ext, p, np, order);
 	free(p);
-	if (np && (ties || !best)) {
-		rc_why(st, "the stripe order of %s chunk %llu cannot be told: the %d %s found there fit %s",
-		       mfs_profile_ui_name(map->type), (unsigned long long)map->logical, np,
-		       (map->type & MFS_BLOCK_GROUP_DATA) ? "checksummed sectors" : "tree blocks",
-		       ties ? "more than one order" : "no order");
+	if (!ok) {
+		rc_why(st, "the stripe order of %s chunk %llu cannot be told: the %d %s found there fit no single order whose parity holds",
+		       mfs_profile_ui_name(map->type), (unsigned long long)map->logical, np, what);
 		return -EUCLEAN;
 	}
 	if (np)
-		rc_say(st, "chunk %llu: stripe order told from %d %s (%d copies where the order puts them)",
-		       (unsigned long long)map->logical, np,
-		       (map->type & MFS_BLOCK_GROUP_DATA) ? "checksummed sectors" : "tree blocks", best);
+		rc_say(st, "chunk %llu: stripe order told from %d %s", (unsigned long long)map->logical,
+		       np, what);
 	return 0;
 }
 
