@@ -124,7 +124,7 @@ int mfs_check_init_csum_tree(struct mfs_fs_info *fs, void (*say)(void *arg, cons
  * file extent points at (count: how many do), a block group item per
  * chunk with the used bytes they make. Nothing is written when a tree
  * block cannot be read, extents overlap or lie outside the block groups
- * (-EUCLEAN, said through say). The tree blocks and data extents
+ * (-EUCLEAN), or metadata is raid5/6 (-EOPNOTSUPP), said through say. The tree blocks and data extents
  * recorded in *nr_tree, *nr_data; -errno.
  */
 int mfs_check_init_extent_tree(struct mfs_fs_info *fs, void (*say)(void *arg, const char *msg),

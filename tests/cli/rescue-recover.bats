@@ -310,3 +310,13 @@ extent_keys() {
 	refute_line --partial "[repair]"
 	md5sum -c --quiet "$T/before"
 }
+
+@test "check --init-extent-tree: refused on raid5 metadata, nothing written" {
+	make_fs 3 raid1 raid5
+	md5sum $(imgs 3) >"$T/before"
+	run --separate-stderr mfs check --init-extent-tree --force $(imgs 3)
+	assert_failure 1
+	assert_stderr_regex '^ERROR: (Metadata|System) block group [0-9]+ is RAID5: the extent tree is not rebuilt on raid5/raid6 metadata$'
+	assert_stderr_line "ERROR: extent tree rebuilding failed: Operation not supported; nothing was written"
+	md5sum -c --quiet "$T/before"
+}
