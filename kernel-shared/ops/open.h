@@ -23,7 +23,8 @@ struct mfs_open_ctl {
 	 * Hooks of an operation that rebuilds what the open reads
 	 * (chunk-recover.h): load_chunks loads the chunk maps and devices in
 	 * place of the system chunk array and the chunk tree; trees_loaded
-	 * runs once the root, device and extent trees are read. NULL: none.
+	 * runs once the trees are read, stale members caught up and the
+	 * allocation profiles known, so that it may write. NULL: none.
 	 */
 	int (*load_chunks)(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl);
 	int (*trees_loaded)(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl);
