@@ -23,8 +23,9 @@ static const char * const cmd_check_usage[] = {
 	OPTLINE("--readonly", "run in read-only mode (default)"),
 	OPTLINE("--repair", "repair what has a trustworthy source (copies, counts, directory entries), name lost inodes in /lost+found; asks first"),
 	OPTLINE("--init-csum-tree", "rebuild the data checksum tree from the data (the first copy that reads), then check and repair as --repair does"),
+	OPTLINE("--init-extent-tree", "rebuild the extent tree from the other trees (tree blocks, file extents, block groups), then check and repair as --repair does"),
 	OPTLINE("-s|--super N", "use superblock copy N (0, 1 or 2)"),
-	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair or --init-csum-tree, do not ask"),
+	OPTLINE("--force", "check even if the filesystem is mounted (results may be inconsistent); with --repair, --init-csum-tree or --init-extent-tree, do not ask"),
 	OPTLINE("--check-data-csum", "also verify every copy of every data sector"),
 	OPTLINE("-q|--quiet", "print only errors and the summary"),
 	NULL
@@ -80,7 +81,9 @@ struct check_opts {
 	bool data_csum;
 	bool repair;
 	bool init_csum;		/* --init-csum-tree (implies repair) */
+	bool init_extent;	/* --init-extent-tree (implies repair) */
 	bool yes;		/* repair without asking (--force, fsck -y/-p/-a) */
+	bool degraded;		/* repair with members missing, from the copies present */
 };
 
 static void check_progress(void *arg, u64 checked)
@@ -178,18 +181,23 @@ static void print_json_summary(const char *device, const struct check_summary *s
 
 /*
  * --repair, after a check (read-only) that found errors: refused where the
- * open had to skip structures or a member is missing, and nothing to do
- * when no fix has a trustworthy source. True when it goes no further.
+ * open had to skip structures, and nothing to do when no fix has a
+ * trustworthy source. True when it goes no further. With a member
+ * missing, the repair is made from the copies present (o->degraded): the
+ * filesystem is opened as a degraded mount is, which refuses where a
+ * chunk cannot be read whole, and the member is caught up when it returns.
  */
-static bool repair_refused(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl)
+static bool repair_refused(struct mfs_fs_info *fs, const struct mfs_check_ctl *ctl,
+			   struct check_opts *o)
 {
 	int i;
 
 	for (i = 0; i < fs->nr_devices; i++) {
-		if (fs->devices[i]->missing) {
-			error("cannot repair with device %llu missing: nothing was written",
-			      (unsigned long long)fs->devices[i]->devid);
-			return true;
+		if (fs->devices[i]->missing && !(fs->devices[i]->flags & MFS_DEV_STATE_SPARE)) {
+			warning("device %llu is missing: repairing from the copies on the devices present; it is caught up when it comes back",
+				(unsigned long long)fs->devices[i]->devid);
+			o->degraded = true;
+			break;
 		}
 	}
 	if (fs->nr_problems) {
@@ -208,7 +216,10 @@ static int open_fs(const struct check_opts *o, char **devs, int ndevs, bool writ
 {
 	unsigned int flags = MFS_OPEN_PARTIAL;
 
-	if (writable)
+	/* degraded and writable: strict, as a degraded mount (every chunk readable) */
+	if (writable && o->degraded)
+		flags = MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED;
+	else if (writable)
 		flags |= MFS_OPEN_WRITABLE;
 	else if (o->force && !o->repair)
 		flags |= MFS_OPEN_NO_EXCL;
@@ -248,14 +259,14 @@ static void report_csum_tree(void *arg, const char *msg)
 }
 
 /*
- * --init-csum-tree, before the check: refused (nothing written) where the
- * open had to skip structures or a member is missing, as --repair is.
- * 0 or -errno.
+ * The filesystem opened writable for an --init-* rebuild: refused
+ * (nothing written) where the open had to skip structures or a member is
+ * missing, as --repair is. 0 or -errno.
  */
-static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
+static int open_for_rebuild(const struct check_opts *o, char **devs, int ndevs, const char *what,
+			    struct mfs_fs_info **out)
 {
 	struct mfs_fs_info *fs;
-	u64 extents, bytes;
 	int ret, i;
 
 	ret = open_fs(o, devs, ndevs, true, &fs);
@@ -265,11 +276,25 @@ static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
 		if (fs->devices[i]->missing)
 			ret = -ENODEV;
 	if (ret || fs->nr_problems) {
-		error("cannot rebuild the checksum tree: %s; nothing was written",
+		error("cannot rebuild the %s tree: %s; nothing was written", what,
 		      ret ? "a member is missing" : "the filesystem could not be opened whole");
 		mfs_free_fs_info(fs);
 		return ret ? ret : -EUCLEAN;
 	}
+	*out = fs;
+	return 0;
+}
+
+/* --init-csum-tree, before the check. 0 or -errno. */
+static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
+{
+	struct mfs_fs_info *fs;
+	u64 extents, bytes;
+	int ret;
+
+	ret = open_for_rebuild(o, devs, ndevs, "checksum", &fs);
+	if (ret)
+		return ret;
 	fprintf(info, "Reinitialize checksum tree\n");
 	fflush(info);
 	ret = mfs_check_init_csum_tree(fs, report_csum_tree, NULL, &extents, &bytes);
@@ -288,6 +313,40 @@ static int init_csum_tree(const struct check_opts *o, char **devs, int ndevs)
 	return 0;
 }
 
+static void report_extent_tree(void *arg, const char *msg)
+{
+	(void)arg;
+	error("%s", msg);
+}
+
+/* --init-extent-tree, before the check (and before --init-csum-tree). 0 or -errno. */
+static int init_extent_tree(const struct check_opts *o, char **devs, int ndevs)
+{
+	struct mfs_fs_info *fs;
+	u64 tree, data;
+	int ret;
+
+	ret = open_for_rebuild(o, devs, ndevs, "extent", &fs);
+	if (ret)
+		return ret;
+	fprintf(info, "Reinitialize extent tree\n");
+	fflush(info);
+	ret = mfs_check_init_extent_tree(fs, report_extent_tree, NULL, &tree, &data);
+	if (ret) {
+		error("extent tree rebuilding failed: %s; nothing was written", strerror(-ret));
+		mfs_free_fs_info(fs);
+		return ret;
+	}
+	if (mfs_close_fs(fs)) {
+		error("committing the new extent tree failed");
+		return -EIO;
+	}
+	fprintf(info, "[repair] extent tree rebuilt: %llu tree block(s), %llu data extent(s)\n",
+		(unsigned long long)tree, (unsigned long long)data);
+	fflush(info);
+	return 0;
+}
+
 /*
  * Runs the phases on the filesystem opened read-only; with --repair and
  * errors, applies the fixes on it opened writable and checks again.
@@ -299,7 +358,7 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs,
 {
 	struct mfs_check_ctl ctl = { .report = report_problem, .warn = report_warning,
 				     .repair = o->repair };
-	struct check_opts again = *o;
+	struct check_opts again = *o, repair = *o;
 	struct mfs_fs_info *fs;
 	int ret, repaired;
 
@@ -322,13 +381,13 @@ static int run_check(const struct check_opts *o, char **devs, int ndevs,
 		error("check aborted: %s", strerror(-ret));
 	else
 		note_summary(fs, &ctl, sum);
-	if (ret || !o->repair || !ctl.errors || repair_refused(fs, &ctl)) {
+	if (ret || !o->repair || !ctl.errors || repair_refused(fs, &ctl, &repair)) {
 		mfs_check_free(&ctl);
 		mfs_free_fs_info(fs);
 		return ret ? EXIT_CANNOT_RUN : ctl.errors ? EXIT_ERRORS : EXIT_CLEAN;
 	}
 	mfs_free_fs_info(fs);
-	ret = apply_repair(o, devs, ndevs, &ctl);
+	ret = apply_repair(&repair, devs, ndevs, &ctl);
 	mfs_check_free(&ctl);
 	if (ret <= 0)
 		return EXIT_ERRORS;
@@ -358,7 +417,10 @@ static int parse_mirror(const char *arg, int *out)
 	return 0;
 }
 
-enum { OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM, OPT_INIT_CSUM_TREE };
+enum {
+	OPT_READONLY = 256, OPT_REPAIR, OPT_FORCE, OPT_CHECK_DATA_CSUM, OPT_INIT_CSUM_TREE,
+	OPT_INIT_EXTENT_TREE,
+};
 
 /* --repair without --force: the admin says yes first, as btrfs warns first. */
 static bool repair_confirmed(void)
@@ -368,6 +430,7 @@ static bool repair_confirmed(void)
 		"\t--repair writes to the devices. It repairs only what it has a good\n"
 		"\tsource for (another copy, sound extent items) and leaves the rest.\n"
 		"\t--init-csum-tree takes the data as the first copy that reads has it.\n"
+		"\t--init-extent-tree replaces the extent tree with one made from the others.\n"
 		"\tNo fsck can repair every kind of damage: restore what you can\n"
 		"\t('mfs restore') before you go on if the data matters.\n\n");
 	return ask_yes(stderr, "Do you want to continue?");
@@ -382,6 +445,7 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "check-data-csum", no_argument, NULL, OPT_CHECK_DATA_CSUM },
 		{ "init-csum-tree", no_argument, NULL, OPT_INIT_CSUM_TREE },
+		{ "init-extent-tree", no_argument, NULL, OPT_INIT_EXTENT_TREE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -412,6 +476,9 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		case OPT_INIT_CSUM_TREE:
 			o.init_csum = o.repair = true;
 			break;
+		case OPT_INIT_EXTENT_TREE:
+			o.init_extent = o.repair = true;
+			break;
 		case 'q':
 			o.quiet = true;
 			break;
@@ -429,7 +496,8 @@ static int cmd_check(const struct cmd_struct *cmd, int argc, char **argv)
 		fprintf(info, "Aborted; nothing was written\n");
 		return 1;
 	}
-	if (o.init_csum && init_csum_tree(&o, argv + optind, argc - optind))
+	if ((o.init_extent && init_extent_tree(&o, argv + optind, argc - optind)) ||
+	    (o.init_csum && init_csum_tree(&o, argv + optind, argc - optind)))
 		ret = EXIT_CANNOT_RUN;
 	else
 		ret = run_check(&o, argv + optind, argc - optind, &sum);

@@ -1,7 +1,8 @@
 /*
- * mfs rescue: repairs of structures the filesystem has copies of, for when
- * it does not mount. super-recover rewrites every bad superblock copy from
- * the newest good one, as btrfs rescue super-recover does.
+ * mfs rescue: repairs for when the filesystem does not mount.
+ * super-recover rewrites every bad superblock copy from the newest good
+ * one, chunk-recover rebuilds the chunk tree from what the devices hold,
+ * as btrfs rescue super-recover and chunk-recover do.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
+#include "kernel-shared/ops/chunk-recover.h"
 #include "kernel-shared/ops/open.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/volumes/volumes.h"
@@ -78,13 +80,19 @@ static int list_copies(struct mfs_fs_info *fs, bool want_good, bool print)
 	return n;
 }
 
-/* Rewrite every copy of every present member from the open fs's superblock. */
+/*
+ * Rewrite every copy of every present member from the open fs's
+ * superblock. A missing member (degraded) keeps its copies: only the
+ * superblocks move, at the same generation, and it is caught up as any
+ * member that comes back is.
+ */
 static int rewrite_supers(char **devs, int ndevs)
 {
 	struct mfs_fs_info *fs;
 	int ret;
 
-	ret = mfs_open_for_cmd((const char * const *)devs, ndevs, MFS_OPEN_WRITABLE, &fs);
+	ret = mfs_open_for_cmd((const char * const *)devs, ndevs,
+			       MFS_OPEN_WRITABLE | MFS_OPEN_DEGRADED, &fs);
 	if (ret)
 		return ret;
 	ret = mfs_write_all_supers(fs);
@@ -130,6 +138,10 @@ static int cmd_rescue_super_recover(const struct cmd_struct *cmd, int argc, char
 			     MFS_OPEN_PARTIAL, &fs))
 		return SR_FAILED;
 	bad = list_copies(fs, false, false);
+	for (c = 0; c < fs->nr_devices; c++)
+		if (fs->devices[c]->missing)
+			warning("device %llu is missing: its superblock copies are left as they are",
+				(unsigned long long)fs->devices[c]->devid);
 	if (verbose || bad) {
 		printf("[All good supers]:\n");
 		list_copies(fs, true, true);
@@ -154,6 +166,90 @@ static int cmd_rescue_super_recover(const struct cmd_struct *cmd, int argc, char
 }
 DEFINE_SIMPLE_COMMAND(rescue_super_recover, "super-recover");
 
+static const char * const cmd_rescue_chunk_recover_usage[] = {
+	"mfs rescue chunk-recover [options] <device> [<device>...]",
+	"",
+	"Recover the chunk tree by scanning the devices one by one. Every",
+	"device is read end to end for tree blocks; each block group of the",
+	"extent tree and the device extents of its chunk make a chunk again.",
+	"Every member must be present.",
+	"",
+	OPTLINE("-y|--yes", "assume an answer of 'yes' to all questions"),
+	OPTLINE("-v|--verbose", "print every chunk rebuilt and what the scan found"),
+	NULL
+};
+
+static void say_line(void *arg, const char *msg)
+{
+	(void)arg;
+	printf("%s\n", msg);
+}
+
+/* Open with the chunk map rebuilt; writable: the new chunk tree committed. */
+static int open_recovered(char **devs, int ndevs, bool write, struct mfs_chunk_recover *rc,
+			  struct mfs_fs_info **fs)
+{
+	struct mfs_open_ctl hooks = { 0 };
+
+	mfs_chunk_recover_setup(&hooks, rc);
+	return mfs_open_for_cmd_hooks((const char * const *)devs, ndevs,
+				      write ? MFS_OPEN_WRITABLE : 0, &hooks, fs);
+}
+
+static int cmd_rescue_chunk_recover(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "yes", no_argument, NULL, 'y' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mfs_chunk_recover rc = { 0 };
+	bool yes = false;
+	struct mfs_fs_info *fs;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "yv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'y':
+			yes = true;
+			break;
+		case 'v':
+			rc.say = say_line;
+			break;
+		default:
+			usage_unknown_option(cmd, argv);
+		}
+	}
+	if (check_argc_min(argc - optind, 1))
+		return 1;
+	/* the map rebuilt in memory and every tree read through it: nothing written yet */
+	if (open_recovered(argv + optind, argc - optind, false, &rc, &fs)) {
+		printf("Chunk tree recovery failed; nothing was written\n");
+		return 1;
+	}
+	mfs_free_fs_info(fs);
+	printf("Rebuilt %d chunk(s) from %llu tree block copies: %d in the order of a surviving chunk item, %d in the order the blocks and data found bear out\n",
+	       rc.nr_chunks, (unsigned long long)rc.tree_blocks, rc.nr_kept, rc.nr_probed);
+	fflush(stdout);
+	if (!yes && !ask_yes(stdout, "We are going to rebuild the chunk tree on disk, it might destroy the old metadata on the disk, Are you sure?")) {
+		printf("Chunk tree recovery aborted\n");
+		return 1;
+	}
+	rc.say = NULL;
+	if (open_recovered(argv + optind, argc - optind, true, &rc, &fs)) {
+		printf("Chunk tree recovery failed\n");
+		return 1;
+	}
+	if (mfs_close_fs(fs)) {
+		error("committing after the new chunk tree failed");
+		printf("Chunk tree recovery failed\n");
+		return 1;
+	}
+	printf("Chunk tree recovered successfully\n");
+	return 0;
+}
+DEFINE_SIMPLE_COMMAND(rescue_chunk_recover, "chunk-recover");
+
 static const char * const rescue_cmd_group_usage[] = {
 	"mfs rescue <command> [<args>]",
 	NULL
@@ -162,6 +258,7 @@ static const char * const rescue_cmd_group_usage[] = {
 static const struct cmd_group rescue_cmd_group = {
 	rescue_cmd_group_usage, "toolbox for specific rescue operations", {
 		&cmd_struct_rescue_super_recover,
+		&cmd_struct_rescue_chunk_recover,
 		NULL
 	}
 };

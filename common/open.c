@@ -269,8 +269,8 @@ static void explain_open_error(const char *path, int ret, const struct mfs_open_
 	}
 }
 
-int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int flags,
-			    int mirror, struct mfs_fs_info **out)
+static int open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
+			int mirror, const struct mfs_open_ctl *hooks, struct mfs_fs_info **out)
 {
 	struct mfs_super_block sb;
 	struct mfs_open_ctl ctl = { 0 };
@@ -350,6 +350,11 @@ int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int 
 	ctl.fsid = sb.fsid;
 	ctl.sb_mirror = mirror;
 	ctl.log = mfs_log_to_stderr;
+	if (hooks) {
+		ctl.load_chunks = hooks->load_chunks;
+		ctl.trees_loaded = hooks->trees_loaded;
+		ctl.hook_arg = hooks->hook_arg;
+	}
 	ret = mfs_open_fs(&ctl, out);
 	if (ret)
 		explain_open_error(ctl.failed_path ? ctl.failed_path : paths[0], ret, &ctl);
@@ -358,6 +363,18 @@ int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int 
 	free(cand);
 	mfs_scan_free(&scan);
 	return ret;
+}
+
+int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int flags,
+			    int mirror, struct mfs_fs_info **out)
+{
+	return open_for_cmd(paths, npaths, flags, mirror, NULL, out);
+}
+
+int mfs_open_for_cmd_hooks(const char * const *paths, int npaths, unsigned int flags,
+			   const struct mfs_open_ctl *hooks, struct mfs_fs_info **out)
+{
+	return open_for_cmd(paths, npaths, flags, -1, hooks, out);
 }
 
 int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,

@@ -6,6 +6,7 @@
 #define MFS_COMMON_OPEN_H
 
 #include "kernel-shared/tree/ctree.h"
+#include "kernel-shared/ops/open.h"
 
 /* A device or image holding an mfs superblock, as found by a scan. */
 struct mfs_scanned_dev {
@@ -59,5 +60,9 @@ int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
 /* Same, reading superblock copy `mirror` of the first path. */
 int mfs_open_for_cmd_mirror(const char * const *paths, int npaths, unsigned int flags,
 			    int mirror, struct mfs_fs_info **out);
+
+/* Same, with the open hooks of hooks (load_chunks, trees_loaded, hook_arg). */
+int mfs_open_for_cmd_hooks(const char * const *paths, int npaths, unsigned int flags,
+			   const struct mfs_open_ctl *hooks, struct mfs_fs_info **out);
 
 #endif

@@ -133,6 +133,20 @@ int mfs_check_repair(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 int mfs_check_init_csum_tree(struct mfs_fs_info *fs, void (*say)(void *arg, const char *msg),
 			     void *arg, u64 *nr_extents, u64 *nr_bytes);
 
+/*
+ * --init-extent-tree (check-extent-tree.c), on fs opened writable: a new
+ * extent tree in place of the old one, in one transaction: an extent item
+ * for every tree block reachable from the roots (count 1, its tree and
+ * level as owner) and for every data extent a regular or preallocated
+ * file extent points at (count: how many do), a block group item per
+ * chunk with the used bytes they make. Nothing is written when a tree
+ * block cannot be read, extents overlap or lie outside the block groups
+ * (-EUCLEAN), or metadata is raid5/6 (-EOPNOTSUPP), said through say. The tree blocks and data extents
+ * recorded in *nr_tree, *nr_data; -errno.
+ */
+int mfs_check_init_extent_tree(struct mfs_fs_info *fs, void (*say)(void *arg, const char *msg),
+			       void *arg, u64 *nr_tree, u64 *nr_data);
+
 /* Count one problem and hand it to ctl->report (for the phases' files). */
 void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -738,6 +738,25 @@ static int check_missing(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 	return 0;
 }
 
+/* The system chunk array, then the chunk tree it maps. */
+static int load_chunks(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
+{
+	int ret = mfs_read_sys_array(fs);
+
+	if (ret)
+		return ret;
+	/* the chunk tree itself: what is missing can only be told from here */
+	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM, ctl->detail,
+					       sizeof(ctl->detail)))
+		return -EIO;
+	ret = read_chunk_tree(fs, ctl);
+	if ((ret == -EUCLEAN || ret == -EIO) && !ctl->detail[0])
+		snprintf(ctl->detail, sizeof(ctl->detail),
+			 "the chunk tree (root block %llu) cannot be read: %s; 'mfs rescue chunk-recover' rebuilds it from the device and extent trees",
+			 (unsigned long long)le64_to_cpu(fs->super.chunk_root), strerror(-ret));
+	return ret;
+}
+
 /* The root tree, the roots it names, dev extents and block groups. */
 static int load_trees(struct mfs_fs_info *fs)
 {
@@ -774,16 +793,7 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (!ret)
 		ret = check_interrupted(fs, ctl);
 	if (!ret)
-		ret = mfs_read_sys_array(fs);
-	if (ret)
-		goto fail;
-	/* the chunk tree itself: what is missing can only be told from here */
-	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM, ctl->detail,
-					       sizeof(ctl->detail))) {
-		ret = -EIO;
-		goto fail;
-	}
-	ret = read_chunk_tree(fs, ctl);
+		ret = ctl->load_chunks ? ctl->load_chunks(fs, ctl) : load_chunks(fs, ctl);
 	if (!ret)
 		ret = check_missing(fs, ctl);
 	if (!ret)
@@ -796,6 +806,12 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	ret = mfs_restripe_load(fs);
 	if (ret && !partial(fs))
 		goto fail;
+	/* with the allocation profiles known: a hook may write */
+	if (ctl->trees_loaded) {
+		ret = ctl->trees_loaded(fs, ctl);
+		if (ret)
+			goto fail;
+	}
 	if (fs->fs_root) {
 		ret = mfs_fs_setup(fs);
 		if (ret && !partial(fs))

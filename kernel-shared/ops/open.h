@@ -19,6 +19,16 @@ struct mfs_open_ctl {
 	int sb_mirror;			/* use this superblock copy of the first path; -1 = best */
 	void (*log)(void *arg, const char *msg);	/* becomes fs->log */
 	void *log_arg;
+	/*
+	 * Hooks of an operation that rebuilds what the open reads
+	 * (chunk-recover.h): load_chunks loads the chunk maps and devices in
+	 * place of the system chunk array and the chunk tree; trees_loaded
+	 * runs once the trees are read, stale members caught up and the
+	 * allocation profiles known, so that it may write. NULL: none.
+	 */
+	int (*load_chunks)(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl);
+	int (*trees_loaded)(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl);
+	void *hook_arg;
 	/* out */
 	u64 missing_devid;		/* first missing device when -ENODEV */
 	const char *failed_path;	/* path a device error came from */

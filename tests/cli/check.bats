@@ -60,9 +60,9 @@ load helpers
 	run --separate-stderr mfs check --super=x "$T/plain"
 	assert_failure 1
 	assert_stderr_line "ERROR: invalid superblock copy: x"
-	run --separate-stderr mfs check --init-extent-tree "$T/plain"
+	run --separate-stderr mfs check --clear-space-cache "$T/plain"
 	assert_failure 1
-	assert_stderr_line "mfs check: unrecognized option '--init-extent-tree'"
+	assert_stderr_line "mfs check: unrecognized option '--clear-space-cache'"
 	run --separate-stderr mfs check "$T/plain"
 	assert_failure 1
 	assert_stderr_line "ERROR: not a valid mfs filesystem: $T/plain"
@@ -305,7 +305,7 @@ load helpers
 	corrupt "$T/img1" $((phys1 + 300))
 	run --separate-stderr mfs check "$T/img1"
 	assert_failure 1
-	assert_stderr_regex "^ERROR: .*$T/img1.*(corrupt|chunk)"
+	assert_stderr_line "ERROR: the chunk tree (root block $cr) cannot be read: Structure needs cleaning; 'mfs rescue chunk-recover' rebuilds it from the device and extent trees"
 	refute_output --partial "no error found"
 	run --separate-stderr fsck.mfs "$T/img1"
 	[ "$status" -eq 8 ]
@@ -313,6 +313,11 @@ load helpers
 	assert_failure 1
 	run --separate-stderr mfs device ready "$T/img1"
 	assert_failure 1
+	# what the message says to do
+	run mfs rescue chunk-recover -y "$T/img1"
+	assert_success
+	run mfs check "$T/img1"
+	assert_success
 }
 
 @test "check: a missing member of a RAID1 filesystem" {

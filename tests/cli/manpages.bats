@@ -59,13 +59,13 @@ manpages() {
 	sed -i '/^--dry-run$/,/^$/d' "$T/man/mfs-balance.8.rst"
 	sed -i 's/^-t|--tbytes$/-t|--terabytes/' "$T/man/mfs-device.8.rst"
 	# document an option check does not have
-	sed -i 's/^--force$/--init-extent-tree\n    not there\n\n--force/' "$T/man/mfs-check.8.rst"
+	sed -i 's/^--force$/--clear-space-cache\n    not there\n\n--force/' "$T/man/mfs-check.8.rst"
 	run env MFS_MAN_DIR="$T/man" python3 "$BATS_TEST_DIRNAME/helptext.py" check
 	assert_failure
 	assert_line "mfs balance start: --dry-run is in --help, not in mfs-balance.8 SUBCOMMAND / start"
 	assert_line "mfs device usage: --tbytes is in --help, not in mfs-device.8 SUBCOMMAND / usage"
 	assert_line "mfs device usage: --terabytes is in mfs-device.8 SUBCOMMAND / usage, not in --help"
-	assert_line "mfs check: --init-extent-tree is in mfs-check.8 OPTIONS, not in --help"
+	assert_line "mfs check: --clear-space-cache is in mfs-check.8 OPTIONS, not in --help"
 
 	# a subcommand without its section
 	sed -i '/^ready /{s/^ready /readiness /;n;s/$/----/}' "$T/man/mfs-device.8.rst"

@@ -6,7 +6,9 @@
 # `mfs check --repair` repairs it (REPAIR=yes: a second check is clean and
 # every file reads back with its sha256) or must write nothing (REPAIR=no).
 # DATA_CSUM=1: the finding needs --check-data-csum.
-# REPAIR_OPTION: what repairs it, if not --repair (e.g. --init-csum-tree).
+# REPAIR_OPTION: what repairs it, if not --repair (e.g. --init-csum-tree);
+# a repair function, if the case has one, repairs it instead (exit 0: done,
+# 1: refused, nothing written).
 #
 # In damage: $W/img1..imgN are the images; IMGS lists them; F (a file with a
 # hard link), D (a directory), A (a directory), DATA (a 12 KiB file),
