@@ -288,6 +288,28 @@ spare() {
 	done
 }
 
+# data_profiles: the profiles the data chunks have, e.g. "RAID5"
+data_profiles() {
+	"$mfs" filesystem df "$mnt" | awk -F'[ ,:]+' '$1 == "Data" { print $2 }' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
+# expect_after NAME WHAT: the outcome an operation must leave (a profile
+# for a convert, "gone PATH" for a delete, "replaced SRC DST" for a replace)
+expect_after() {
+	local name=$1 got
+	shift
+	case $1 in
+	gone)
+		! members | grep -qxF "$2" || fail "$name: $2 is still a member after the delete" ;;
+	replaced)
+		members | grep -qxF "$3" && ! members | grep -qxF "$2" ||
+			fail "$name: members after the replace of $2 by $3: $(members | tr '\n' ' ')" ;;
+	*)
+		got=$(data_profiles)
+		[ "$got" = "${1^^}" ] || fail "$name: data is $got, expected ${1^^}" ;;
+	esac
+}
+
 save_members() {
 	members >"$tmp/devs.new" && [ -s "$tmp/devs.new" ] && mv "$tmp/devs.new" "$tmp/devs"
 }
@@ -299,24 +321,33 @@ admin_step() {	# admin_step N PROFILE OTHER
 	case $((n % 7)) in
 	0) scrub_op ;;
 	1) restripe "balance (full)" balance start --bg --full-balance "$mnt" ;;
-	2) restripe "convert data $profile -> $other" balance start --bg -dconvert="$other" "$mnt" ;;
+	2)
+		restripe "convert data $profile -> $other" balance start --bg -dconvert="$other" "$mnt" &&
+			expect_after convert "$other"
+		;;
 	3)
 		dev=$(spare)
-		run_admin "device add" "$mfs" device add -K -f "$dev" "$mnt"
+		run_admin "device add" "$mfs" device add -K -f "$dev" "$mnt" &&
+			{ members | grep -qxF "$dev" || fail "device add: $dev is not a member"; }
 		save_members
 		;;
 	4)
 		src=$(head -n 1 "$tmp/devs")
-		restripe "device delete" device delete --bg "$src" "$mnt"
+		restripe "device delete" device delete --bg "$src" "$mnt" &&
+			expect_after "device delete" gone "$src"
 		save_members
 		;;
 	5)
 		src=$(head -n 1 "$tmp/devs")
 		dev=$(spare)
-		restripe "replace" replace start -K -f "$src" "$dev" "$mnt"
+		restripe "replace" replace start -K -f "$src" "$dev" "$mnt" &&
+			expect_after replace replaced "$src" "$dev"
 		save_members
 		;;
-	6) restripe "convert data $other -> $profile" balance start --bg -dconvert="$profile" "$mnt" ;;
+	6)
+		restripe "convert data $other -> $profile" balance start --bg -dconvert="$profile" "$mnt" &&
+			expect_after convert "$profile"
+		;;
 	esac
 }
 
@@ -346,6 +377,7 @@ run_config() {	# run_config NAME NDEVS OTHER MKFS-ARGS...
 	if ! timeout 120 "$mkfs" -q -f -K "$@" $(cat "$tmp/devs") >/dev/null 2>"$tmp/admin.err" ||
 	   ! mount_fs rw || ! fill; then
 		fail "$name: setup: $(head -3 "$tmp/admin.err" | tr '\n' ' ')"
+		! mountpoint -q "$mnt" || timeout 120 "$mfs" umount "$mnt"
 		return
 	fi
 	mkdir -p "$mnt/stress"
