@@ -302,8 +302,9 @@ expect_after() {
 	gone)
 		! members | grep -qxF "$2" || fail "$name: $2 is still a member after the delete" ;;
 	replaced)
-		members | grep -qxF "$3" && ! members | grep -qxF "$2" ||
-			fail "$name: members after the replace of $2 by $3: $(members | tr '\n' ' ')" ;;
+		if ! members | grep -qxF "$3" || members | grep -qxF "$2"; then
+			fail "$name: members after the replace of $2 by $3: $(members | tr '\n' ' ')"
+		fi ;;
 	*)
 		got=$(data_profiles)
 		[ "$got" = "${1^^}" ] || fail "$name: data is $got, expected ${1^^}" ;;
@@ -399,7 +400,7 @@ run_config() {	# run_config NAME NDEVS OTHER MKFS-ARGS...
 	stress_pid=""
 	secs=$(awk '/^# mfs-stress:/ { for (i = 1; i <= NF; i++) if ($i == "in") print $(i + 1) }' "$tmp/stress.out")
 	ops=$(awk '/^# mfs-stress:/ { for (i = 1; i <= NF; i++) if ($i == "operations") print $(i - 1) }' "$tmp/stress.out")
-	bytes=$(awk '/^# process/ { s += $(NF - 2) } END { print s + 0 }' "$tmp/stress.out")
+	bytes=$(awk '/^# process/ { s += $(NF - 2) } END { printf "%.0f\n", s }' "$tmp/stress.out")
 	total_secs=$(awk -v a="$total_secs" -v b="${secs:-0}" 'BEGIN { print a + b }')
 	total_ops=$((total_ops + ${ops:-0}))
 	total_bytes=$((total_bytes + bytes))
