@@ -827,9 +827,11 @@ static void report_hang(struct proc_status *st, int procs, uint64_t now)
 
 	for (i = 0; i < procs; i++) {
 		char path[64], wchan[128] = "?";
+		uint64_t t = st[i].op_start_ns;
 		FILE *f;
 
-		if (!st[i].op_start_ns || now - st[i].op_start_ns < 1000000000ull)
+		/* stuck for a second at least: not one that has just started */
+		if (!t || t > now || now - t < 1000000000ull)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/wchan", st[i].pid);
 		f = fopen(path, "r");
@@ -840,7 +842,7 @@ static void report_hang(struct proc_status *st, int procs, uint64_t now)
 		}
 		fprintf(stderr, "mfs-stress: HANG: process %d (pid %d) in %s %s for %" PRIu64
 			" s, wchan %s, after %" PRIu64 " operations\n", i, st[i].pid,
-			ops[st[i].op].name, st[i].path, (uint64_t)(now - st[i].op_start_ns) / 1000000000,
+			ops[st[i].op].name, st[i].path, (now - t) / 1000000000,
 			wchan, st[i].nr_ops);
 	}
 }
