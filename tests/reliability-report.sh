@@ -10,8 +10,9 @@
 #
 # --quick (within 20 minutes on 2 cores): the crash and fault drivers in
 # their sampled modes with smaller samples than the suite's
-# (MFS_CRASH_SAMPLE=3, MFS_CRASH_RESUMES=2, MFS_FAULT_SAMPLE=2: still every
-# commit's stretch of each log, the first and last fault of each kind), the
+# (MFS_CRASH_SAMPLE=3, MFS_CRASH_RESUMES=2, no reorderings, MFS_FAULT_SAMPLE=2:
+# still every commit's stretch of each log, the first and last fault of
+# each kind), the
 # fuzz corpus and regression inputs with 300 fixed mutants each
 # (fuzz-replay), LOAD_TIME (60) seconds of load on raid1 and raid5. The default is the full run: make crash-test and make
 # fault-test's full modes, the fuzz replay with 3000 mutants each under
@@ -104,8 +105,9 @@ fi
 for t in "$top"/tests/crash/*.sh; do
 	name=crash/$(basename "$t")
 	if [ $quick = 1 ]; then
-		part "$name" 900 env MFS_CRASH_SAMPLE="${MFS_CRASH_SAMPLE:-3}" \
-			MFS_CRASH_RESUMES="${MFS_CRASH_RESUMES:-2}" bash "$t"
+		part "$name" 1800 env MFS_CRASH_SAMPLE="${MFS_CRASH_SAMPLE:-3}" \
+			MFS_CRASH_RESUMES="${MFS_CRASH_RESUMES:-2}" \
+			MFS_CRASH_REORDERS="${MFS_CRASH_REORDERS:-0}" bash "$t"
 	else
 		part "$name" 36000 env MFS_CRASH_MODE=full bash "$t"
 	fi
