@@ -91,6 +91,7 @@ reordered_states() {	# reordered_states NAME SEED K G
 			return 1
 		fi
 		nreordered=$((nreordered + 1))
+		state_replayed
 		if ! rg=$(verify_state "$seed" "${copies[@]}"); then
 			why="crash point $k + reorder seed $s: state does not verify"
 			return 1
@@ -124,6 +125,7 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 		fi
 		prev=$k
 		n=$((n + 1))
+		state_replayed
 		if ! g=$(verify_state "$seed" "${work[@]}"); then
 			why="crash point $k of $count: state does not verify"
 			break
@@ -173,5 +175,6 @@ run_config "btree -m raid6 -n 4096, 5 devices" $((SEED + 16)) 5 -d raid6 -m raid
 # and the commits allocate a new one (chunk tree and system array change)
 IMG_SIZE=128M MFS_WORKLOAD_SCALE=16 MIN_META_CHUNKS=2 \
 	run_config "btree -m raid1 x16 on 128M, 2 devices, new chunk" $((SEED + 17)) 2 -d raid1 -m raid1
+crash_summary btree.sh
 echo "1..$tests"
 [ $failures -eq 0 ]

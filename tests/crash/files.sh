@@ -180,6 +180,7 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 		fi
 		prev=$k
 		n=$((n + 1))
+		state_replayed
 		why=$(verify_images "$k" "$count" "" "${work[@]}") || break
 		for r in $(seq 1 "$REORDERS"); do
 			s=$(reorder_seed "$name" "$k" "$r")
@@ -191,6 +192,7 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 				break 2
 			fi
 			nr=$((nr + 1))
+			state_replayed
 			why=$(verify_images "$k" "$count" " + reorder $s" "${rimgs[@]}") || break 2
 		done
 	done
@@ -212,5 +214,6 @@ fi
 crash_mode_banner files.sh
 run_config "files -d raid1 -m raid1, 2 devices" 21 2 -d raid1 -m raid1
 run_config "files -d raid5 -m raid1, 3 devices" 22 3 -d raid5 -m raid1
+crash_summary files.sh
 echo "1..$tests"
 [ $failures -eq 0 ]

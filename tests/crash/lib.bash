@@ -25,6 +25,8 @@ python=/usr/bin/python3
 
 tests=0
 failures=0
+# every state replayed and checked over the run, for crash_summary
+states_replayed=0
 
 tap() {	# tap OK|FAIL description
 	tests=$((tests + 1))
@@ -34,6 +36,16 @@ tap() {	# tap OK|FAIL description
 		failures=$((failures + 1))
 		echo "not ok $tests - $2"
 	fi
+}
+
+# One more state replayed and checked (a driver calls it for each).
+state_replayed() {
+	states_replayed=$((states_replayed + 1))
+}
+
+# The line tests/reliability-report.sh reads, before the TAP plan.
+crash_summary() {	# crash_summary DRIVER
+	echo "# $1: states replayed: $states_replayed, failures: $failures"
 }
 
 # A TAP comment naming the mode, so a log says what was covered.

@@ -156,6 +156,7 @@ run_config() {
 			break
 		fi
 		n=$((n + 1))
+		state_replayed
 		state=$(classify "${work[@]}")
 		rk=$(rank "$state")
 		if [ "$rk" -lt "$phase" ] || [ "$rk" -eq 9 ]; then
@@ -171,6 +172,7 @@ run_config() {
 				break 2
 			fi
 			nr=$((nr + 1))
+			state_replayed
 			state=$(classify "${work[@]}")
 			rk=$(rank "$state")
 			# the wipe of the old filesystem may be cut short
@@ -206,5 +208,6 @@ run_config "mkfs -d raid1 -m raid1, 2 devices" 2 0 -d raid1 -m raid1
 run_config "mkfs -d raid6 -m raid6, 4 devices" 4 0 -d raid6 -m raid6
 run_config "mkfs -d raid10 -m raid1c3, 4 devices, over an old mfs" 4 1 -d raid10 -m raid1c3
 run_config "mkfs -d raid5 -m raid5 -n 4096, 3 devices, over an old mfs" 3 1 -d raid5 -m raid5 -n 4096
+crash_summary mkfs.sh
 echo "1..$tests"
 [ $failures -eq 0 ]

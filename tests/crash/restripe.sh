@@ -304,6 +304,7 @@ run_config() {	# name, then the operation to log (run on the d*.img)
 		fi
 		prev=$k
 		n=$((n + 1))
+		state_replayed
 		resume=0
 		if [ "$CRASH_MODE" = full ] || echo "$resumes" | grep -qx "$k"; then
 			resume=1
@@ -323,6 +324,7 @@ run_config() {	# name, then the operation to log (run on the d*.img)
 				break 2
 			fi
 			nr=$((nr + 1))
+			state_replayed
 			resume=0
 			[ "$CRASH_MODE" = full ] && resume=1
 			if ! check_state "$k" x "$resume" >"$tmp/why"; then
@@ -439,5 +441,6 @@ elif make_fs 4 -d raid1 -m raid1; then
 else
 	tap FAIL "$name: setup"
 fi
+crash_summary restripe.sh
 echo "1..$tests"
 [ $failures -eq 0 ]

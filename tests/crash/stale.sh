@@ -106,6 +106,7 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 	for k in $points; do
 		s=$((1 + RANDOM % ndev))
 		n=$((n + 1))
+		state_replayed
 		if ! why=$(verify_stale "$s" "$k" "$count" "$ndev"); then
 			why=${why:-"devid $s stale at crash point $k: verification failed"}
 			break
@@ -132,5 +133,6 @@ crash_mode_banner stale.sh
 run_config "stale member, -d raid1 -m raid1, 2 devices" 31 2 -d raid1 -m raid1
 run_config "stale member, -d raid5 -m raid1, 3 devices" 32 3 -d raid5 -m raid1
 run_config "stale member, -d raid1c3 -m raid1c3, 3 devices" 33 3 -d raid1c3 -m raid1c3
+crash_summary stale.sh
 echo "1..$tests"
 [ $failures -eq 0 ]
