@@ -194,9 +194,13 @@ load helpers
 	assert_failure 1
 	assert_stderr_line 'ERROR: invalid output format "xml"'
 	assert_stderr_line "Options for --format are: text, json"
-	run --separate-stderr mfs --format json check /dev/null
+	run --separate-stderr mfs --format json rescue super-recover /dev/null
 	assert_failure 1
 	assert_stderr_line "ERROR: output format json is unsupported for this command"
+	# check has a JSON summary now: a check that could not run says so
+	run --separate-stderr mfs --format json check /dev/null
+	assert_failure 1
+	assert_output --partial '"result": "not-run"'
 	run --separate-stderr mfs --format json device ready /dev/null
 	assert_failure 1
 	assert_stderr_line "ERROR: output format json is unsupported for this command"
