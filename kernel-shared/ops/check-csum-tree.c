@@ -118,11 +118,13 @@ static int sort_extents(struct csum_rebuild *r)
 	return 0;
 }
 
-/* The data extents the fs tree's regular file extents point at. */
-static int collect_extents(struct csum_rebuild *r)
+int mfs_check_for_each_file_extent(struct mfs_fs_info *fs,
+				   int (*fn)(void *arg, const struct mfs_key *key,
+					     struct extent_buffer *leaf, int slot),
+				   void *arg)
 {
 	struct mfs_key key = { 0, 0, 0 };
-	struct mfs_root *root = r->fs->fs_root;
+	struct mfs_root *root = fs->fs_root;
 	struct mfs_path path;
 	int ret;
 
@@ -131,13 +133,27 @@ static int collect_extents(struct csum_rebuild *r)
 	while (ret == 0) {
 		leaf_item_key(path.nodes[0], path.slots[0], &key);
 		if (key.type == MFS_EXTENT_DATA_KEY && key.objectid != MFS_ORPHAN_OBJECTID) {
-			ret = note_file_extent(r, &key, path.nodes[0], path.slots[0]);
+			ret = fn(arg, &key, path.nodes[0], path.slots[0]);
 			if (ret)
 				break;
 		}
 		ret = mfs_next_item(root, &path);
 	}
 	mfs_release_path(&path);
+	return ret < 0 ? ret : 0;
+}
+
+static int note_extent_cb(void *arg, const struct mfs_key *key, struct extent_buffer *leaf,
+			  int slot)
+{
+	return note_file_extent(arg, key, leaf, slot);
+}
+
+/* The data extents the fs tree's regular file extents point at. */
+static int collect_extents(struct csum_rebuild *r)
+{
+	int ret = mfs_check_for_each_file_extent(r->fs, note_extent_cb, r);
+
 	if (ret < 0)
 		return ret;
 	return sort_extents(r);

@@ -121,28 +121,19 @@ static int note_file_extent(struct extent_rebuild *r, const struct mfs_key *key,
 	return add_extent(r, &e);
 }
 
+static int note_extent_cb(void *arg, const struct mfs_key *key, struct extent_buffer *leaf,
+			  int slot)
+{
+	return note_file_extent(arg, key, leaf, slot);
+}
+
 static int collect_data(struct extent_rebuild *r)
 {
-	struct mfs_key key = { 0, 0, 0 };
-	struct mfs_root *root = r->fs->fs_root;
-	struct mfs_path path;
-	int ret;
+	int ret = mfs_check_for_each_file_extent(r->fs, note_extent_cb, r);
 
-	mfs_init_path(&path);
-	ret = mfs_search_forward(root, &key, &path);
-	while (ret == 0) {
-		leaf_item_key(path.nodes[0], path.slots[0], &key);
-		if (key.type == MFS_EXTENT_DATA_KEY && key.objectid != MFS_ORPHAN_OBJECTID) {
-			ret = note_file_extent(r, &key, path.nodes[0], path.slots[0]);
-			if (ret)
-				break;
-		}
-		ret = mfs_next_item(root, &path);
-	}
-	mfs_release_path(&path);
 	if (ret < 0 && ret != -EUCLEAN)
 		say(r, "the fs tree cannot be read whole: %s", strerror(-ret));
-	return ret < 0 ? ret : 0;
+	return ret;
 }
 
 static int cmp_extent(const void *a, const void *b)

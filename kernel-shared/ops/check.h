@@ -151,6 +151,16 @@ int mfs_check_init_extent_tree(struct mfs_fs_info *fs, void (*say)(void *arg, co
 void mfs_check_problem(struct mfs_check_ctl *ctl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * check-csum-tree.c: fn for every file extent item of the fs tree (orphan
+ * items left out), until it returns non-zero. Returns fn's error, the
+ * walk's, or 0.
+ */
+int mfs_check_for_each_file_extent(struct mfs_fs_info *fs,
+				   int (*fn)(void *arg, const struct mfs_key *key,
+					     struct extent_buffer *leaf, int slot),
+				   void *arg);
+
 /* check-fs.c */
 /* Where the disk extent lies: inside one DATA chunk. */
 bool mfs_check_in_data_chunk(struct mfs_fs_info *fs, u64 bytenr, u64 len);
