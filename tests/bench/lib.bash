@@ -149,3 +149,31 @@ timed() {
 
 # median: the median of the numbers on stdin
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# bench_rand_files MIB: $tmp/rand.bin (up to 256 MiB of random bytes) and
+# $tmp/sums, the sha256 of files f1..f$nfiles of it making MIB in all.
+bench_rand_files() {
+	local i sum
+
+	file_mib=$(($1 < 256 ? $1 : 256))
+	nfiles=$(($1 / file_mib))
+	head -c "${file_mib}M" /dev/urandom >"$tmp/rand.bin"
+	sum=$(sha256sum "$tmp/rand.bin" | cut -d' ' -f1)
+	for ((i = 1; i <= nfiles; i++)); do
+		echo "$sum  f$i"
+	done >"$tmp/sums"
+}
+
+# bench_forget FS DEV...: DEV out of FS's registry of members seen (mfs or btrfs)
+bench_forget() {
+	local fs=$1 d
+	shift
+	for d in "$@"; do
+		if [ "$fs" = mfs ]; then
+			"$mfs" device scan -u "$d"
+		else
+			btrfs device scan --forget "$d"
+		fi
+	done >/dev/null 2>&1
+	return 0
+}

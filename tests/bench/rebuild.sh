@@ -72,13 +72,7 @@ rebuild_cleanup() {
 trap rebuild_cleanup EXIT
 
 # the data: files of up to 256 MiB of random bytes, BENCH_DATA_MIB in all
-file_mib=$((data_mib < 256 ? data_mib : 256))
-nfiles=$((data_mib / file_mib))
-head -c "${file_mib}M" /dev/urandom >"$tmp/rand.bin"
-sum=$(sha256sum "$tmp/rand.bin" | cut -d' ' -f1)
-for ((i = 1; i <= nfiles; i++)); do
-	echo "$sum  f$i"
-done >"$tmp/sums"
+bench_rand_files "$data_mib"
 
 # ---- setting up a degraded filesystem ----
 
@@ -91,16 +85,7 @@ cold() {
 # Both keep a registry of the members they have seen; a member left in it
 # would be looked for at the next mount.
 forget() {	# forget FS DEV...
-	local fs=$1 d
-	shift
-	for d in "$@"; do
-		if [ "$fs" = mfs ]; then
-			"$mfs" device scan -u "$d"
-		else
-			btrfs device scan --forget "$d"
-		fi
-	done >/dev/null 2>&1
-	return 0
+	bench_forget "$@"
 }
 
 # A blank image under a new loop device as member 3.

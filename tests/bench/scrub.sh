@@ -50,13 +50,7 @@ bench_require
 bench_tmp scrub
 bench_loops 4 "$img_size"
 
-file_mib=$((data_mib < 256 ? data_mib : 256))
-nfiles=$((data_mib / file_mib))
-head -c "${file_mib}M" /dev/urandom >"$tmp/rand.bin"
-sum=$(sha256sum "$tmp/rand.bin" | cut -d' ' -f1)
-for ((i = 1; i <= nfiles; i++)); do
-	echo "$sum  f$i"
-done >"$tmp/sums"
+bench_rand_files "$data_mib"
 
 ndevs() {
 	case "$1" in
@@ -67,12 +61,8 @@ ndevs() {
 }
 
 forget() {	# forget DEV...: out of both registries
-	local d
-	for d in "$@"; do
-		"$mfs" device scan -u "$d"
-		btrfs device scan --forget "$d"
-	done >/dev/null 2>&1
-	return 0
+	bench_forget mfs "$@"
+	bench_forget btrfs "$@"
 }
 scrub_cleanup() {
 	bench_unmount
