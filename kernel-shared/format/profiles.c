@@ -180,3 +180,41 @@ u64 mfs_most_redundant_profile(unsigned int raid_mask)
 			return mfs_raid_array[redundancy_order[i]].bg_flag;
 	return 0;
 }
+
+/* 2 same kind of redundancy as the profile asked for, 1 both none, 0 other */
+static int same_family(const struct mfs_raid_attr *a, const struct mfs_raid_attr *asked)
+{
+	if (!has_redundancy(a) && !has_redundancy(asked))
+		return 1;
+	if (a->nparity && asked->nparity)
+		return 2;
+	return a->ncopies > 1 && asked->ncopies > 1 ? 2 : 0;
+}
+
+/*
+ * A new chunk that cannot have the profile asked for: the candidate that
+ * survives the most device losses, then the one of the asked profile's kind
+ * (mirrors for a mirror, parity for parity: raid1c3 metadata on two devices
+ * becomes RAID1, not RAID5), then the plainer layout (raid1 before raid10).
+ */
+u64 mfs_fallback_profile(unsigned int raid_mask, u64 asked)
+{
+	static const enum mfs_raid_type order[MFS_NR_RAID_TYPES] = {
+		MFS_RAID_RAID1C4, MFS_RAID_RAID6, MFS_RAID_RAID1C3, MFS_RAID_RAID5,
+		MFS_RAID_RAID1, MFS_RAID_RAID10, MFS_RAID_DUP, MFS_RAID_RAID0, MFS_RAID_SINGLE,
+	};
+	const struct mfs_raid_attr *w = mfs_profile(asked), *best = NULL;
+	int i;
+
+	for (i = 0; i < MFS_NR_RAID_TYPES; i++) {
+		const struct mfs_raid_attr *a = &mfs_raid_array[order[i]];
+
+		if (!(raid_mask & (1U << order[i])))
+			continue;
+		if (!best || a->tolerated_failures > best->tolerated_failures ||
+		    (a->tolerated_failures == best->tolerated_failures &&
+		     same_family(a, w) > same_family(best, w)))
+			best = a;
+	}
+	return best ? best->bg_flag : 0;
+}

@@ -66,4 +66,12 @@ bool mfs_profile_covers(u64 have, u64 want);
  */
 u64 mfs_most_redundant_profile(unsigned int raid_mask);
 
+/*
+ * Of the profiles in raid_mask, the one a new chunk takes when the profile
+ * asked for does not fit (degraded or failing devices): most losses
+ * survived, then the asked profile's kind of redundancy (mirror or parity).
+ * Its bg bit (0 for single or an empty mask).
+ */
+u64 mfs_fallback_profile(unsigned int raid_mask, u64 asked);
+
 #endif

@@ -82,14 +82,6 @@ static unsigned int reduced_profiles(struct mfs_fs_info *fs, u64 profile)
 	return mask;
 }
 
-/*
- * A new chunk of type in the profile new chunks of it get. When that does
- * not fit and devices are missing, the most redundant profile that does,
- * its block group marked reduced so that the requested profile can come
- * back (format §7.4); likewise when a device is failing. Never when all
- * devices are there and healthy, where a profile
- * that does not fit is ENOSPC as it always was.
- */
 /* Free bytes in the block groups of type that can take new extents. */
 static u64 allocatable_free(struct mfs_fs_info *fs, u64 type)
 {
@@ -132,6 +124,15 @@ static int keep_system_headroom(struct mfs_fs_info *fs)
 	return allocatable_free(fs, MFS_BLOCK_GROUP_SYSTEM) >= need ? 0 : -ENOSPC;
 }
 
+/*
+ * A new chunk of type in the profile new chunks of it get. When that does
+ * not fit and devices are missing, the most redundant profile that does
+ * (of the asked profile's kind: mfs_fallback_profile),
+ * its block group marked reduced so that the requested profile can come
+ * back (format §7.4); likewise when a device is failing. Never when all
+ * devices are there and healthy, where a profile
+ * that does not fit is ENOSPC as it always was.
+ */
 int mfs_alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 			struct mfs_block_group **out)
 {
@@ -151,7 +152,7 @@ int mfs_alloc_new_chunk(struct mfs_fs_info *fs, u64 type, u64 max_stripe,
 		return ret;
 	for (mask = reduced_profiles(fs, profile); mask;
 	     mask &= ~(1U << mfs_bg_flags_to_raid_index(p))) {
-		p = mfs_most_redundant_profile(mask);
+		p = mfs_fallback_profile(mask, profile);
 		ret = mfs_alloc_chunk(fs, type | p, max_stripe, out);
 		if (ret == -ENOSPC)
 			continue;
@@ -178,7 +179,7 @@ u64 mfs_new_chunk_capacity(struct mfs_fs_info *fs, u64 type)
 		return bytes;
 	for (mask = reduced_profiles(fs, profile); mask && !bytes;
 	     mask &= ~(1U << mfs_bg_flags_to_raid_index(p))) {
-		p = mfs_most_redundant_profile(mask);
+		p = mfs_fallback_profile(mask, profile);
 		bytes = mfs_simulate_alloc(fs, type | p);
 	}
 	return bytes;

@@ -257,6 +257,27 @@ assert red and all(l["bg-profile"] == "DUP" and l["requested-profile"] == "RAID1
 	mfs umount "$T/mnt"
 }
 
+@test "raid1c3 with one of three devices missing: new chunks are RAID1 mirrors, not RAID5" {
+	make_images 3
+	mkfs.mfs -q -f -d raid1c3 -m raid1c3 $(imgs 3)
+	mv "$T/img3" "$T/gone3"
+	mfs_mount -o degraded "$T/img1" "$T/mnt"
+	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
+	sync
+	run mfs --format json filesystem df "$T/mnt"
+	assert_success
+	# two devices survive one loss as RAID1 or RAID5 alike; a mirror keeps
+	# the kind of redundancy asked for (and metadata off parity)
+	"$MFS_PY" -c '
+import json, sys
+lines = json.load(sys.stdin)["filesystem-df"]
+red = [l for l in lines if l.get("reduced")]
+assert {l["bg-type"] for l in red} >= {"Data", "Metadata"}, lines
+assert all(l["bg-profile"] == "RAID1" and l["requested-profile"] == "RAID1C3" for l in red), lines
+' <<<"$output"
+	mfs umount "$T/mnt"
+}
+
 @test "raid0 data with a device missing: read-write refused with the count, ro,degraded reads what is left, lost data is EIO" {
 	make_images 2
 	mkfs.mfs -q -f -d raid0 -m raid1 $(imgs 2)
