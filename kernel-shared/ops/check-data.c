@@ -19,23 +19,31 @@
 
 /* ---------------- optional phase: data checksums ---------------- */
 
-/* The device copy `mirror` of logical is read from, as for tree blocks. */
-static void describe_copy(const struct mfs_chunk_map *map, u64 logical, int mirror,
-			  char *buf, size_t size, bool *missing)
+/*
+ * The device copy `mirror` of logical (written in transaction gen) is read
+ * from, as for tree blocks; *skip when that copy cannot be judged.
+ */
+static void describe_copy(const struct mfs_chunk_map *map, u64 logical, u64 gen, int mirror,
+			  char *buf, size_t size, bool *skip)
 {
 	bool parity = mfs_profile(map->type)->nparity;
+	const struct mfs_device *dev;
 	struct mfs_io_map io;
 	int idx;
 
-	*missing = false;
+	*skip = false;
 	if (mfs_map_block(map, logical, &io)) {
 		snprintf(buf, size, "unmapped");
 		return;
 	}
 	idx = parity ? io.stripe[0] : io.stripe[mirror - 1];
-	/* a missing or stale device is reported once, in phase 1 */
-	*missing = (!parity || mirror == 1) &&
-		   (!map->stripes[idx].dev || map->stripes[idx].dev->stale_gen);
+	/*
+	 * A missing device is reported once, in phase 1; a stale one holds
+	 * every extent written before it fell behind, which is checked.
+	 */
+	dev = map->stripes[idx].dev;
+	*skip = (!parity || mirror == 1) &&
+		(!dev || (dev->stale_gen && gen > dev->stale_gen));
 	snprintf(buf, size, "%s %llu",
 		 parity && mirror > 1 ? "rebuilt from parity, data on devid" : "on devid",
 		 (unsigned long long)map->stripes[idx].devid);
@@ -43,7 +51,7 @@ static void describe_copy(const struct mfs_chunk_map *map, u64 logical, int mirr
 
 /* Compare each sector of one copy of an extent with its checksum. */
 static void verify_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
-			struct mfs_chunk_map *map, u64 bytenr, u64 nsect,
+			struct mfs_chunk_map *map, u64 bytenr, u64 gen, u64 nsect,
 			const u8 *csums, u8 *buf, int mirror)
 {
 	bool whole = mfs_read_logical(fs, bytenr, buf, nsect * MFS_SECTOR, mirror) == 0;
@@ -54,12 +62,12 @@ static void verify_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		u8 *sector = buf + s * MFS_SECTOR;
 		u8 sum[MFS_CSUM_SIZE];
 		char where[96];
-		bool missing;
+		bool skip;
 		int ret = 0;
 
-		describe_copy(map, logical, mirror, where, sizeof(where), &missing);
-		if (missing)
-			continue;	/* a missing device is reported once, in phase 1 */
+		describe_copy(map, logical, gen, mirror, where, sizeof(where), &skip);
+		if (skip)
+			continue;
 		if (!whole)
 			ret = mfs_read_logical(fs, logical, sector, MFS_SECTOR, mirror);
 		if (ret) {
@@ -76,8 +84,9 @@ static void verify_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 	}
 }
 
-/* Every copy of one data extent that has a well-formed csum item. */
-static int verify_extent(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 bytenr, u64 len)
+/* Every copy of one data extent (written in gen) that has a well-formed csum item. */
+static int verify_extent(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 bytenr, u64 len,
+			 u64 gen)
 {
 	struct mfs_key key = { MFS_EXTENT_CSUM_OBJECTID, MFS_EXTENT_CSUM_KEY, bytenr };
 	struct mfs_chunk_map *map = mfs_find_chunk(fs, bytenr);
@@ -109,7 +118,7 @@ static int verify_extent(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 
 	}
 	copies = mfs_num_copies(map);
 	for (m = 1; m <= copies; m++)
-		verify_copy(fs, ctl, map, bytenr, nsect, csums, buf, m);
+		verify_copy(fs, ctl, map, bytenr, gen, nsect, csums, buf, m);
 	free(buf);
 	free(csums);
 	mfs_check_progress(ctl, len);
@@ -141,7 +150,8 @@ int mfs_check_data_csums(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 		if (key.type == MFS_EXTENT_ITEM_KEY &&
 		    leaf_item_size(leaf, path.slots[0]) == sizeof(*ei) &&
 		    (le64_to_cpu(ei->flags) & MFS_EXTENT_FLAG_DATA)) {
-			ret = verify_extent(fs, ctl, key.objectid, key.offset);
+			ret = verify_extent(fs, ctl, key.objectid, key.offset,
+					    le64_to_cpu(ei->generation));
 			if (ret)
 				break;
 		}

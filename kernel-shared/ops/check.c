@@ -352,8 +352,15 @@ static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl
 		char why[160];
 		int idx = mfs_profile(map->type)->nparity ? io.stripe[0] : io.stripe[m - 1];
 
-		/* a stale device is reported once, with its superblock; a missing one as missing */
-		if (map->stripes[idx].dev && map->stripes[idx].dev->stale_gen)
+		/*
+		 * A stale device is reported once, with its superblock, and
+		 * its copies of blocks written since it fell behind are not
+		 * judged (nor rebuilds of its column); a missing one is
+		 * reported as missing.
+		 */
+		if (map->stripes[idx].dev && map->stripes[idx].dev->stale_gen &&
+		    (chk->transid > map->stripes[idx].dev->stale_gen ||
+		     (mfs_profile(map->type)->nparity && m > 1)))
 			continue;
 		if (!map->stripes[idx].dev && (!mfs_profile(map->type)->nparity || m == 1))
 			continue;
