@@ -30,7 +30,7 @@ struct catchup {
 	struct mfs_device *dev;
 	u64 since;			/* the device holds everything up to here */
 	u64 *chunks;			/* chunks whose stripe on dev is newer than since */
-	int nr_chunks, max_chunks;
+	int nr_chunks;
 	/* raid5/6: rows of this chunk below row_done were already rebuilt */
 	const struct mfs_chunk_map *row_map;
 	u64 row_done;
@@ -83,21 +83,42 @@ static bool map_on_dev(const struct mfs_chunk_map *map, const struct mfs_device 
 }
 
 /* Dev extents of the device in leaves written since: stripes placed there since. */
-static int note_new_stripe(struct extent_buffer *leaf, int slot, void *arg)
+struct placed {
+	u64 devid;
+	u64 *chunks;
+	int n, max;
+};
+
+static int note_placed(struct extent_buffer *leaf, int slot, void *arg)
 {
-	struct catchup *c = arg;
+	struct placed *p = arg;
 	struct mfs_dev_extent *de;
 	struct mfs_key key;
 
 	leaf_item_key(leaf, slot, &key);
-	if (key.type != MFS_DEV_EXTENT_KEY || key.objectid != c->dev->devid)
+	if (key.type != MFS_DEV_EXTENT_KEY || key.objectid != p->devid)
 		return 0;
 	if (leaf_item_size(leaf, slot) != sizeof(*de))
 		return -EUCLEAN;
 	de = leaf_item_data(leaf, slot);
-	if (MFS_ARRAY_RESERVE(c->chunks, c->nr_chunks, c->max_chunks, 16))
+	if (MFS_ARRAY_RESERVE(p->chunks, p->n, p->max, 16))
 		return -ENOMEM;
-	c->chunks[c->nr_chunks++] = le64_to_cpu(de->chunk_offset);
+	p->chunks[p->n++] = le64_to_cpu(de->chunk_offset);
+	return 0;
+}
+
+int mfs_stripes_placed_since(struct mfs_fs_info *fs, const struct mfs_device *dev, u64 since,
+			     u64 **chunks, int *n)
+{
+	struct placed p = { .devid = dev->devid };
+	int ret = mfs_walk_items_since(fs, fs->dev_root, since, note_placed, &p);
+
+	if (ret) {
+		free(p.chunks);
+		return ret;
+	}
+	*chunks = p.chunks;
+	*n = p.n;
 	return 0;
 }
 
@@ -441,7 +462,7 @@ int mfs_catch_up_device(struct mfs_fs_info *fs, struct mfs_device *dev,
 	memset(res, 0, sizeof(*res));
 	if (!dev->stale_gen || !mfs_dev_usable(dev))
 		return 0;
-	ret = mfs_walk_items_since(fs, fs->dev_root, c.since, note_new_stripe, &c);
+	ret = mfs_stripes_placed_since(fs, dev, c.since, &c.chunks, &c.nr_chunks);
 	for (i = 0; !ret && i < c.nr_chunks; i++)
 		ret = catch_up_chunk(&c, c.chunks[i]);
 	if (!ret)

@@ -27,4 +27,13 @@ int mfs_catch_up_device(struct mfs_fs_info *fs, struct mfs_device *dev,
 int mfs_walk_items_since(struct mfs_fs_info *fs, struct mfs_root *root, u64 since,
 			 int (*fn)(struct extent_buffer *leaf, int slot, void *arg), void *arg);
 
+/*
+ * The chunks with a stripe placed on dev after generation since (by a
+ * balance, convert or replace: their dev extent items lie in leaves
+ * written since, which may hold older ones too): *chunks (malloc'd, the
+ * caller frees it) their logical starts, *n how many.
+ */
+int mfs_stripes_placed_since(struct mfs_fs_info *fs, const struct mfs_device *dev, u64 since,
+			     u64 **chunks, int *n);
+
 #endif

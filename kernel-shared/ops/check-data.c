@@ -23,11 +23,11 @@
  * The device copy `mirror` of logical (written in transaction gen) is read
  * from, as for tree blocks; *skip when that copy cannot be judged.
  */
-static void describe_copy(const struct mfs_chunk_map *map, u64 logical, u64 gen, int mirror,
+static void describe_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+			  const struct mfs_chunk_map *map, u64 logical, u64 gen, int mirror,
 			  char *buf, size_t size, bool *skip)
 {
 	bool parity = mfs_profile(map->type)->nparity;
-	const struct mfs_device *dev;
 	struct mfs_io_map io;
 	int idx;
 
@@ -38,12 +38,14 @@ static void describe_copy(const struct mfs_chunk_map *map, u64 logical, u64 gen,
 	}
 	idx = parity ? io.stripe[0] : io.stripe[mirror - 1];
 	/*
-	 * A missing device is reported once, in phase 1; a stale one holds
-	 * every extent written before it fell behind, which is checked.
+	 * A missing device is reported once, in phase 1; of a stale one,
+	 * what it was written with before it fell behind is checked; a
+	 * raid5/6 rebuild that reads a stale column proves nothing.
 	 */
-	dev = map->stripes[idx].dev;
-	*skip = (!parity || mirror == 1) &&
-		(!dev || (dev->stale_gen && gen > dev->stale_gen));
+	if (parity && mirror > 1)
+		*skip = mfs_chunk_has_stale(map);
+	else
+		*skip = !mfs_check_copy_judged(fs, ctl, map, map->stripes[idx].dev, gen);
 	snprintf(buf, size, "%s %llu",
 		 parity && mirror > 1 ? "rebuilt from parity, data on devid" : "on devid",
 		 (unsigned long long)map->stripes[idx].devid);
@@ -65,7 +67,7 @@ static void verify_copy(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
 		bool skip;
 		int ret = 0;
 
-		describe_copy(map, logical, gen, mirror, where, sizeof(where), &skip);
+		describe_copy(fs, ctl, map, logical, gen, mirror, where, sizeof(where), &skip);
 		if (skip)
 			continue;
 		if (!whole)

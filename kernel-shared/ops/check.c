@@ -9,6 +9,7 @@
 #include <string.h>
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/ops/check.h"
+#include "kernel-shared/ops/catchup.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/tree/alloc.h"
@@ -52,6 +53,13 @@ static void check_warning(struct mfs_check_ctl *ctl, const char *fmt, ...)
 	va_end(ap);
 }
 
+struct mfs_check_stale {
+	const struct mfs_device *dev;
+	u64 *chunks;		/* NULL with all: every chunk counts as placed since */
+	int n;
+	bool all;
+};
+
 void mfs_check_free(struct mfs_check_ctl *ctl)
 {
 	int i;
@@ -64,6 +72,71 @@ void mfs_check_free(struct mfs_check_ctl *ctl)
 	free(ctl->blocks);
 	ctl->blocks = NULL;
 	ctl->nr_blocks = ctl->max_blocks = 0;
+	for (i = 0; i < ctl->nr_stale; i++)
+		free(ctl->stale[i].chunks);
+	free(ctl->stale);
+	ctl->stale = NULL;
+	ctl->nr_stale = 0;
+	ctl->stale_loaded = false;
+}
+
+/* For each stale member, the chunks with a stripe placed on it since. */
+static void load_stale(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
+{
+	int i, n = 0;
+
+	ctl->stale_loaded = true;
+	ctl->stale = calloc(fs->nr_devices, sizeof(*ctl->stale));
+	for (i = 0; ctl->stale && i < fs->nr_devices; i++) {
+		struct mfs_device *dev = fs->devices[i];
+		struct mfs_check_stale *st = &ctl->stale[n];
+
+		if (!dev->stale_gen)
+			continue;
+		st->dev = dev;
+		/* the device tree unreadable: judge none of its copies */
+		st->all = mfs_stripes_placed_since(fs, dev, dev->stale_gen, &st->chunks, &st->n) != 0;
+		n++;
+	}
+	ctl->nr_stale = n;
+}
+
+bool mfs_chunk_has_stale(const struct mfs_chunk_map *map)
+{
+	int i;
+
+	for (i = 0; i < map->num_stripes; i++)
+		if (map->stripes[i].dev && map->stripes[i].dev->stale_gen)
+			return true;
+	return false;
+}
+
+bool mfs_check_copy_judged(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+			   const struct mfs_chunk_map *map, const struct mfs_device *dev, u64 gen)
+{
+	int i, k;
+
+	if (!dev)
+		return false;
+	if (!dev->stale_gen)
+		return true;
+	if (gen > dev->stale_gen)
+		return false;
+	if (!ctl->stale_loaded)
+		load_stale(fs, ctl);
+	if (!ctl->stale)
+		return false;
+	for (i = 0; i < ctl->nr_stale; i++) {
+		if (ctl->stale[i].dev != dev)
+			continue;
+		if (ctl->stale[i].all)
+			return false;
+		for (k = 0; k < ctl->stale[i].n; k++)
+			if (ctl->stale[i].chunks[k] == map->logical)
+				return false;
+		return true;
+	}
+	return false;
 }
 
 /* ---------------- phase 1: superblocks ---------------- */
@@ -354,13 +427,14 @@ static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl
 
 		/*
 		 * A stale device is reported once, with its superblock, and
-		 * its copies of blocks written since it fell behind are not
-		 * judged (nor rebuilds of its column); a missing one is
-		 * reported as missing.
+		 * only its copies from before it fell behind are judged (no
+		 * raid5/6 rebuild that reads a stale column); a missing one
+		 * is reported as missing.
 		 */
 		if (map->stripes[idx].dev && map->stripes[idx].dev->stale_gen &&
-		    (chk->transid > map->stripes[idx].dev->stale_gen ||
-		     (mfs_profile(map->type)->nparity && m > 1)))
+		    !mfs_check_copy_judged(fs, ctl, map, map->stripes[idx].dev, chk->transid))
+			continue;
+		if (mfs_profile(map->type)->nparity && m > 1 && mfs_chunk_has_stale(map))
 			continue;
 		if (!map->stripes[idx].dev && (!mfs_profile(map->type)->nparity || m == 1))
 			continue;

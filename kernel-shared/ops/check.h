@@ -73,7 +73,22 @@ struct mfs_check_ctl {
 	/* tree blocks reached by the walk (phase 3), used by phase 4 */
 	struct mfs_check_block *blocks;
 	u64 nr_blocks, max_blocks;
+	/* stale members: the chunks with a stripe placed on each since it fell behind */
+	struct mfs_check_stale *stale;
+	int nr_stale;
+	bool stale_loaded;
 };
+
+/*
+ * Can the copy that dev (stale or missing: NULL) holds in map of something
+ * written in generation gen be judged? A missing member's cannot (it is
+ * reported once, in phase 1); a stale member's can when it was written
+ * before the member fell behind, in a stripe placed there before too.
+ */
+bool mfs_check_copy_judged(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl,
+			   const struct mfs_chunk_map *map, const struct mfs_device *dev, u64 gen);
+/* Has map a stripe on a stale member? (A raid5/6 rebuild reading it proves nothing.) */
+bool mfs_chunk_has_stale(const struct mfs_chunk_map *map);
 
 /* What the progress callback's count reaches: used metadata, and data when verified. */
 u64 mfs_check_bytes_to_check(const struct mfs_fs_info *fs, bool data_csums);
