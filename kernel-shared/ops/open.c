@@ -441,7 +441,30 @@ static int read_chunk_tree(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 	return 0;
 }
 
-static int read_dev_extents(struct mfs_fs_info *fs)
+/*
+ * Something on the disks the open cannot use: a partial open (check,
+ * restore) notes it and goes on (0); any other fails with ret, saying
+ * what in ctl->detail for the command to print.
+ */
+static int open_problem(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl, int ret,
+			const char *fmt, ...)
+{
+	char msg[sizeof(ctl->detail) - 40];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (partial(fs)) {
+		mfs_note_problem(fs, "%s", msg);
+		return 0;
+	}
+	if (!ctl->detail[0])
+		snprintf(ctl->detail, sizeof(ctl->detail), "%s; 'mfs check' tells more", msg);
+	return ret;
+}
+
+static int read_dev_extents(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 {
 	struct mfs_key key = { 0, 0, 0 };
 	struct mfs_path path;
@@ -476,12 +499,11 @@ static int read_dev_extents(struct mfs_fs_info *fs)
 				if (ret == -EEXIST)
 					ret = -EUCLEAN;
 			}
-			if (ret == -EUCLEAN && partial(fs)) {
-				mfs_note_problem(fs, "device extent (devid %llu physical %llu) is invalid or overlaps another",
-						 (unsigned long long)key.objectid,
-						 (unsigned long long)key.offset);
-				ret = 0;
-			}
+			if (ret == -EUCLEAN)
+				ret = open_problem(fs, ctl, ret,
+						   "device extent (devid %llu physical %llu) is invalid or overlaps another",
+						   (unsigned long long)key.objectid,
+						   (unsigned long long)key.offset);
 			if (ret)
 				break;
 		}
@@ -534,7 +556,7 @@ void mfs_init_alloc_profiles(struct mfs_fs_info *fs)
 	}
 }
 
-static int read_roots(struct mfs_fs_info *fs)
+static int read_roots(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 {
 	static const struct { u64 id; const char *name; size_t off; } roots[] = {
 		{ MFS_EXTENT_TREE_OBJECTID, "extent", offsetof(struct mfs_fs_info, extent_root) },
@@ -551,11 +573,9 @@ static int read_roots(struct mfs_fs_info *fs)
 		ret = mfs_read_root(fs, roots[i].id, slot);
 		if (ret == -ENOENT)
 			ret = -EUCLEAN;
-		if (ret && partial(fs)) {
-			mfs_note_problem(fs, "%s tree root cannot be read: %s", roots[i].name,
-					 strerror(-ret));
-			ret = 0;
-		}
+		if (ret && ret != -ENOMEM)
+			ret = open_problem(fs, ctl, ret, "%s tree root cannot be read: %s",
+					   roots[i].name, strerror(-ret));
 		if (ret)
 			return ret;
 	}
@@ -758,23 +778,26 @@ static int load_chunks(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 }
 
 /* The root tree, the roots it names, dev extents and block groups. */
-static int load_trees(struct mfs_fs_info *fs)
+static int load_trees(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 {
 	int ret = mfs_load_root(fs, MFS_ROOT_TREE_OBJECTID, le64_to_cpu(fs->super.root),
 				fs->super.root_level, le64_to_cpu(fs->super.root_generation),
 				&fs->tree_root);
 
+	if (ret == -EUCLEAN || ret == -EIO)
+		snprintf(ctl->detail, sizeof(ctl->detail),
+			 "the root tree (block %llu) cannot be read: %s; 'mfs check' tells more",
+			 (unsigned long long)le64_to_cpu(fs->super.root), strerror(-ret));
 	if (!ret)
-		ret = read_roots(fs);
+		ret = read_roots(fs, ctl);
 	if (!ret && fs->dev_root)
-		ret = read_dev_extents(fs);
+		ret = read_dev_extents(fs, ctl);
 	if (ret)
 		return ret;
 	ret = fs->extent_root ? mfs_load_block_groups(fs) : 0;
-	if (ret == -EUCLEAN && partial(fs)) {
-		mfs_note_problem(fs, "block groups or extents in the extent tree are inconsistent");
-		ret = 0;
-	}
+	if (ret == -EUCLEAN)
+		ret = open_problem(fs, ctl, ret,
+				   "block groups or extents in the extent tree are inconsistent");
 	return ret;
 }
 
@@ -797,7 +820,7 @@ int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out)
 	if (!ret)
 		ret = check_missing(fs, ctl);
 	if (!ret)
-		ret = load_trees(fs);
+		ret = load_trees(fs, ctl);
 	if (!ret)
 		ret = catch_up_members(fs, ctl, &caught_up);
 	if (ret)

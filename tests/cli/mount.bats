@@ -868,3 +868,31 @@ PY
 	assert_failure 1
 	assert_output "ERROR: not a mounted mfs filesystem: $T"
 }
+
+# An open that fails on what the disks hold says what (it said only "is
+# corrupt and cannot be opened; run 'mfs check'").
+@test "mount of a filesystem with an unreadable tree names the tree and the block" {
+	make_images 2
+	mkdir -p "$T/mnt"
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	b=$(tree_root_bytenr "$T/img1" fs)
+	[ -n "$b" ]
+	while read -r devid phys; do
+		corrupt "$(path_of_devid "$devid")" $((phys + 300)) 64
+	done < <(physical_copies "$T/img1" "$b")
+	run --separate-stderr mfs mount "$T/img1" "$T/mnt"
+	assert_failure
+	assert_stderr_line "ERROR: fs tree root cannot be read: Structure needs cleaning; 'mfs check' tells more"
+	run is_mounted "$T/mnt"
+	assert_failure
+	# the root tree itself
+	make_images 2
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	b=$(super_field "$T/img1" root)
+	while read -r devid phys; do
+		corrupt "$(path_of_devid "$devid")" $((phys + 300)) 64
+	done < <(physical_copies "$T/img1" "$b")
+	run --separate-stderr mfs mount "$T/img1" "$T/mnt"
+	assert_failure
+	assert_stderr_regex "^ERROR: the root tree \(block $b\) cannot be read: .*; 'mfs check' tells more$"
+}
