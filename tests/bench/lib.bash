@@ -61,16 +61,22 @@ bench_loops() {
 
 now_ns() { date +%s%N; }
 
+# mount_members mfs|btrfs OPTIONS DEV...: the filesystem on DEV... at $mnt.
+mount_members() {
+	local fs=$1 opts=$2 d
+	shift 2
+	if [ "$fs" = mfs ]; then
+		"$mfs" mount -o "$opts" "$@" "$mnt" || die "mfs mount -o $opts failed"
+	else
+		for d in "${@:2}"; do opts="$opts,device=$d"; done
+		mount -t btrfs -o "$opts" "$1" "$mnt" || die "btrfs mount -o $opts failed"
+	fi
+	mounted=$fs
+}
+
 # mount_fs mfs|btrfs: the two loop devices on $mnt, noatime.
 mount_fs() {
-	if [ "$1" = mfs ]; then
-		"$mfs" mount -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
-			die "mfs mount failed"
-	else
-		mount -t btrfs -o noatime,device="${loops[1]}" "${loops[0]}" "$mnt" ||
-			die "btrfs mount failed"
-	fi
-	mounted=$1
+	mount_members "$1" noatime "${loops[0]}" "${loops[1]}"
 }
 
 # mkfs_fs mfs|btrfs PROFILE: data PROFILE, metadata raid1, on all of $loops.

@@ -109,18 +109,6 @@ write_files() {
 	done
 }
 
-mount_members() {	# mount_members FS OPTIONS DEV...
-	local fs=$1 opts=$2 d
-	shift 2
-	if [ "$fs" = mfs ]; then
-		"$mfs" mount -o "$opts" "$@" "$mnt" || die "mfs mount -o $opts failed"
-	else
-		for d in "${@:2}"; do opts="$opts,device=$d"; done
-		mount -t btrfs -o "$opts" "$1" "$mnt" || die "btrfs mount -o $opts failed"
-	fi
-	mounted=$fs
-}
-
 # setup FS PROFILE: the data on 3 members, then member 3 missing and the
 # filesystem mounted degraded on the other two
 setup() {

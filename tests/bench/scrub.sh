@@ -78,18 +78,6 @@ cold_caches() {
 
 members() { echo "${loops[@]:0:$(ndevs "$1")}"; }
 
-mount_members() {	# mount_members FS DEV...
-	local fs=$1 opts=noatime d
-	shift
-	if [ "$fs" = mfs ]; then
-		"$mfs" mount -o "$opts" "$@" "$mnt" || die "mfs mount failed"
-	else
-		for d in "${@:2}"; do opts="$opts,device=$d"; done
-		mount -t btrfs -o "$opts" "$1" "$mnt" || die "btrfs mount failed"
-	fi
-	mounted=$fs
-}
-
 setup() {	# setup FS PROFILE
 	local fs=$1 out=$tmp/mkfs.out i
 	# shellcheck disable=SC2046
@@ -100,14 +88,14 @@ setup() {	# setup FS PROFILE
 	else
 		mkfs.btrfs -f -q -d "$2" -m raid1 "${@:3}"
 	fi >"$out" 2>&1 || { cat "$out" >&2; die "mkfs of $fs failed"; }
-	mount_members "$fs" "${@:3}"
+	mount_members "$fs" noatime "${@:3}"
 	for ((i = 1; i <= nfiles; i++)); do
 		cp "$tmp/rand.bin" "$mnt/f$i" || die "writing the files on $fs failed"
 	done
 	if [ "$fs" = mfs ]; then "$mfs" filesystem sync "$mnt"; else sync -f "$mnt"; fi
 	bench_unmount
 	cold_caches
-	mount_members "$fs" "${@:3}"
+	mount_members "$fs" noatime "${@:3}"
 }
 
 declare -A WALL CHECK DEVBYTES LAT
