@@ -13,22 +13,16 @@
 # the suite.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${MFS_BUILD:-$top/build}
-mkfs=$build/mkfs.mfs
-replay=$build/tests/crash/replay
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
+crash_setup btree
 workload=$build/tests/crash/btree-workload
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-btree.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-export MFS_REGISTRY=$tmp/registry
 NTRANS=${MFS_CRASH_TRANSACTIONS:-20}
 # another value gives other workloads and crash points (for longer sweeps)
 SEED=${MFS_CRASH_SEED:-0}
 
 # crash points replayed per configuration in sampled mode (at least its commits)
 SAMPLE=${MFS_CRASH_SAMPLE:-30}
-
-# shellcheck source=tests/crash/lib.bash
-. "$top/tests/crash/lib.bash"
 
 # Globals set by setup: devs, work, maps, count.
 setup() {	# setup NDEV SEED MKFS-OPTIONS...

@@ -20,29 +20,12 @@
 # limit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${MFS_BUILD:-$top/build}
-mfs=$build/mfs
-mkfs=$build/mkfs.mfs
-replay=$build/tests/crash/replay
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-files.XXXXXX")
-export MFS_REGISTRY=$tmp/registry
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
+crash_setup files
 ROUNDS=${MFS_CRASH_ROUNDS:-12}
 # crash points replayed per configuration in sampled mode (at least its commits)
 SAMPLE=${MFS_CRASH_SAMPLE:-12}
-
-cleanup() {
-	local m
-	for m in "$tmp/mnt" "$tmp/vmnt"; do
-		if mountpoint -q "$m" 2>/dev/null; then
-			timeout 60 "$mfs" umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
-		fi
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# shellcheck source=tests/crash/lib.bash
-. "$top/tests/crash/lib.bash"
 # shellcheck source=tests/crash/workload.bash
 . "$top/tests/crash/workload.bash"
 

@@ -1,6 +1,7 @@
 # What every crash driver shares (sourced): TAP lines, the run mode, which
 # crash points a run replays and how many reorderings each gets, and the
-# facts a write log gives about its run. The caller sets replay.
+# facts a write log gives about its run. The caller sets top (the source
+# tree) and calls crash_setup.
 #
 # MFS_CRASH_MODE=full replays every crash point of every log (make
 # crash-test); the default, sampled, replays a seeded random sample of
@@ -22,6 +23,32 @@ CRASH_SEED=${MFS_CRASH_SEED:-0}
 # the system's python: a version manager's shim in PATH can take a second a start
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
+
+# crash_setup NAME: the build's programs ($mfs, $mkfs, $replay; MFS_BUILD
+# names the build, build/ by default), a temporary folder $tmp with $tmp/mnt
+# and a device registry of its own (only the images named here), removed on
+# exit with whatever is still mounted at $tmp/mnt or $tmp/vmnt unmounted.
+crash_setup() {
+	build=${MFS_BUILD:-$top/build}
+	mfs=$build/mfs
+	mkfs=$build/mkfs.mfs
+	replay=$build/tests/crash/replay
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-$1.XXXXXX")
+	export MFS_REGISTRY=$tmp/registry
+	mkdir -p "$tmp/mnt"
+	trap crash_cleanup EXIT
+}
+
+crash_cleanup() {
+	local m
+
+	for m in "$tmp/mnt" "$tmp/vmnt"; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			timeout 60 "$mfs" umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+		fi
+	done
+	rm -rf "$tmp"
+}
 
 tests=0
 failures=0

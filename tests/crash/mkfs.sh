@@ -14,17 +14,9 @@
 # while the wipe is in flight; nothing else. One TAP line per configuration.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${MFS_BUILD:-$top/build}
-mfs=$build/mfs
-mkfs=$build/mkfs.mfs
-replay=$build/tests/crash/replay
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-mkfs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-# only the images named here: no registry entries from elsewhere
-export MFS_REGISTRY=$tmp/registry
-
 # shellcheck source=tests/crash/lib.bash
 . "$top/tests/crash/lib.bash"
+crash_setup mkfs
 
 fsid_of() {	# prints the fsid in the superblock of an image, if any
 	"$mfs" inspect-internal dump-super "$1" 2>/dev/null | awk '$1 == "fsid" { print $2; exit }'

@@ -30,27 +30,13 @@
 # status says whether all passed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${MFS_BUILD:-$top/build}
-mfs=$build/mfs
-mkfs=$build/mkfs.mfs
-replay=$build/tests/crash/replay
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-restripe.XXXXXX")
-export MFS_REGISTRY=$tmp/registry
+# shellcheck source=tests/crash/lib.bash
+. "$top/tests/crash/lib.bash"
+crash_setup restripe
 # crash points replayed per configuration in sampled mode (at least one per commit)
 SAMPLE=${MFS_CRASH_SAMPLE:-10}
 # states drawn at random to resume per configuration in sampled mode, plus 2
 RESUMES=${MFS_CRASH_RESUMES:-3}
-cleanup() {
-	if mountpoint -q "$tmp/mnt" 2>/dev/null; then
-		timeout 60 "$mfs" umount "$tmp/mnt" 2>/dev/null || umount -l "$tmp/mnt" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-mkdir -p "$tmp/mnt"
-
-# shellcheck source=tests/crash/lib.bash
-. "$top/tests/crash/lib.bash"
 
 # The profiles of every block group type and the devices (devid:image
 # number) of the filesystem mounted at $tmp/mnt, on one line.
@@ -125,7 +111,9 @@ os.setxattr(sys.argv[1] + "/dir", "user.b", b"two")' "$tmp/mnt" || return 1
 # removes a missing member), nothing but that member being missing and the
 # copies on it unreadable
 check_clean() {
-	out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1) && return 0
+	check_rc=0
+	out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1) || check_rc=$?
+	[ "$check_rc" -eq 0 ] && return 0
 	[ -n "${MISSING_DEVID:-}" ] || return 1
 	! echo "$out" | grep '^ERROR' |
 		grep -vE "^ERROR: device $MISSING_DEVID is missing\$|\(on devid $MISSING_DEVID\): Input/output error\$" | grep -q .
@@ -134,8 +122,8 @@ check_clean() {
 verify_state() {	# verify_state IMAGE...
 	local out
 	if ! check_clean "$@"; then
-		echo "mfs check --check-data-csum is not clean"
-		echo "$out" | grep '^ERROR' | sed 's/^/# /' | head -10 >&2
+		echo "mfs check --check-data-csum is not clean (exit status $check_rc)"
+		{ echo "$out" | grep '^ERROR' || echo "$out" | tail -5; } | sed 's/^/# /' | head -10 >&2
 		return 1
 	fi
 	mount_images ro "$@" || { echo "read-only mount failed"; return 1; }
@@ -191,8 +179,8 @@ resume_state() {	# resume_state IMAGE...
 	fi
 	[ "$begun" = 1 ] && finished=1
 	if ! check_clean "$@"; then
-		echo "mfs check --check-data-csum is not clean after the resume"
-		echo "$out" | grep '^ERROR' | sed 's/^/# /' | head -10 >&2
+		echo "mfs check --check-data-csum is not clean after the resume (exit status $check_rc)"
+		{ echo "$out" | grep '^ERROR' || echo "$out" | tail -5; } | sed 's/^/# /' | head -10 >&2
 		return 1
 	fi
 }

@@ -23,25 +23,11 @@
 # replayed" comment (tests/reliability-report.sh).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${MFS_BUILD:-$top/build}
-mfs=$build/mfs
-mkfs=$build/mkfs.mfs
-replay=$build/tests/crash/replay
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-scrub.XXXXXX")
-export MFS_REGISTRY=$tmp/registry
-SAMPLE=${MFS_CRASH_SAMPLE:-4}
-RESUMES=${MFS_CRASH_RESUMES:-1}
-cleanup() {
-	if mountpoint -q "$tmp/mnt" 2>/dev/null; then
-		timeout 60 "$mfs" umount "$tmp/mnt" 2>/dev/null || umount -l "$tmp/mnt" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-mkdir -p "$tmp/mnt"
-
 # shellcheck source=tests/crash/lib.bash
 . "$top/tests/crash/lib.bash"
+crash_setup scrub
+SAMPLE=${MFS_CRASH_SAMPLE:-4}
+RESUMES=${MFS_CRASH_RESUMES:-1}
 
 mount_images() {	# mount_images OPTIONS IMAGE...
 	local opts=$1

@@ -14,28 +14,11 @@
 # device.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${MFS_BUILD:-$top/build}
-mfs=$build/mfs
-mkfs=$build/mkfs.mfs
-replay=$build/tests/crash/replay
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-crash-stale.XXXXXX")
-export MFS_REGISTRY=$tmp/registry
-ROUNDS=${MFS_CRASH_ROUNDS:-5}
-POINTS=${MFS_CRASH_STALE_POINTS:-4}
-
-cleanup() {
-	local m
-	for m in "$tmp/mnt" "$tmp/vmnt"; do
-		if mountpoint -q "$m" 2>/dev/null; then
-			timeout 60 "$mfs" umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
-		fi
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 # shellcheck source=tests/crash/lib.bash
 . "$top/tests/crash/lib.bash"
+crash_setup stale
+ROUNDS=${MFS_CRASH_ROUNDS:-5}
+POINTS=${MFS_CRASH_STALE_POINTS:-4}
 # shellcheck source=tests/crash/workload.bash
 . "$top/tests/crash/workload.bash"
 
