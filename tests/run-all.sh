@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, bats CLI tests (two files at a time,
-# MFS_BATS_JOBS),
-# crash-replay tests, the fault-injection sweep, the fsck corpus, the unit
+# MFS_BATS_JOBS), crash-replay tests (two at a time, MFS_CRASH_JOBS), the fault-injection sweep, the fsck corpus, the unit
 # tests again built with ASan+UBSan with the image fuzzer's corpus and
 # regression inputs replayed (tests/fuzz/: each once and 300 fixed
 # mutants of each), and the ThreadSanitizer race test.
@@ -107,57 +106,64 @@ run_units() {
 	done
 }
 
-# Bats files run BATS_JOBS at a time (each test works in its own
-# directory with its own registry, loop devices and mounts); 1: one after
-# the other. The files are dealt out to the lanes in turn, each lane runs
-# its files one after the other, and the results are shown and tallied
-# file by file in name order once all lanes are done.
+# Bats files run BATS_JOBS at a time, the crash replay drivers CRASH_JOBS
+# at a time (each test and driver works in its own directory with its own
+# registry, loop devices and mounts); 1: one after the other.
 BATS_JOBS=${MFS_BATS_JOBS:-2}
+CRASH_JOBS=${MFS_CRASH_JOBS:-2}
 
-# bats_lane LOGDIR FILE...: each FILE's TAP output and exit status into LOGDIR.
-bats_lane() {
-	local dir=$1 t rc name
-	shift
+# lane DIR SECONDS CMD FILE...: run "CMD FILE" for each FILE no other lane
+# has taken yet (a mkdir in DIR claims it), its output and exit status
+# into DIR.
+lane() {
+	local dir=$1 secs=$2 cmd=$3 t name rc
+	shift 3
 
 	for t in "$@"; do
 		name=$(basename "$t")
+		mkdir "$dir/$name.taken" 2>/dev/null || continue
 		rc=0
-		timeout -k 30 "$TIMEOUT_BATS" bats --tap "$t" >"$dir/$name.log" 2>&1 || rc=$?
+		# shellcheck disable=SC2086
+		timeout -k 30 "$secs" $cmd "$t" >"$dir/$name.log" 2>&1 || rc=$?
 		echo "$rc" >"$dir/$name.rc"
 	done
 }
 
-run_bats_files() {
-	local dir i t name rc lanes=() pids=()
+# run_lanes JOBS SECONDS PREFIX CMD FILE...: "CMD FILE" for every FILE,
+# JOBS at a time: each lane takes the next file not yet taken, the largest
+# files first (roughly the longest, so that no lane is left with a long
+# one at the end). The results are shown and tallied file by file in the
+# order given once all lanes are done.
+run_lanes() {
+	local jobs=$1 secs=$2 prefix=$3 cmd=$4 dir i t name rc files=() order=() pids=()
+	shift 4
 
-	dir=$(mktemp -d)
-	for ((i = 0; i < BATS_JOBS; i++)); do
-		lanes[i]=""
-	done
-	i=0
 	for t in "$@"; do
-		[ -f "$t" ] || continue
-		lanes[i]="${lanes[i]} $t"
-		i=$(((i + 1) % BATS_JOBS))
+		[ -f "$t" ] && files+=("$t")
 	done
-	for ((i = 0; i < BATS_JOBS; i++)); do
-		# shellcheck disable=SC2086
-		bats_lane "$dir" ${lanes[i]} &
+	[ ${#files[@]} -gt 0 ] || return 0
+	dir=$(mktemp -d)
+	mapfile -t order < <(ls -S "${files[@]}")
+	for ((i = 0; i < jobs; i++)); do
+		lane "$dir" "$secs" "$cmd" "${order[@]}" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
-	for t in "$@"; do
-		[ -f "$t" ] || continue
+	for t in "${files[@]}"; do
 		name=$(basename "$t")
 		rc=$(cat "$dir/$name.rc" 2>/dev/null || echo 1)
 		[ -f "$dir/$name.log" ] || : >"$dir/$name.log"
-		cat "$dir/$name.log" 2>/dev/null
+		cat "$dir/$name.log"
 		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-			echo "# cli/$name: stopped after ${TIMEOUT_BATS}s"
+			echo "# $prefix/$name: stopped after ${secs}s"
 		fi
-		tally "cli/$name" "$dir/$name.log" "$rc"
+		tally "$prefix/$name" "$dir/$name.log" "$rc"
 	done
 	rm -rf "$dir"
+}
+
+run_bats_files() {
+	run_lanes "$BATS_JOBS" "$TIMEOUT_BATS" cli "bats --tap" "$@"
 }
 
 summary() {
@@ -189,11 +195,8 @@ main() {
 	echo "== unit tests"
 	run_units build unit
 
-	echo "== crash replay tests"
-	for t in tests/crash/*.sh; do
-		[ -f "$t" ] || continue
-		run_tap "crash/$(basename "$t")" "$TIMEOUT_CRASH" bash "$t"
-	done
+	echo "== crash replay tests ($CRASH_JOBS at a time)"
+	run_lanes "$CRASH_JOBS" "$TIMEOUT_CRASH" crash bash tests/crash/*.sh
 
 	echo "== fault injection sweep (sampled)"
 	run_tap "fault/sweep.sh" "$TIMEOUT_FAULT" bash tests/fault/sweep.sh
