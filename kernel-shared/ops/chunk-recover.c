@@ -328,23 +328,29 @@ static enum verdict parity_holds(struct rc_state *st, struct mfs_chunk_map *map,
 	return v;
 }
 
-/* The probe copies perm puts on present members: all a right order can find. */
-static int reachable(struct rc_state *st, struct rc_dev_extent **ext, const struct probe *p,
-		     int np, const int *perm)
+/*
+ * With a member missing: does perm put no probe copy on a present member
+ * that does not hold it? (Copies it puts on a missing one cannot be told.)
+ */
+static bool consistent(struct rc_state *st, struct rc_dev_extent **ext, const struct probe *p,
+		       int np, const int *perm)
 {
-	int i, c, r = 0;
+	int i, c;
 
 	for (i = 0; i < np; i++)
-		for (c = 0; c < p[i].io.ncopies; c++)
-			r += !ext_missing(st, ext[perm[p[i].io.stripe[c]]]);
-	return r;
+		for (c = 0; c < p[i].io.ncopies; c++) {
+			int j = perm[p[i].io.stripe[c]];
+
+			if (!p[i].hit[j] && !ext_missing(st, ext[j]))
+				return false;
+		}
+	return true;
 }
 
-/* What choose_order found: the orders that fit, and whether parity told them. */
+/* What choose_order_missing found: the orders that fit. */
 struct fit {
-	int nbest;		/* orders with the best score */
-	int nfit;		/* ... whose parity does not fail */
-	bool unchecked;		/* ... some of them only because it could not be checked */
+	int nfit;		/* consistent orders whose parity does not fail (counted to 2) */
+	bool unchecked;		/* ... some only because it could not be checked */
 };
 
 /*
@@ -353,20 +359,12 @@ struct fit {
  * answer only when every probe copy was found and every probe the chunk
  * has was tried: they then differ only where nothing checksummed lies, so
  * each reads every sector the same. Else a tie is no answer.
- *
- * With a member missing, the copies on it cannot be found and a raid5/6
- * row whose parity strips are all needed to stand in for it cannot be
- * checked: every order that fits is counted, and several are an answer
- * only when parity held for each (else, say, P and the missing column may
- * be swapped) and each finds every copy it puts on the members present.
  */
 static bool choose_order(struct rc_state *st, struct mfs_chunk_map *map,
-			 struct rc_dev_extent **ext, const struct probe *p, int np, int *order,
-			 int nmissing, struct fit *fit)
+			 struct rc_dev_extent **ext, const struct probe *p, int np, int *order)
 {
-	int n = map->num_stripes, perm[RC_MAX_STRIPES], i, copies = 0;
+	int n = map->num_stripes, perm[RC_MAX_STRIPES], i, nbest = 0, copies = 0;
 	int best = best_score(p, np, n, map->sub_stripes);
-	enum verdict v;
 	bool chosen = false;
 
 	for (i = 0; i < np; i++)
@@ -376,25 +374,47 @@ static bool choose_order(struct rc_state *st, struct mfs_chunk_map *map,
 	do {
 		if (!canonical(perm, n, map->sub_stripes) || score(p, np, perm) != best)
 			continue;
-		fit->nbest++;
-		if (chosen && !nmissing)
-			continue;
-		v = parity_holds(st, map, ext, perm, p, np);
-		if (v == PARITY_FAILS)
-			continue;
-		fit->nfit++;
-		fit->unchecked |= v == PARITY_UNCHECKED;
-		if (!chosen) {
+		nbest++;
+		if (!chosen && parity_holds(st, map, ext, perm, p, np) == PARITY_HOLDS) {
 			memcpy(order, perm, n * sizeof(*order));
 			chosen = true;
 		}
 	} while (next_permutation(perm, n));
-	if (!best || !chosen)
-		return false;
-	if (nmissing)
-		return fit->nfit == 1 ||
-		       (!fit->unchecked && np < MAX_PROBES && best == reachable(st, ext, p, np, order));
-	return fit->nbest == 1 || (best == copies && np < MAX_PROBES);
+	return best && chosen && (nbest == 1 || (best == copies && np < MAX_PROBES));
+}
+
+/*
+ * With a member missing the most probe copies found is no guide: the true
+ * order finds none of those on the missing member, while a wrong one may
+ * find them on a parity strip that holds the same bytes (a row with one
+ * data column written). An order is kept when every probe copy it puts on
+ * a present member is there and its parity does not fail; a raid5/6 row
+ * is checked only when a parity strip is left over once the missing
+ * columns are rebuilt. Only one such order is an answer: two may differ
+ * in where the missing member's stripe goes (P and the missing column of
+ * a raid5 row where nothing checksummed lies on it, say), which nothing
+ * present can tell.
+ */
+static bool choose_order_missing(struct rc_state *st, struct mfs_chunk_map *map,
+				 struct rc_dev_extent **ext, const struct probe *p, int np,
+				 int *order, struct fit *fit)
+{
+	int n = map->num_stripes, perm[RC_MAX_STRIPES], i;
+	enum verdict v;
+
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	do {
+		if (!canonical(perm, n, map->sub_stripes) || !consistent(st, ext, p, np, perm))
+			continue;
+		v = parity_holds(st, map, ext, perm, p, np);
+		if (v == PARITY_FAILS)
+			continue;
+		fit->unchecked |= v == PARITY_UNCHECKED;
+		if (!fit->nfit++)
+			memcpy(order, perm, n * sizeof(*order));
+	} while (fit->nfit < 2 && next_permutation(perm, n));
+	return fit->nfit == 1;
 }
 
 static void why_no_order(struct rc_state *st, const struct mfs_chunk_map *map, int np,
@@ -402,15 +422,15 @@ static void why_no_order(struct rc_state *st, const struct mfs_chunk_map *map, i
 {
 	const char *what = (map->type & MFS_BLOCK_GROUP_DATA) ? "checksummed sectors" : "tree blocks";
 
-	if (!nmissing || fit->nfit < 2) {
+	if (!nmissing || !fit->nfit) {
 		rc_why(st, "the stripe order of %s chunk %llu cannot be told%s: the %d %s found there fit no single order whose parity holds",
 		       mfs_profile_ui_name(map->type), (unsigned long long)map->logical,
 		       nmissing ? " with a member missing" : "", np, what);
 		return;
 	}
-	rc_why(st, "the stripe order of %s chunk %llu cannot be told with device%s %s missing: %d orders fit the %d %s found there: %s; bring the device%s back to rebuild the chunk tree",
+	rc_why(st, "the stripe order of %s chunk %llu cannot be told with device%s %s missing: several orders fit the %d %s found there: %s; bring the device%s back to rebuild the chunk tree",
 	       mfs_profile_ui_name(map->type), (unsigned long long)map->logical,
-	       nmissing > 1 ? "s" : "", missing, fit->nfit, np, what,
+	       nmissing > 1 ? "s" : "", missing, np, what,
 	       nmissing > 1 ? "nothing on the members present tells the missing stripes apart" :
 	       fit->unchecked ? "the parity that would tell them apart cannot be checked without it (its stripe and a parity strip may be swapped)" :
 	       "nothing found there tells them apart",
@@ -442,7 +462,8 @@ static int probe_order(struct rc_state *st, struct mfs_chunk_map *map,
 	np = collect_probes(st, map, ext, p);
 	nmissing = count_missing(st, ext, n, missing, sizeof(missing));
 	/* nothing found in it: no live data or block, any order reads the same */
-	ok = !np || choose_order(st, map, ext, p, np, order, nmissing, &fit);
+	ok = !np || (nmissing ? choose_order_missing(st, map, ext, p, np, order, &fit) :
+		     choose_order(st, map, ext, p, np, order));
 	free(p);
 	if (!ok) {
 		why_no_order(st, map, np, nmissing, missing, &fit);

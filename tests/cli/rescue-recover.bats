@@ -245,14 +245,35 @@ refused_without() {
 	assert_success
 }
 
+# stripes_of IMG PROFILE: the stripes (devid, offset) of the data chunks of PROFILE
+stripes_of() {
+	mfs inspect-internal dump-tree -t chunk "$1" |
+		awk -v t="Data|$2" '/CHUNK_ITEM|DEV_ITEM/ { on = 0 } $NF == t { on = 1 } on && $1 == "stripe"'
+}
+
 @test "rescue chunk-recover: raid5, one of three missing: the order told without parity; the member back" {
 	make_fs 3 raid5 raid1c3
+	stripes_of "$T/img1" RAID5 >"$T/stripes"
 	recover_without 3 3
 	assert_line --regexp '^chunk [0-9]+: stripe order told from [0-9]+ checksummed sectors$'
+	diff -u "$T/stripes" <(stripes_of "$T/img1" RAID5)
 	degraded_intact 3
 	bring_back 3
 	files_intact $(imgs 3)
 	run mfs check --check-data-csum $(imgs 3)
+	assert_success
+}
+
+@test "rescue chunk-recover: raid6, one of four missing: the rows checked through the missing column" {
+	make_fs 4 raid6 raid1c3
+	stripes_of "$T/img1" RAID6 >"$T/stripes"
+	recover_without 4 1
+	assert_line --regexp '^chunk [0-9]+: stripe order told from [0-9]+ checksummed sectors$'
+	diff -u "$T/stripes" <(stripes_of "$T/img2" RAID6)
+	degraded_intact 1
+	bring_back 1
+	files_intact $(imgs 4)
+	run mfs check --check-data-csum $(imgs 4)
 	assert_success
 }
 
@@ -302,13 +323,20 @@ refused_without() {
 	# raid6, two missing, no surviving chunk item: nothing tells their stripes apart
 	make_fs 4 raid6 raid1c4
 	refused_without 4 3 4
-	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID6 chunk [0-9]+ cannot be told with devices 3, 4 missing: 2 orders fit the [0-9]+ checksummed sectors found there: nothing on the members present tells the missing stripes apart; bring the devices back to rebuild the chunk tree$"
+	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID6 chunk [0-9]+ cannot be told with devices 3, 4 missing: several orders fit the [0-9]+ checksummed sectors found there: nothing on the members present tells the missing stripes apart; bring the devices back to rebuild the chunk tree$"
 
 	# raid5, one data column used: P and the missing column look alike, parity is no help
 	rm -f "$T"/img* "$T"/away* "$MFS_REGISTRY"
 	small_parity_fs 3 raid5 raid1c3
 	refused_without 3 3
-	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID5 chunk [0-9]+ cannot be told with device 3 missing: [0-9]+ orders fit the 1 checksummed sectors found there: the parity that would tell them apart cannot be checked without it \(its stripe and a parity strip may be swapped\); bring the device back to rebuild the chunk tree$"
+	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID5 chunk [0-9]+ cannot be told with device 3 missing: several orders fit the 1 checksummed sectors found there: the parity that would tell them apart cannot be checked without it \(its stripe and a parity strip may be swapped\); bring the device back to rebuild the chunk tree$"
+
+	# raid6, the written column missing: P and Q hold its bytes, so orders that
+	# put P or Q in its place find it too and their parity holds
+	rm -f "$T"/img* "$T"/away* "$MFS_REGISTRY"
+	small_parity_fs 4 raid6 raid1c3
+	refused_without 4 1
+	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID6 chunk [0-9]+ cannot be told with device 1 missing: several orders fit the 1 checksummed sectors found there: nothing found there tells them apart; bring the device back to rebuild the chunk tree$"
 }
 
 @test "rescue chunk-recover: the device tree lost too: refused, says which block, nothing written" {
