@@ -172,7 +172,9 @@ static const char * const cmd_rescue_chunk_recover_usage[] = {
 	"Recover the chunk tree by scanning the devices one by one. Every",
 	"device is read end to end for tree blocks; each block group of the",
 	"extent tree and the device extents of its chunk make a chunk again.",
-	"Every member must be present.",
+	"With members missing, the stripes of each are kept (its uuid and size",
+	"from surviving chunk and device items) when every chunk can be read",
+	"and ordered without it; mount with -o degraded afterwards.",
 	"",
 	OPTLINE("-y|--yes", "assume an answer of 'yes' to all questions"),
 	OPTLINE("-v|--verbose", "print every chunk rebuilt and what the scan found"),
@@ -230,6 +232,9 @@ static int cmd_rescue_chunk_recover(const struct cmd_struct *cmd, int argc, char
 	mfs_free_fs_info(fs);
 	printf("Rebuilt %d chunk(s) from %llu tree block copies: %d in the order of a surviving chunk item, %d in the order the blocks and data found bear out\n",
 	       rc.nr_chunks, (unsigned long long)rc.tree_blocks, rc.nr_kept, rc.nr_probed);
+	if (rc.nr_missing)
+		printf("Kept the stripes of %d missing device(s): mount with -o degraded until they are back, replaced or deleted\n",
+		       rc.nr_missing);
 	fflush(stdout);
 	if (!yes && !ask_yes(stdout, "We are going to rebuild the chunk tree on disk, it might destroy the old metadata on the disk, Are you sure?")) {
 		printf("Chunk tree recovery aborted\n");

@@ -41,6 +41,12 @@ struct rc_hint {
 	u8 *item;		/* struct mfs_chunk + stripes */
 };
 
+/* A device item that survives in an old chunk tree leaf: a missing member's uuid and size. */
+struct rc_dev_hint {
+	u64 generation;
+	struct mfs_dev_item item;
+};
+
 /* One sector's checksum, to tell the stripe order of a data chunk. */
 struct rc_csum {
 	u64 logical;
@@ -59,9 +65,11 @@ struct rc_state {
 	RC_ARRAY(struct rc_dev_extent, dexts);
 	RC_ARRAY(struct rc_bg, bgs);
 	RC_ARRAY(struct rc_hint, hints);
+	RC_ARRAY(struct rc_dev_hint, dev_hints);
 	RC_ARRAY(struct rc_csum, csums);
 	u64 root_bytenr[8], root_gen[8];	/* ROOT_ITEMs, by tree id */
 	int root_level[8];
+	char missing_why[512];	/* what of a missing member cannot be learnt (else "") */
 };
 
 void rc_say(struct rc_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -75,7 +83,20 @@ u64 rc_first_block(const struct rc_state *st, u64 bytenr);
 int rc_scan_devices(struct rc_state *st);
 /* The root tree, then the device, extent and csum trees, through the blocks found. */
 int rc_read_trees(struct rc_state *st);
-/* Chunk items of the chunk tree leaves found (any generation) and of the system array. */
+/*
+ * Chunk and device items of the chunk tree leaves found (any generation)
+ * and the chunk items of the system array.
+ */
 int rc_collect_hints(struct rc_state *st);
+
+/* chunk-missing.c */
+/*
+ * Each member holding device extents that is not present, as a missing
+ * device: its uuid and size from surviving chunk and device items and
+ * the superblock's total. What cannot be learnt waits in missing_why.
+ */
+int rc_add_missing(struct rc_state *st);
+/* -ENODEV (rc->why says why) when a missing member's uuid or size is not known. */
+int rc_missing_known(struct rc_state *st);
 
 #endif

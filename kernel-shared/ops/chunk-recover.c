@@ -29,7 +29,10 @@ static int cmp_dext(const void *a, const void *b)
 	return x->physical < y->physical ? -1 : x->physical > y->physical;
 }
 
-/* Stripe i of map gets extent ext[order[i]], with its device's uuid. */
+/*
+ * Stripe i of map gets extent ext[order[i]], with its device's uuid; the
+ * stripe of a missing member keeps its place with no device to read.
+ */
 static void place_stripes(struct rc_state *st, struct mfs_chunk_map *map,
 			  struct rc_dev_extent **ext, const int *order)
 {
@@ -37,13 +40,39 @@ static void place_stripes(struct rc_state *st, struct mfs_chunk_map *map,
 
 	for (i = 0; i < map->num_stripes; i++) {
 		struct mfs_map_stripe *s = &map->stripes[i];
+		struct mfs_device *dev = mfs_find_device(st->fs, ext[order[i]]->devid);
 
 		s->devid = ext[order[i]]->devid;
 		s->physical = ext[order[i]]->physical;
-		s->dev = mfs_find_device(st->fs, s->devid);
-		if (s->dev)
-			memcpy(s->dev_uuid, s->dev->uuid, MFS_UUID_SIZE);
+		s->dev = dev && !dev->missing ? dev : NULL;
+		if (dev)
+			memcpy(s->dev_uuid, dev->uuid, MFS_UUID_SIZE);
 	}
+}
+
+static bool ext_missing(struct rc_state *st, const struct rc_dev_extent *e)
+{
+	struct mfs_device *dev = mfs_find_device(st->fs, e->devid);
+
+	return !dev || dev->missing;
+}
+
+/* How many of a chunk's extents lie on missing members; their devids listed in out. */
+static int count_missing(struct rc_state *st, struct rc_dev_extent **ext, int n, char *out,
+			 size_t len)
+{
+	int i, k = 0, pos = 0;
+
+	out[0] = 0;
+	for (i = 0; i < n; i++) {
+		if (!ext_missing(st, ext[i]))
+			continue;
+		if (pos < (int)len)
+			pos += snprintf(out + pos, len - pos, "%s%llu", k ? ", " : "",
+					(unsigned long long)ext[i]->devid);
+		k++;
+	}
+	return k;
 }
 
 /* A surviving chunk item of this chunk naming exactly these extents: its order. */
@@ -210,59 +239,119 @@ static bool read_sector(const struct mfs_map_stripe *s, u64 rel, u8 *buf)
 	return s->dev && s->dev->io && !mfs_io_read(s->dev->io, buf, MFS_SECTOR, s->physical + rel);
 }
 
-/* One row of a raid5/6 chunk at rel: its data columns, then P and Q as read and as made. */
-static bool row_parity_holds(const struct mfs_chunk_map *map, const struct mfs_io_map *io,
-			     u64 rel, int nparity, u8 *buf)
-{
-	int n = map->num_stripes, ndata = n - nparity, d;
-	void *blocks[MAX_ORDERED_STRIPES];
+/* What the parity of a row says of an order. */
+enum verdict {
+	PARITY_FAILS,
+	PARITY_HOLDS,
+	PARITY_UNCHECKED,	/* as many columns missing as there are parity strips */
+};
 
-	for (d = 0; d < ndata; d++) {
-		blocks[d] = buf + d * MFS_SECTOR;
-		if (!read_sector(&map->stripes[(d + io->row % n) % n], rel, blocks[d]))
-			return false;
+/* The stripe column c of a raid5/6 row lies on: data 0..ndata-1, then P, then Q. */
+static int column_stripe(const struct mfs_chunk_map *map, const struct mfs_io_map *io,
+			 int ndata, int c)
+{
+	if (c < ndata)
+		return (c + io->row % map->num_stripes) % map->num_stripes;
+	return c == ndata ? io->p_stripe : io->q_stripe;
+}
+
+/*
+ * One row of a raid5/6 chunk at rel: its data columns, P and Q as read
+ * (n sectors), the parity the data makes after them. A column on a
+ * missing member is rebuilt from the others when a parity strip is left
+ * over to check the result with; else the row cannot be checked.
+ */
+static enum verdict row_parity(const struct mfs_chunk_map *map, const struct mfs_io_map *io,
+			       u64 rel, int nparity, u8 *buf)
+{
+	int n = map->num_stripes, ndata = n - nparity, c, nfailed = 0;
+	void *blocks[MAX_ORDERED_STRIPES], *made[MAX_ORDERED_STRIPES];
+	int failed[MAX_ORDERED_STRIPES];
+
+	for (c = 0; c < n; c++) {
+		const struct mfs_map_stripe *s = &map->stripes[column_stripe(map, io, ndata, c)];
+
+		blocks[c] = made[c] = buf + c * MFS_SECTOR;
+		if (!s->dev)
+			failed[nfailed++] = c;
+		else if (!read_sector(s, rel, blocks[c]))
+			return PARITY_FAILS;
 	}
-	for (d = 0; d < nparity; d++)
-		blocks[ndata + d] = buf + (n + d) * MFS_SECTOR;	/* made here */
-	if (mfs_raid56_gen(ndata, nparity, MFS_SECTOR, blocks))
-		return false;
-	if (!read_sector(&map->stripes[io->p_stripe], rel, buf + ndata * MFS_SECTOR) ||
-	    memcmp(buf + ndata * MFS_SECTOR, blocks[ndata], MFS_SECTOR))
-		return false;
-	return nparity < 2 ||
-	       (read_sector(&map->stripes[io->q_stripe], rel, buf + (ndata + 1) * MFS_SECTOR) &&
-		!memcmp(buf + (ndata + 1) * MFS_SECTOR, blocks[ndata + 1], MFS_SECTOR));
+	if (nfailed >= nparity)
+		return PARITY_UNCHECKED;
+	if (nfailed && mfs_raid56_rebuild(ndata, nparity, MFS_SECTOR, blocks, nfailed, failed))
+		return PARITY_FAILS;
+	for (c = 0; c < nparity; c++)
+		made[ndata + c] = buf + (n + c) * MFS_SECTOR;
+	if (mfs_raid56_gen(ndata, nparity, MFS_SECTOR, made))
+		return PARITY_FAILS;
+	for (c = ndata; c < n; c++)
+		if (memcmp(blocks[c], made[c], MFS_SECTOR))
+			return PARITY_FAILS;
+	return PARITY_HOLDS;
 }
 
 /*
  * raid5/6 in the order perm: P (and Q) of each probe's row are what the
  * row's data columns make at the probe's offset. What tells the parity
- * strips from a data column no probe lies in, and P from Q. Other
- * profiles: true.
+ * strips from a data column no probe lies in, and P from Q. Unchecked if
+ * some row cannot be checked (a member missing) and none fails. Other
+ * profiles: it holds.
  */
-static bool parity_holds(struct rc_state *st, struct mfs_chunk_map *map,
-			 struct rc_dev_extent **ext, const int *perm, const struct probe *p, int np)
+static enum verdict parity_holds(struct rc_state *st, struct mfs_chunk_map *map,
+				 struct rc_dev_extent **ext, const int *perm,
+				 const struct probe *p, int np)
 {
 	int nparity = mfs_profile(map->type)->nparity, i;
-	bool ok = true;
+	enum verdict v = PARITY_HOLDS, row;
 	u8 *buf;
 
 	if (!nparity)
-		return true;
+		return PARITY_HOLDS;
 	buf = malloc((map->num_stripes + nparity) * MFS_SECTOR);
 	if (!buf)
-		return false;
+		return PARITY_FAILS;
 	place_stripes(st, map, ext, perm);
-	for (i = 0; i < np && ok; i++) {
+	for (i = 0; i < np && v != PARITY_FAILS; i++) {
 		struct mfs_io_map io;
 
-		ok = !mfs_map_block(map, p[i].logical, &io) && io.p_stripe >= 0 &&
-		     row_parity_holds(map, &io, io.physical[0] - map->stripes[io.stripe[0]].physical,
-				      nparity, buf);
+		if (mfs_map_block(map, p[i].logical, &io) || io.p_stripe < 0) {
+			v = PARITY_FAILS;
+			break;
+		}
+		row = row_parity(map, &io, io.physical[0] - map->stripes[io.stripe[0]].physical,
+				 nparity, buf);
+		if (row != PARITY_HOLDS)
+			v = row;
 	}
 	free(buf);
-	return ok;
+	return v;
 }
+
+/*
+ * With a member missing: does perm put no probe copy on a present member
+ * that does not hold it? (Copies it puts on a missing one cannot be told.)
+ */
+static bool consistent(struct rc_state *st, struct rc_dev_extent **ext, const struct probe *p,
+		       int np, const int *perm)
+{
+	int i, c;
+
+	for (i = 0; i < np; i++)
+		for (c = 0; c < p[i].io.ncopies; c++) {
+			int j = perm[p[i].io.stripe[c]];
+
+			if (!p[i].hit[j] && !ext_missing(st, ext[j]))
+				return false;
+		}
+	return true;
+}
+
+/* What choose_order_missing found: the orders that fit. */
+struct fit {
+	int nfit;		/* consistent orders whose parity does not fail (counted to 2) */
+	bool unchecked;		/* ... some only because it could not be checked */
+};
 
 /*
  * Of the orders in which the most probe copies are found where the chunk
@@ -286,7 +375,7 @@ static bool choose_order(struct rc_state *st, struct mfs_chunk_map *map,
 		if (!canonical(perm, n, map->sub_stripes) || score(p, np, perm) != best)
 			continue;
 		nbest++;
-		if (!chosen && parity_holds(st, map, ext, perm, p, np)) {
+		if (!chosen && parity_holds(st, map, ext, perm, p, np) == PARITY_HOLDS) {
 			memcpy(order, perm, n * sizeof(*order));
 			chosen = true;
 		}
@@ -294,12 +383,68 @@ static bool choose_order(struct rc_state *st, struct mfs_chunk_map *map,
 	return best && chosen && (nbest == 1 || (best == copies && np < MAX_PROBES));
 }
 
+/*
+ * With a member missing the most probe copies found is no guide: the true
+ * order finds none of those on the missing member, while a wrong one may
+ * find them on a parity strip that holds the same bytes (a row with one
+ * data column written). An order is kept when every probe copy it puts on
+ * a present member is there and its parity does not fail; a raid5/6 row
+ * is checked only when a parity strip is left over once the missing
+ * columns are rebuilt. Only one such order is an answer: two may differ
+ * in where the missing member's stripe goes (P and the missing column of
+ * a raid5 row where nothing checksummed lies on it, say), which nothing
+ * present can tell.
+ */
+static bool choose_order_missing(struct rc_state *st, struct mfs_chunk_map *map,
+				 struct rc_dev_extent **ext, const struct probe *p, int np,
+				 int *order, struct fit *fit)
+{
+	int n = map->num_stripes, perm[RC_MAX_STRIPES], i;
+	enum verdict v;
+
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	do {
+		if (!canonical(perm, n, map->sub_stripes) || !consistent(st, ext, p, np, perm))
+			continue;
+		v = parity_holds(st, map, ext, perm, p, np);
+		if (v == PARITY_FAILS)
+			continue;
+		fit->unchecked |= v == PARITY_UNCHECKED;
+		if (!fit->nfit++)
+			memcpy(order, perm, n * sizeof(*order));
+	} while (fit->nfit < 2 && next_permutation(perm, n));
+	return fit->nfit == 1;
+}
+
+static void why_no_order(struct rc_state *st, const struct mfs_chunk_map *map, int np,
+			 int nmissing, const char *missing, const struct fit *fit)
+{
+	const char *what = (map->type & MFS_BLOCK_GROUP_DATA) ? "checksummed sectors" : "tree blocks";
+
+	if (!nmissing || !fit->nfit) {
+		rc_why(st, "the stripe order of %s chunk %llu cannot be told%s: the %d %s found there fit no single order whose parity holds",
+		       mfs_profile_ui_name(map->type), (unsigned long long)map->logical,
+		       nmissing ? " with a member missing" : "", np, what);
+		return;
+	}
+	rc_why(st, "the stripe order of %s chunk %llu cannot be told with device%s %s missing: several orders fit the %d %s found there: %s; bring the device%s back to rebuild the chunk tree",
+	       mfs_profile_ui_name(map->type), (unsigned long long)map->logical,
+	       nmissing > 1 ? "s" : "", missing, np, what,
+	       nmissing > 1 ? "nothing on the members present tells the missing stripes apart" :
+	       fit->unchecked ? "the parity that would tell them apart cannot be checked without it (its stripe and a parity strip may be swapped)" :
+	       "nothing found there tells them apart",
+	       nmissing > 1 ? "s" : "");
+}
+
 /* The stripe order told by where the tree blocks or checksummed sectors lie. */
 static int probe_order(struct rc_state *st, struct mfs_chunk_map *map,
 		       struct rc_dev_extent **ext, int *order)
 {
 	const char *what = (map->type & MFS_BLOCK_GROUP_DATA) ? "checksummed sectors" : "tree blocks";
-	int n = map->num_stripes, i, np;
+	int n = map->num_stripes, i, np, nmissing;
+	struct fit fit = { 0 };
+	char missing[64];
 	struct probe *p;
 	bool ok;
 
@@ -315,11 +460,13 @@ static int probe_order(struct rc_state *st, struct mfs_chunk_map *map,
 		order[i] = i;
 	place_stripes(st, map, ext, order);
 	np = collect_probes(st, map, ext, p);
-	ok = !np || choose_order(st, map, ext, p, np, order);
+	nmissing = count_missing(st, ext, n, missing, sizeof(missing));
+	/* nothing found in it: no live data or block, any order reads the same */
+	ok = !np || (nmissing ? choose_order_missing(st, map, ext, p, np, order, &fit) :
+		     choose_order(st, map, ext, p, np, order));
 	free(p);
 	if (!ok) {
-		rc_why(st, "the stripe order of %s chunk %llu cannot be told: the %d %s found there fit no single order whose parity holds",
-		       mfs_profile_ui_name(map->type), (unsigned long long)map->logical, np, what);
+		why_no_order(st, map, np, nmissing, missing, &fit);
 		return -EUCLEAN;
 	}
 	if (np)
@@ -378,6 +525,21 @@ static int validate(struct rc_state *st, const struct mfs_chunk_map *map,
 	return ret;
 }
 
+/*
+ * More of the chunk's stripes on missing members than any order of them
+ * could read around (raid10: more than it has mirror sets)? Its order is
+ * not looked for: the chunk is refused with the others that cannot be read.
+ */
+static bool surely_unreadable(struct rc_state *st, const struct mfs_chunk_map *map,
+			      struct rc_dev_extent **ext)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int most = a->sub_stripes > 1 ? map->num_stripes / a->sub_stripes : a->tolerated_failures;
+	char devids[64];
+
+	return count_missing(st, ext, map->num_stripes, devids, sizeof(devids)) > most;
+}
+
 static int order_stripes(struct rc_state *st, struct mfs_chunk_map *map,
 			 struct rc_dev_extent **ext, int *order)
 {
@@ -390,6 +552,8 @@ static int order_stripes(struct rc_state *st, struct mfs_chunk_map *map,
 	}
 	for (i = 0; i < map->num_stripes; i++)
 		order[i] = i;
+	if (surely_unreadable(st, map, ext))
+		return 0;
 	/* every stripe a whole copy: any order maps the same bytes */
 	if (!a->nparity && mfs_nr_data_stripes(map->type, map->num_stripes) == 1)
 		return 0;
@@ -439,7 +603,7 @@ static int build_chunk(struct rc_state *st, const struct rc_bg *bg)
 	return 0;
 }
 
-/* Every device extent must belong to a chunk, every device be present. */
+/* Every device extent must belong to a chunk, every device be known (present or missing). */
 static int check_devices(struct rc_state *st)
 {
 	struct mfs_fs_info *fs = st->fs;
@@ -452,7 +616,7 @@ static int check_devices(struct rc_state *st)
 		const struct rc_dev_extent *e = &st->dexts[i];
 		struct mfs_device *dev = mfs_find_device(fs, e->devid);
 
-		if (!dev || dev->missing) {
+		if (!dev) {
 			rc_why(st, "device %llu holds device extents but is not present",
 			       (unsigned long long)e->devid);
 			return -ENODEV;
@@ -470,20 +634,39 @@ static int check_devices(struct rc_state *st)
 	return 0;
 }
 
+/*
+ * With members missing, every chunk must be readable from the others, as
+ * a degraded mount asks: what the devices present cannot read could not
+ * be kept by the new tree either (nor checked to be its right order).
+ */
+static int check_readable(struct rc_state *st)
+{
+	char why[sizeof(st->rc->why)];
+
+	if (!mfs_explain_unreadable(st->fs, MFS_BLOCK_GROUP_SYSTEM | MFS_BLOCK_GROUP_METADATA,
+				    why, sizeof(why)) &&
+	    !mfs_explain_unreadable(st->fs, MFS_BLOCK_GROUP_DATA, why, sizeof(why)))
+		return 0;
+	rc_why(st, "%s", why);
+	return -EIO;
+}
+
 static int build_chunks(struct rc_state *st)
 {
 	u64 i;
 	int ret = 0;
 
-	if (st->nr_dexts)
-		qsort(st->dexts, st->nr_dexts, sizeof(*st->dexts), cmp_dext);
 	if (!st->nr_bgs) {
 		rc_why(st, "the extent tree holds no block group");
 		return -EUCLEAN;
 	}
 	for (i = 0; i < st->nr_bgs && !ret; i++)
 		ret = build_chunk(st, &st->bgs[i]);
-	return ret ? ret : check_devices(st);
+	if (!ret)
+		ret = check_devices(st);
+	if (!ret)
+		ret = check_readable(st);
+	return ret ? ret : rc_missing_known(st);
 }
 
 static void free_state(struct rc_state *st)
@@ -493,23 +676,11 @@ static void free_state(struct rc_state *st)
 	for (i = 0; i < st->nr_hints; i++)
 		free(st->hints[i].item);
 	free(st->hints);
+	free(st->dev_hints);
 	free(st->blocks);
 	free(st->dexts);
 	free(st->bgs);
 	free(st->csums);
-}
-
-/* Every member the superblock counts must be here: a missing one may hold the only copy. */
-static int check_members(struct rc_state *st)
-{
-	struct mfs_fs_info *fs = st->fs;
-	u64 want = le64_to_cpu(fs->super.num_devices);
-
-	if ((u64)fs->nr_devices >= want)
-		return 0;
-	rc_why(st, "the filesystem has %llu devices and %d are present: chunk-recover needs every member (name the others, or 'mfs device scan' them)",
-	       (unsigned long long)want, fs->nr_devices);
-	return -ENODEV;
 }
 
 /* The open's load_chunks hook: the chunk maps, instead of the chunk tree. */
@@ -520,16 +691,22 @@ static int load_recovered_chunks(struct mfs_fs_info *fs, struct mfs_open_ctl *ct
 	int ret;
 
 	rc->why[0] = 0;
-	rc->nr_chunks = rc->nr_kept = rc->nr_probed = 0;
-	ret = check_members(&st);
-	if (!ret)
-		ret = rc_scan_devices(&st);
+	rc->nr_chunks = rc->nr_kept = rc->nr_probed = rc->nr_missing = 0;
+	ret = rc_scan_devices(&st);
 	if (!ret)
 		ret = rc_read_trees(&st);
 	if (!ret)
 		ret = rc_collect_hints(&st);
+	if (!ret && st.nr_dexts)
+		qsort(st.dexts, st.nr_dexts, sizeof(*st.dexts), cmp_dext);
+	/* the members missing first: the chunks keep their stripes */
+	if (!ret)
+		ret = rc_add_missing(&st);
 	if (!ret)
 		ret = build_chunks(&st);
+	/* what is missing was weighed here: the open goes on without it, as a degraded one */
+	if (!ret && rc->nr_missing)
+		ctl->flags |= MFS_OPEN_DEGRADED;
 	free_state(&st);
 	if (ret && rc->why[0])
 		snprintf(ctl->detail, sizeof(ctl->detail), "the chunk tree cannot be rebuilt: %.*s",
@@ -598,8 +775,13 @@ static int insert_items(struct mfs_trans_handle *trans)
 		const struct mfs_chunk_map *map = fs->chunks[i];
 		struct mfs_key key = { MFS_FIRST_CHUNK_TREE_OBJECTID, MFS_CHUNK_ITEM_KEY, map->logical };
 		u32 size = mfs_chunk_item_size(map->num_stripes);
-		u8 *buf = malloc(size);
+		struct mfs_block_group *bg = mfs_lookup_block_group(fs, map->logical);
+		u8 *buf;
 
+		/* allocated in this transaction (degraded, say): the commit inserts its items */
+		if (bg && bg->new_chunk)
+			continue;
+		buf = malloc(size);
 		if (!buf)
 			return -ENOMEM;
 		mfs_chunk_map_to_item(fs, map, buf);

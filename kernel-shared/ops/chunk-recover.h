@@ -17,6 +17,7 @@ struct mfs_chunk_recover {
 	int nr_chunks;		/* chunks rebuilt */
 	int nr_kept;		/* ... whose stripe order a surviving chunk item gave */
 	int nr_probed;		/* ... whose stripe order the blocks or data found told */
+	int nr_missing;		/* members missing whose stripes were kept */
 	u64 old_blocks;		/* extents of the old chunk tree given back */
 	char why[512];		/* why it cannot be rebuilt (also in the open's detail) */
 };
@@ -28,13 +29,16 @@ struct mfs_chunk_recover {
  * extent trees, are read through the places their blocks were found; each
  * block group with the device extents of its chunk becomes a chunk, its
  * stripes in the order a surviving chunk item gives, else the one the
- * tree blocks found there or the data checksums bear out. Every member
- * must be present. The open then reads the trees through the new map (a
- * second proof of it). Opened writable (MFS_OPEN_WRITABLE), a new chunk
- * tree is written in one commit (device items, chunk items, the system
- * chunk array) and the old tree's blocks are given back; nothing is
- * written when the map cannot be rebuilt (-EUCLEAN, rc->why and
- * ctl->detail say why). rc must outlive the open.
+ * tree blocks found there or the data checksums bear out. A member
+ * missing keeps its stripes (its uuid and size from surviving chunk and
+ * device items, chunk-missing.c) when every chunk can be read and
+ * ordered without it, and the open goes on degraded (ctl->flags). The open
+ * then reads the trees through the new map (a second proof of it).
+ * Opened writable (MFS_OPEN_WRITABLE), a new chunk tree is written in
+ * one commit (device items, chunk items, the system chunk array) and the
+ * old tree's blocks are given back; nothing is written when the map
+ * cannot be rebuilt (-EUCLEAN, -ENODEV, -EIO; rc->why and ctl->detail
+ * say why). rc must outlive the open.
  */
 void mfs_chunk_recover_setup(struct mfs_open_ctl *ctl, struct mfs_chunk_recover *rc);
 

@@ -373,6 +373,21 @@ static int add_hint(struct rc_state *st, u64 logical, u64 generation, const void
 	return 0;
 }
 
+static int add_dev_hint(struct rc_state *st, u64 generation, const void *item, u32 size)
+{
+	const struct mfs_dev_item *di = item;
+	int ret;
+
+	if (size != sizeof(*di) || memcmp(di->fsid, st->fs->metadata_fsid, MFS_FSID_SIZE))
+		return 0;
+	ret = MFS_ARRAY_RESERVE(st->dev_hints, st->nr_dev_hints, st->max_dev_hints, 16);
+	if (ret)
+		return ret;
+	st->dev_hints[st->nr_dev_hints].generation = generation;
+	memcpy(&st->dev_hints[st->nr_dev_hints++].item, di, sizeof(*di));
+	return 0;
+}
+
 static int hints_of_leaf(struct rc_state *st, const struct rc_block *b, u8 *buf)
 {
 	struct mfs_device *dev = mfs_find_device(st->fs, b->devid);
@@ -387,6 +402,8 @@ static int hints_of_leaf(struct rc_state *st, const struct rc_block *b, u8 *buf)
 
 		if (key.type == MFS_CHUNK_ITEM_KEY)
 			ret = add_hint(st, key.offset, b->generation, item, size);
+		else if (key.type == MFS_DEV_ITEM_KEY)
+			ret = add_dev_hint(st, b->generation, item, size);
 	}
 	return ret;
 }

@@ -589,11 +589,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * How many chunks of these types the devices present cannot read; with
- * why into out: which devices are missing and what the profile survives.
- */
-static int explain_unreadable(struct mfs_fs_info *fs, u64 types, char *out, size_t len)
+/* Which chunks the devices present cannot read, and why (open.h). */
+int mfs_explain_unreadable(struct mfs_fs_info *fs, u64 types, char *out, size_t len)
 {
 	const struct mfs_chunk_map *first = NULL;
 	u64 devids[64];
@@ -741,10 +738,10 @@ static int check_missing(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 		return -ENODEV;
 	if (partial(fs))
 		return 0;
-	if (explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM | MFS_BLOCK_GROUP_METADATA,
+	if (mfs_explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM | MFS_BLOCK_GROUP_METADATA,
 			       ctl->detail, sizeof(ctl->detail)))
 		return -EIO;
-	if (!explain_unreadable(fs, MFS_BLOCK_GROUP_DATA, ctl->note, sizeof(ctl->note)))
+	if (!mfs_explain_unreadable(fs, MFS_BLOCK_GROUP_DATA, ctl->note, sizeof(ctl->note)))
 		return 0;
 	if (ctl->flags & MFS_OPEN_WRITABLE) {
 		memcpy(ctl->detail, ctl->note, sizeof(ctl->detail));
@@ -766,7 +763,7 @@ static int load_chunks(struct mfs_fs_info *fs, struct mfs_open_ctl *ctl)
 	if (ret)
 		return ret;
 	/* the chunk tree itself: what is missing can only be told from here */
-	if (!partial(fs) && explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM, ctl->detail,
+	if (!partial(fs) && mfs_explain_unreadable(fs, MFS_BLOCK_GROUP_SYSTEM, ctl->detail,
 					       sizeof(ctl->detail)))
 		return -EIO;
 	ret = read_chunk_tree(fs, ctl);

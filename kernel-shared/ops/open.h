@@ -44,6 +44,12 @@ struct mfs_open_ctl {
  * it, ctl->detail when the error code alone cannot say why.
  */
 int mfs_open_fs(struct mfs_open_ctl *ctl, struct mfs_fs_info **out);
+/*
+ * How many chunks of these types the devices present cannot read; with
+ * why into out: which devices are missing and what the profile survives
+ * ("1 data chunk cannot be read: device 2 missing, and a RAID0 chunk ...").
+ */
+int mfs_explain_unreadable(struct mfs_fs_info *fs, u64 types, char *out, size_t len);
 /* Commit pending changes (if writable), close devices, free everything. */
 int mfs_close_fs(struct mfs_fs_info *fs);
 

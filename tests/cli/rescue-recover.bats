@@ -2,7 +2,8 @@
 # mfs rescue chunk-recover: the chunk tree rebuilt from a scan of the
 # devices (tree blocks, device extents, block groups) when every copy of it
 # is damaged; nothing written before the answer, nor when it cannot be
-# rebuilt (a member missing, the device tree lost too).
+# rebuilt (the device tree lost too). With members missing, their stripes
+# are kept where every chunk can be read and ordered without them.
 
 load helpers
 
@@ -147,16 +148,195 @@ each_member_away() {
 	files_intact $(imgs 3)
 }
 
-@test "rescue chunk-recover: refused with a member missing, nothing written" {
-	make_fs 2 raid1 raid1
-	corrupt_copies --what metadata --owner 3 "$T/img1" 1,2
-	mv "$T/img2" "$T/away"
-	md5sum "$T/img1" >"$T/before"
-	run mfs rescue chunk-recover -y "$T/img1"
+# ---------------- chunk-recover with members missing ----------------
+
+# lose N DEVID...: of the N members, img<DEVID> taken away (kept as away<DEVID>);
+# the paths of the others in $rest.
+lose() {
+	local n=$1 i
+	shift
+	rest=""
+	for ((i = 1; i <= n; i++)); do
+		if [[ " $* " == *" $i "* ]]; then
+			mv "$T/img$i" "$T/away$i"
+		else
+			rest="$rest $T/img$i"
+		fi
+	done
+}
+
+# bring_back DEVID...
+bring_back() {
+	local d
+
+	for d in "$@"; do
+		mv "$T/away$d" "$T/img$d"
+	done
+}
+
+# recover_without N DEVID...: every chunk tree copy damaged, the members
+# DEVID taken away; chunk-recover with the rest keeps their stripes.
+recover_without() {
+	local n=$1
+	corrupt_copies --what metadata --owner 3 "$T/img1" "$(seq -s, 1 "$n")"
+	lose "$@"
+	run mfs rescue chunk-recover -y -v $rest
+	assert_success
+	assert_line "Kept the stripes of $(($# - 1)) missing device(s): mount with -o degraded until they are back, replaced or deleted"
+	assert_line --partial "Chunk tree recovered successfully"
+}
+
+# degraded_intact DEVID...: mounted -o degraded from $rest, every file reads
+# back; check finds nothing wrong but the members DEVID missing.
+degraded_intact() {
+	local d
+
+	mfs_mount -o degraded $rest "$T/mnt"
+	diff -u "$T/sums" <(tree_sums "$T/mnt")
+	mfs umount "$T/mnt"
+	run --separate-stderr mfs check $rest
 	assert_failure 1
-	assert_line "ERROR: the chunk tree cannot be rebuilt: the filesystem has 2 devices and 1 are present: chunk-recover needs every member (name the others, or 'mfs device scan' them)"
+	for d in "$@"; do
+		assert_stderr_line "ERROR: device $d is missing"
+	done
+	assert_equal "$(grep -c '^ERROR' <<<"$stderr")" "$#"
+}
+
+# refused_without N DEVID...: every chunk tree copy damaged, DEVID taken
+# away: chunk-recover with the rest refuses and writes nothing.
+refused_without() {
+	local n=$1 f
+	corrupt_copies --what metadata --owner 3 "$T/img1" "$(seq -s, 1 "$n")"
+	lose "$@"
+	for f in $rest; do
+		fingerprint "$f" >"$f.fp"
+	done
+	run mfs rescue chunk-recover -y $rest
+	assert_failure 1
 	assert_line "Chunk tree recovery failed; nothing was written"
-	md5sum -c --quiet "$T/before"
+	for f in $rest; do
+		assert_untouched "$f" "$(cat "$f.fp")"
+	done
+}
+
+@test "rescue chunk-recover: raid1, one of three missing: its stripes kept, degraded mount, the member back" {
+	make_fs 3 raid1 raid1
+	# the system chunk's item in the superblock names device 2 and its uuid
+	recover_without 3 2
+	assert_line --regexp '^device 2 is missing: uuid [0-9a-f-]{36}, size 536870912; its stripes are kept$'
+	degraded_intact 2
+	bring_back 2
+	files_intact $(imgs 3)
+	run mfs check --check-data-csum $(imgs 3)
+	assert_success
+}
+
+@test "rescue chunk-recover: raid10, one of four missing: the order told from the data left; replaced" {
+	make_fs 4 raid10 raid1
+	recover_without 4 1
+	assert_line --regexp '^chunk [0-9]+: stripe order told from [0-9]+ checksummed sectors$'
+	degraded_intact 1
+	truncate -s 512M "$T/new"
+	# the others found by the registry, as a replace finds them
+	run --separate-stderr mfs replace start 1 "$T/new" "$T/img2"
+	assert_success
+	files_intact "$T/new" $rest
+	run mfs check --check-data-csum "$T/new" $rest
+	assert_success
+}
+
+# stripes_of IMG PROFILE: the stripes (devid, offset) of the data chunks of PROFILE
+stripes_of() {
+	mfs inspect-internal dump-tree -t chunk "$1" |
+		awk -v t="Data|$2" '/CHUNK_ITEM|DEV_ITEM/ { on = 0 } $NF == t { on = 1 } on && $1 == "stripe"'
+}
+
+@test "rescue chunk-recover: raid5, one of three missing: the order told without parity; the member back" {
+	make_fs 3 raid5 raid1c3
+	stripes_of "$T/img1" RAID5 >"$T/stripes"
+	recover_without 3 3
+	assert_line --regexp '^chunk [0-9]+: stripe order told from [0-9]+ checksummed sectors$'
+	diff -u "$T/stripes" <(stripes_of "$T/img1" RAID5)
+	degraded_intact 3
+	bring_back 3
+	files_intact $(imgs 3)
+	run mfs check --check-data-csum $(imgs 3)
+	assert_success
+}
+
+@test "rescue chunk-recover: raid6, one of four missing: the rows checked through the missing column" {
+	make_fs 4 raid6 raid1c3
+	stripes_of "$T/img1" RAID6 >"$T/stripes"
+	recover_without 4 1
+	assert_line --regexp '^chunk [0-9]+: stripe order told from [0-9]+ checksummed sectors$'
+	diff -u "$T/stripes" <(stripes_of "$T/img2" RAID6)
+	degraded_intact 1
+	bring_back 1
+	files_intact $(imgs 4)
+	run mfs check --check-data-csum $(imgs 4)
+	assert_success
+}
+
+@test "rescue chunk-recover: raid6, two of four missing: sizes from a surviving device item; both replaced" {
+	make_fs 4 raid6 raid1c4
+	# the resize rewrites the chunk tree: its old leaf, with every device item, survives
+	mfs_mount $(imgs 4) "$T/mnt"
+	mfs filesystem resize 1:500m "$T/mnt"
+	mfs umount "$T/mnt"
+	recover_without 4 3 4
+	assert_line --regexp '^device 3 is missing: uuid [0-9a-f-]{36}, size 536870912; its stripes are kept$'
+	assert_line --regexp '^device 4 is missing: uuid [0-9a-f-]{36}, size 536870912; its stripes are kept$'
+	degraded_intact 3 4
+	truncate -s 512M "$T/new3" "$T/new4"
+	mfs replace start 3 "$T/new3" "$T/img1"
+	mfs replace start 4 "$T/new4" "$T/img1"
+	files_intact $rest "$T/new3" "$T/new4"
+	run mfs check --check-data-csum $rest "$T/new3" "$T/new4"
+	assert_success
+}
+
+@test "rescue chunk-recover: a chunk that cannot be read with members missing: refused with figures, nothing written" {
+	make_fs 2 raid0 raid1
+	refused_without 2 2
+	assert_line "ERROR: the chunk tree cannot be rebuilt: 1 data chunk cannot be read: device 2 missing, and a RAID0 chunk survives the loss of 0 devices at most"
+
+	rm -f "$T"/img* "$T"/away* "$MFS_REGISTRY"
+	make_fs 3 raid5 raid1c3
+	refused_without 3 2 3
+	assert_line "ERROR: the chunk tree cannot be rebuilt: 1 data chunk cannot be read: devices 2, 3 missing, and a RAID5 chunk survives the loss of 1 device at most"
+}
+
+@test "rescue chunk-recover: a missing member's uuid or size not learnt: refused, nothing written" {
+	# raid1 on three: device 3 holds no stripe of the system chunk, no chunk tree leaf survives
+	make_fs 3 raid1 raid1
+	refused_without 3 3
+	assert_line "ERROR: the chunk tree cannot be rebuilt: device 3 is missing and holds device extents, but no surviving chunk or device item names its device uuid: its stripes cannot be kept: name the device (or 'mfs device scan' it) to rebuild the chunk tree"
+
+	# two missing and no device item of theirs: the superblock's total does not tell them apart
+	rm -f "$T"/img* "$T"/away* "$MFS_REGISTRY"
+	make_fs 4 raid1c3 raid1c4
+	refused_without 4 3 4
+	assert_line "ERROR: the chunk tree cannot be rebuilt: device 3 is missing and its size cannot be learnt: no surviving device item gives it, and more than one member is missing: name the device (or 'mfs device scan' it) to rebuild the chunk tree"
+}
+
+@test "rescue chunk-recover: a stripe order the members present cannot tell: refused, names the chunk, nothing written" {
+	# raid6, two missing, no surviving chunk item: nothing tells their stripes apart
+	make_fs 4 raid6 raid1c4
+	refused_without 4 3 4
+	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID6 chunk [0-9]+ cannot be told with devices 3, 4 missing: several orders fit the [0-9]+ checksummed sectors found there: nothing on the members present tells the missing stripes apart; bring the devices back to rebuild the chunk tree$"
+
+	# raid5, one data column used: P and the missing column look alike, parity is no help
+	rm -f "$T"/img* "$T"/away* "$MFS_REGISTRY"
+	small_parity_fs 3 raid5 raid1c3
+	refused_without 3 3
+	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID5 chunk [0-9]+ cannot be told with device 3 missing: several orders fit the 1 checksummed sectors found there: the parity that would tell them apart cannot be checked without it \(its stripe and a parity strip may be swapped\); bring the device back to rebuild the chunk tree$"
+
+	# raid6, the written column missing: P and Q hold its bytes, so orders that
+	# put P or Q in its place find it too and their parity holds
+	rm -f "$T"/img* "$T"/away* "$MFS_REGISTRY"
+	small_parity_fs 4 raid6 raid1c3
+	refused_without 4 1
+	assert_line --regexp "^ERROR: the chunk tree cannot be rebuilt: the stripe order of RAID6 chunk [0-9]+ cannot be told with device 1 missing: several orders fit the 1 checksummed sectors found there: nothing found there tells them apart; bring the device back to rebuild the chunk tree$"
 }
 
 @test "rescue chunk-recover: the device tree lost too: refused, says which block, nothing written" {
