@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uuid/uuid.h>
 #include "kernel-shared/ops/chunk-recover-internal.h"
 #include "kernel-shared/volumes/volumes.h"
 
@@ -79,20 +80,6 @@ static u64 extents_end(const struct rc_state *st, u64 devid)
 		if (st->dexts[i].devid == devid)
 			end = max_t(u64, end, st->dexts[i].physical + st->dexts[i].length);
 	return end;
-}
-
-static void uuid_str(const u8 *u, char *out)
-{
-	static const int dash[] = { 4, 6, 8, 10 };
-	int i, k = 0, pos = 0;
-
-	for (i = 0; i < MFS_UUID_SIZE; i++) {
-		if (k < 4 && i == dash[k]) {
-			out[pos++] = '-';
-			k++;
-		}
-		pos += sprintf(out + pos, "%02x", u[i]);
-	}
 }
 
 static bool uuid_taken(const struct mfs_fs_info *fs, const u8 *uuid)
@@ -208,7 +195,7 @@ static void say_missing(struct rc_state *st)
 
 		if (!dev->missing)
 			continue;
-		uuid_str(dev->uuid, ustr);
+		uuid_unparse(dev->uuid, ustr);
 		rc_say(st, "device %llu is missing: uuid %s, size %llu; its stripes are kept",
 		       (unsigned long long)dev->devid, ustr, (unsigned long long)dev->total_bytes);
 	}
