@@ -220,6 +220,16 @@ physical_copies() {
 		$1 == "stripe" && b >= logical && b < logical + len { print $4, $6 + (b - logical) }'
 }
 
+# corrupt_every_copy DEV BYTENR: damage every copy of the block at BYTENR
+# (single, DUP and RAID1* chunks: physical_copies)
+corrupt_every_copy() {
+	local devid phys
+
+	while read -r devid phys; do
+		corrupt "$(path_of_devid "$devid")" $((phys + 200)) 64
+	done < <(physical_copies "$1" "$2")
+}
+
 # corrupt FILE OFFSET [COUNT]: overwrite COUNT (default 4) bytes with 0xde 0xad ...
 corrupt() {
 	local count=${3:-4}

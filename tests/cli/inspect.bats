@@ -276,9 +276,7 @@ label_offset() {
 	make_images 2
 	mkfs.mfs -q -m raid1 $(imgs 2)
 	b=$(tree_root_bytenr "$T/img1" extent)
-	while read -r devid phys; do
-		corrupt "$(path_of_devid "$devid")" $((phys + 200))
-	done < <(physical_copies "$T/img1" "$b")
+	corrupt_every_copy "$T/img1" "$b"
 	run --separate-stderr mfs inspect-internal dump-tree -t extent "$T/img1"
 	assert_failure 1
 	assert_stderr_line "ERROR: extent tree root cannot be read"

@@ -877,9 +877,7 @@ PY
 	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
 	b=$(tree_root_bytenr "$T/img1" fs)
 	[ -n "$b" ]
-	while read -r devid phys; do
-		corrupt "$(path_of_devid "$devid")" $((phys + 300)) 64
-	done < <(physical_copies "$T/img1" "$b")
+	corrupt_every_copy "$T/img1" "$b"
 	run --separate-stderr mfs mount "$T/img1" "$T/mnt"
 	assert_failure
 	assert_stderr_line "ERROR: fs tree root cannot be read: Structure needs cleaning; 'mfs check' tells more"
@@ -889,9 +887,7 @@ PY
 	make_images 2
 	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
 	b=$(super_field "$T/img1" root)
-	while read -r devid phys; do
-		corrupt "$(path_of_devid "$devid")" $((phys + 300)) 64
-	done < <(physical_copies "$T/img1" "$b")
+	corrupt_every_copy "$T/img1" "$b"
 	run --separate-stderr mfs mount "$T/img1" "$T/mnt"
 	assert_failure
 	assert_stderr_regex "^ERROR: the root tree \(block $b\) cannot be read: .*; 'mfs check' tells more$"
