@@ -331,16 +331,50 @@ static void on_sigint(int sig)
 struct offline_scrub {
 	struct mfs_fs_info *fs;
 	int result;
-	volatile int done;
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t ended;
 };
 
 static void *offline_thread(void *arg)
 {
 	struct offline_scrub *r = arg;
+	int result = mfs_scrub_run(r->fs);
 
-	r->result = mfs_scrub_run(r->fs);
-	r->done = 1;
+	pthread_mutex_lock(&r->lock);
+	r->result = result;
+	r->done = true;
+	pthread_cond_signal(&r->ended);
+	pthread_mutex_unlock(&r->lock);
 	return NULL;
+}
+
+/*
+ * Until the next look at the scrub: online, a status poll every 50 ms (a
+ * short scrub is not kept waiting for a long tick); offline, 200 ms or
+ * until it ends. True when an offline scrub has ended.
+ */
+static bool scrub_tick(const struct mfs_target *t, struct offline_scrub *run)
+{
+	struct timespec ts;
+	bool done;
+
+	if (t->online) {
+		usleep(50000);
+		return false;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&run->lock);
+	while (!run->done && pthread_cond_timedwait(&run->ended, &run->lock, &ts) == 0)
+		;
+	done = run->done;
+	pthread_mutex_unlock(&run->lock);
+	return done;
 }
 
 static void show_scrub_progress(struct mfs_progress *p, const struct mfs_ioctl_scrub_status *st,
@@ -365,7 +399,8 @@ static void show_scrub_progress(struct mfs_progress *p, const struct mfs_ioctl_s
 static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, bool devices,
 		      bool quiet)
 {
-	struct offline_scrub run = { .fs = t->fs };
+	struct offline_scrub run = { .fs = t->fs, .lock = PTHREAD_MUTEX_INITIALIZER,
+				     .ended = PTHREAD_COND_INITIALIZER };
 	struct sigaction sa, old;
 	struct mfs_progress prog;
 	pthread_t th;
@@ -378,13 +413,14 @@ static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, b
 	if (!t->online && pthread_create(&th, NULL, offline_thread, &run))
 		return -EAGAIN;
 	for (;;) {
-		usleep(200000);
+		bool ended = scrub_tick(t, &run);
+
 		if (interrupted) {
 			interrupted = 0;
 			scrub_ctl(t, MFS_SCRUB_CTL_PAUSE);
 		}
 		ret = scrub_status(t, st);
-		if (ret || (t->online ? st->state != MFS_SCRUB_RUNNING : run.done))
+		if (ret || (t->online ? st->state != MFS_SCRUB_RUNNING : ended))
 			break;
 		show_scrub_progress(&prog, st, devices);
 	}
