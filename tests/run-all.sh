@@ -4,7 +4,9 @@
 # crash-replay tests, the fault-injection sweep, the fsck corpus, the unit
 # tests again built with ASan+UBSan with the image fuzzer's corpus and
 # regression inputs replayed (tests/fuzz/: each once and 300 fixed
-# mutants of each), and the ThreadSanitizer race test.
+# mutants of each) and a sample of them as image files given to the daemon
+# and the commands (tests/security/crafted.sh), and the ThreadSanitizer
+# race test.
 # Every runner has a time limit and its TAP plan is compared with the
 # results it printed, so a hang, a crash or a test that never ran is a
 # named failure. Ends with "N passed, N failed, N skipped".
@@ -212,6 +214,11 @@ main() {
 		echo "== image fuzzing corpus under ASan+UBSan"
 		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay -m 300 \
 			tests/fuzz/corpus tests/fuzz/regress
+		echo "== crafted images against the daemon and commands under ASan+UBSan (sampled)"
+		run_tap "security/crafted.sh" "$TIMEOUT_UNIT" env MFS_SAN_BUILD="$top/build-san" \
+			MFS_SEC_MUTANTS=1 MFS_SEC_IMAGES=6 MFS_SEC_STRACE=1 \
+			MFS_SEC_RUNS="check restore dump-tree scrub mount-ro mount-rw" \
+			bash tests/security/crafted.sh
 	else
 		runner_failed "unit-asan" "sanitizer build failed"
 	fi
