@@ -19,7 +19,7 @@
 # raid5. The default is the full run: make crash-test and make
 # fault-test's full modes, the fuzz replay with 3000 mutants each under
 # ASan+UBSan (build-san/), libFuzzer for FUZZ_TIME (600) seconds when clang
-# can build it, every fuzz input and 40 mutants of each as crafted images
+# can build it, every fuzz input and 20 mutants of each as crafted images
 # (MFS_SEC_MUTANTS), and LOAD_TIME (1800) seconds of load on raid1, raid5
 # and raid6: hours.
 #
@@ -167,14 +167,14 @@ if [ $quick = 0 ]; then
 fi
 
 # crafted images against the daemon and the offline commands, under
-# ASan+UBSan: a sample (quick), or every input with 40 mutants of each
+# ASan+UBSan: a sample (quick), or every input with 20 mutants of each
 if bash "$top/scripts/build.sh" --sanitizers >"$logs/build-san.log" 2>&1; then
 	if [ $quick = 1 ]; then
 		part security/crafted.sh 900 env MFS_SAN_BUILD="$top/build-san" MFS_SEC_MUTANTS=2 \
 			MFS_SEC_IMAGES=12 bash "$top/tests/security/crafted.sh"
 	else
 		part security/crafted.sh 7200 env MFS_SAN_BUILD="$top/build-san" \
-			MFS_SEC_MUTANTS="${MFS_SEC_MUTANTS:-40}" bash "$top/tests/security/crafted.sh"
+			MFS_SEC_MUTANTS="${MFS_SEC_MUTANTS:-20}" bash "$top/tests/security/crafted.sh"
 	fi
 	figure security/crafted.sh "$log" "# security:"
 	n=$fig
