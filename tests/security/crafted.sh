@@ -6,7 +6,10 @@
 # command that reads an unmounted filesystem, built with ASan+UBSan
 # (scripts/build.sh --sanitizers).
 #
-#   tests/security/crafted.sh
+#   tests/security/crafted.sh [INPUT|DIR...]
+#
+# The inputs (harness inputs, or directories of them) default to
+# tests/fuzz/corpus and tests/fuzz/regress.
 #
 # Each image sits in a directory of its own beside two sentinel files. A
 # run fails when it hangs (MFS_SEC_TIMEOUT seconds), dies of a signal,
@@ -71,15 +74,15 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$tmp/san/ubsan
 # command must never take another image as a member.
 export MFS_REGISTRY
 
-"$replay" -m "$mutants" -w "$tmp/images" "$top/tests/fuzz/corpus" "$top/tests/fuzz/regress" \
-	>"$tmp/replay.log" 2>&1 || {
+[ $# -gt 0 ] || set -- "$top/tests/fuzz/corpus" "$top/tests/fuzz/regress"
+"$replay" -m "$mutants" -w "$tmp/images" "$@" >"$tmp/replay.log" 2>&1 || {
 	echo "1..1"
 	echo "not ok 1 - fuzz-replay -w could not write the images"
 	sed 's/^/# /' "$tmp/replay.log"
 	echo "# security: 0 images, 0 runs, 1 failures"
 	exit 1
 }
-mapfile -t images < <(cd "$tmp/images" && ls | sort)
+mapfile -t images < <(find "$tmp/images" -type f -printf '%f\n' | LC_ALL=C sort)
 if [ "$nr_images" -gt 0 ] && [ "$nr_images" -lt "${#images[@]}" ]; then
 	picked=()
 	for ((i = 0; i < nr_images; i++)); do
@@ -265,7 +268,11 @@ run_mount() {
 	done
 	if mounted; then
 		what=mounted
-		walk "$mnt" $([ "$opts" = rw ] && echo rw) || rc=$?
+		if [ "$opts" = rw ]; then
+			walk "$mnt" rw || rc=$?
+		else
+			walk "$mnt" || rc=$?
+		fi
 		if [ "$rc" -ge 124 ]; then
 			why="hang: the walk was stopped after ${limit}s"
 		elif ! timeout -k 5 "$limit" "$mfs" umount "$mnt" >>"$tmp/out" 2>>"$tmp/err"; then
