@@ -99,7 +99,12 @@ static int resize_cancel(struct mfs_target *t)
 	int ret;
 
 	ret = mfs_target_restripe_status(t, &st);
-	if (ret || st.state == MFS_RESTRIPE_NONE || st.args.op != MFS_RESTRIPE_OP_RESIZE) {
+	if (ret) {
+		/* a refusal (a user without CAP_SYS_ADMIN) is no "none in progress" */
+		error("unable to cancel resize on '%s': %s", t->mnt, strerror(-ret));
+		return 1;
+	}
+	if (st.state == MFS_RESTRIPE_NONE || st.args.op != MFS_RESTRIPE_OP_RESIZE) {
 		error("unable to cancel resize on '%s': no resize in progress", t->mnt);
 		return 1;
 	}

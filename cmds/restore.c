@@ -117,6 +117,9 @@ static void free_entries(struct entry_list *l)
  */
 static void item_failed(struct restore_ctx *c, const char *fspath, const char *why, int err)
 {
+	/* the root's path is "" (its entries' are "/name") */
+	if (!fspath[0])
+		fspath = "/";
 	mfs_progress_break(&c->bar);
 	if (err)
 		error("cannot restore %s: %s: %s", fspath, why, strerror(-err));

@@ -562,7 +562,10 @@ static int cmd_scrub_start(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	ret = scrub_start(&t, &a);
 	if (ret) {
-		error("%s", a.msg[0] ? a.msg : strerror(-ret));
+		if (a.msg[0])
+			error("%s", a.msg);
+		else
+			error("scrub start failed on %s: %s", t.mnt, strerror(-ret));
 		if (ret == -EINPROGRESS)
 			fprintf(stderr, "Please use 'mfs scrub cancel' or 'mfs scrub status'.\n");
 		mfs_target_close(&t);

@@ -14,11 +14,14 @@
 # still every commit's stretch of each log, the first and last fault of
 # each kind), the
 # fuzz corpus and regression inputs with 300 fixed mutants each
-# (fuzz-replay), LOAD_TIME (60) seconds of load on raid1 and raid5. The default is the full run: make crash-test and make
+# (fuzz-replay), 12 crafted images given to the daemon and the commands
+# (tests/security/crafted.sh), LOAD_TIME (60) seconds of load on raid1 and
+# raid5. The default is the full run: make crash-test and make
 # fault-test's full modes, the fuzz replay with 3000 mutants each under
 # ASan+UBSan (build-san/), libFuzzer for FUZZ_TIME (600) seconds when clang
-# can build it, and LOAD_TIME (1800) seconds of load on raid1, raid5 and
-# raid6: hours.
+# can build it, every fuzz input and 20 mutants of each as crafted images
+# (MFS_SEC_MUTANTS), and LOAD_TIME (1800) seconds of load on raid1, raid5
+# and raid6: hours.
 #
 # Ends with the lines "states replayed: N", "faults injected: N", "bytes
 # verified: N" (read back and compared by the fault sweep and the load
@@ -45,6 +48,7 @@ faults=0
 bytes=0
 load_secs=0
 fuzz_inputs=0
+crafted=0
 failures=0
 rows=()
 
@@ -162,6 +166,27 @@ if [ $quick = 0 ]; then
 	fi
 fi
 
+# crafted images against the daemon and the offline commands, under
+# ASan+UBSan: a sample (quick), or every input with 20 mutants of each
+if bash "$top/scripts/build.sh" --sanitizers >"$logs/build-san.log" 2>&1; then
+	if [ $quick = 1 ]; then
+		part security/crafted.sh 900 env MFS_SAN_BUILD="$top/build-san" MFS_SEC_MUTANTS=2 \
+			MFS_SEC_IMAGES=12 bash "$top/tests/security/crafted.sh"
+	else
+		part security/crafted.sh 7200 env MFS_SAN_BUILD="$top/build-san" \
+			MFS_SEC_MUTANTS="${MFS_SEC_MUTANTS:-20}" bash "$top/tests/security/crafted.sh"
+	fi
+	figure security/crafted.sh "$log" "# security:"
+	n=$fig
+	figure security/crafted.sh "$log" "images,"
+	r=$fig
+	crafted=$((crafted + n))
+	row security/crafted.sh "$n images, $r runs"
+else
+	echo "# the sanitizer build failed ($logs/build-san.log): no crafted images" >&2
+	failures=$((failures + 1))
+fi
+
 # the load run
 if [ $quick = 1 ]; then
 	part load/run.sh 900 env LOAD_TIME="${LOAD_TIME:-60}" LOAD_CONFIGS="${LOAD_CONFIGS:-raid1 raid5}" \
@@ -181,6 +206,7 @@ echo "== mfs reliability report ($([ $quick = 1 ] && echo quick || echo full)), 
 printf '%-22s %7s  %-12s %s\n' part "time s" result figures
 printf '%s\n' "${rows[@]}"
 echo "fuzz inputs run: $fuzz_inputs"
+echo "crafted images run: $crafted"
 echo "states replayed: $states"
 echo "faults injected: $faults"
 echo "bytes verified: $bytes"

@@ -3,7 +3,9 @@
 # MFS_BATS_JOBS), crash-replay tests (two at a time, MFS_CRASH_JOBS), the fault-injection sweep, the fsck corpus, the unit
 # tests again built with ASan+UBSan with the image fuzzer's corpus and
 # regression inputs replayed (tests/fuzz/: each once and 300 fixed
-# mutants of each), and the ThreadSanitizer race test.
+# mutants of each) and a sample of them as image files given to the daemon
+# and the commands (tests/security/crafted.sh), and the ThreadSanitizer
+# race test.
 # Every runner has a time limit and its TAP plan is compared with the
 # results it printed, so a hang, a crash or a test that never ran is a
 # named failure. Ends with "N passed, N failed, N skipped".
@@ -215,6 +217,14 @@ main() {
 		echo "== image fuzzing corpus under ASan+UBSan"
 		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay -m 300 \
 			tests/fuzz/corpus tests/fuzz/regress
+		# the regression inputs and two seeds that mount, unmutated (make
+		# security-test runs every input and mutants)
+		echo "== crafted images against the daemon and commands under ASan+UBSan (sampled)"
+		run_tap "security/crafted.sh" "$TIMEOUT_UNIT" env MFS_SAN_BUILD="$top/build-san" \
+			MFS_SEC_MUTANTS=0 MFS_SEC_STRACE=1 \
+			MFS_SEC_RUNS="check restore dump-tree scrub mount-ro mount-rw" \
+			bash tests/security/crafted.sh tests/fuzz/regress \
+			tests/fuzz/corpus/files-dup-4k-xxhash tests/fuzz/corpus/tree-levels-4k
 	else
 		runner_failed "unit-asan" "sanitizer build failed"
 	fi

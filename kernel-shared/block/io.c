@@ -298,6 +298,19 @@ static int rw_vec(int fd, struct iovec *iov, int n, u64 off, bool write)
 	return 0;
 }
 
+/*
+ * Whether [off, off + len) lies on the device. Offsets come from chunk
+ * maps and superblocks read off the disks: a crafted one must not read
+ * another file's bytes or grow an image file by writing past its end.
+ * A block device whose size could not be read (size 0) is not checked.
+ */
+static bool in_device(const struct mfs_io_dev *dev, u64 off, u64 len)
+{
+	if (dev->is_blockdev && !dev->size)
+		return true;
+	return len <= dev->size && off <= dev->size - len;
+}
+
 /* pread/pwrite of the whole buffer. */
 static int rw_all(int fd, const void *buf, size_t len, u64 off, bool write)
 {
@@ -308,6 +321,8 @@ static int rw_all(int fd, const void *buf, size_t len, u64 off, bool write)
 
 int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
 {
+	if (!in_device(dev, off, len))
+		return -EIO;
 	if (fault_hit(dev, MFS_IO_READ))
 		return -EIO;
 	return rw_all(dev->fd, buf, len, off, false);
@@ -315,6 +330,8 @@ int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off)
 
 int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off)
 {
+	if (!in_device(dev, off, len))
+		return -EIO;
 	if (fault_hit(dev, MFS_IO_WRITE))
 		return -EIO;
 	log_record(dev, MFS_IO_WRITE, buf, len, off);
@@ -342,6 +359,8 @@ int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64
 
 	if (((uintptr_t)buf | len | off) & (MFS_IO_DIRECT_ALIGN - 1) || (fd = direct_fd(dev)) < 0)
 		return mfs_io_write(dev, buf, len, off);
+	if (!in_device(dev, off, len))
+		return -EIO;
 	if (fault_hit(dev, MFS_IO_WRITE))
 		return -EIO;
 	log_record(dev, MFS_IO_WRITE, buf, len, off);
@@ -357,13 +376,16 @@ int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n,
 {
 	struct iovec v[n];
 	uintptr_t misalign = off;
-	u64 pos = off;
+	u64 pos = off, len = 0;
 	int i, fd = -1, ret;
 
 	for (i = 0; i < n; i++) {
 		v[i] = iov[i];
 		misalign |= (uintptr_t)iov[i].iov_base | iov[i].iov_len;
+		len += iov[i].iov_len;
 	}
+	if (!in_device(dev, off, len))
+		return -EIO;
 	if (!(misalign & (MFS_IO_DIRECT_ALIGN - 1)))
 		fd = direct_fd(dev);
 	if (fault_hit(dev, write ? MFS_IO_WRITE : MFS_IO_READ))

@@ -34,7 +34,12 @@ struct mfs_io_dev {
 int mfs_io_open(const char *path, bool writable, bool exclusive,
 		struct mfs_io_dev **out);
 void mfs_io_close(struct mfs_io_dev *dev);
-/* Whole-buffer read/write; a short transfer past the end is -EIO. */
+/*
+ * Whole-buffer read/write; a transfer that does not lie wholly on the device
+ * (its size at open) is refused with -EIO before any I/O, so that offsets
+ * from a crafted image never reach another file or grow an image; a short
+ * transfer (an image truncated since) is -EIO too.
+ */
 int mfs_io_read(struct mfs_io_dev *dev, void *buf, size_t len, u64 off);
 int mfs_io_write(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
 int mfs_io_flush(struct mfs_io_dev *dev);

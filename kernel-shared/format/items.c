@@ -56,3 +56,12 @@ int mfs_entry_find(const void *data, u32 size, bool xattr, const void *name, siz
 			return 0;
 	return ret ? ret : -ENOENT;
 }
+
+bool mfs_dir_name_valid(const u8 *name, u32 len)
+{
+	if (len == 0 || len > MFS_NAME_LEN)
+		return false;
+	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+		return false;
+	return !memchr(name, '/', len) && !memchr(name, 0, len);
+}

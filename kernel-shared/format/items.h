@@ -38,5 +38,12 @@ int mfs_entry_next(struct mfs_entry_iter *it, struct mfs_entry *e);
 /* The entry called name: 0 with e filled, -ENOENT, or -EUCLEAN as above. */
 int mfs_entry_find(const void *data, u32 size, bool xattr, const void *name, size_t len,
 		   struct mfs_entry *e);
+/*
+ * Whether len bytes at name can be a directory entry's name (format
+ * §7.5.4): 1 to 255 bytes, no '/' and no NUL, not "." or "..". A name read
+ * from disk that is not is corruption, never to be handed on as a path
+ * component (restore would write outside its target).
+ */
+bool mfs_dir_name_valid(const u8 *name, u32 len);
 
 #endif

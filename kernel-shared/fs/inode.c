@@ -1011,8 +1011,9 @@ static int readdir_locked(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_
 		/* a DIR_INDEX holds exactly one entry */
 		mfs_entry_iter_init(&it, leaf_item_data(leaf, path.slots[0]),
 				    leaf_item_size(leaf, path.slots[0]), false);
+		/* a name that is no name ("..", "a/b") must not reach a caller as one */
 		if (mfs_entry_next(&it, &e) != 1 || mfs_entry_next(&it, &e2) != 0 ||
-		    e.name_len > MFS_NAME_LEN) {
+		    !mfs_dir_name_valid(e.name, e.name_len)) {
 			ret = -EUCLEAN;
 			break;
 		}

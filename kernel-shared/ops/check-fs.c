@@ -182,15 +182,6 @@ static const char *mode_kind(u32 mode)
 	return "inode of unknown type";
 }
 
-static bool name_is_valid(const u8 *name, u32 len)
-{
-	if (len == 0 || len > MFS_NAME_LEN)
-		return false;
-	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-		return false;
-	return !memchr(name, '/', len) && !memchr(name, 0, len);
-}
-
 /* ---------------- pass 1: inode and orphan items ---------------- */
 
 static void note_inode_item(struct fs_check *c, const struct mfs_key *key,
@@ -388,7 +379,7 @@ static bool entry_sound(struct fs_check *c, struct cur_inode *cur, u64 child_ino
 	struct ino_rec *child = ino_find(&c->inodes, child_ino);
 
 	return child && child->has_item && !child->bad && child_ino != cur->ino &&
-	       type == mfs_mode_to_ft(child->mode) && name_is_valid(name, len);
+	       type == mfs_mode_to_ft(child->mode) && mfs_dir_name_valid(name, len);
 }
 
 /* The DIR_ITEM twin of a DIR_INDEX entry: same index, name, child, type. */
@@ -488,7 +479,7 @@ static void check_dir_index(struct fs_check *c, struct cur_inode *cur,
 	name = e.name;
 	quote_name(name, len, qname, sizeof(qname));
 	cur->rec->name_bytes += len;
-	if (!name_is_valid(name, len))
+	if (!mfs_dir_name_valid(name, len))
 		problem(c->ctl, "dir %llu entry %s: invalid name",
 			(unsigned long long)cur->ino, qname);
 	if (le64_to_cpu(di->index) != key->offset)

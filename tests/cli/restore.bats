@@ -139,7 +139,7 @@ make_tree() {
 	# the open leaves the fs tree out; every read of it used to follow a NULL root
 	run --separate-stderr mfs restore $(imgs 2) "$T/out"
 	assert_failure 1
-	assert_stderr_line "ERROR: cannot restore : reading the directory: Structure needs cleaning"
+	assert_stderr_line "ERROR: cannot restore /: reading the directory: Structure needs cleaning"
 	[ -z "$(ls -A "$T/out")" ]
 }
 
@@ -164,6 +164,23 @@ make_tree() {
 		assert_stderr_line "ERROR: cannot restore /a/f: it names a directory it is inside of (a loop in the fs tree)"
 	done
 	[ "$(cd "$T/out" && find . | sort | tr '\n' ' ')" = ". ./a " ]
+}
+
+@test "restore: an entry whose name is a path (../x) is damage: nothing is written outside the target" {
+	make_images 1 256M
+	mkdir -p "$T/root"
+	echo hi >"$T/root/data"
+	mkfs.mfs -q -r "$T/root" $(imgs 1)
+	# the listing's half of the entry; the lookup's half keeps "data"
+	"$MFS_BUILD/tests/fsck/mfs-corrupt" "$T/img1" set fs 256 DIR_INDEX 2 name ../x >/dev/null
+	mkdir -p "$T/out/target"
+	# a crafted image's "../evl" made restore write beside its target
+	for o in -i -S; do
+		run --separate-stderr mfs restore $o $(imgs 1) "$T/out/target"
+		assert_failure 1
+		assert_stderr_line "ERROR: cannot restore /: reading the directory: Structure needs cleaning"
+	done
+	[ "$(cd "$T/out" && find . | sort | tr '\n' ' ')" = ". ./target " ]
 }
 
 @test "restore: refusals" {

@@ -30,6 +30,7 @@
 #include "kernel-shared/ops/check.h"
 #include "kernel-shared/ops/open.h"
 #include "kernel-shared/tree/disk-io.h"
+#include "tests/fuzz/fuzz-image.h"
 
 #define FUZZ_MAGIC		"MFZ1"
 #define FUZZ_HEADER_SIZE	16
@@ -49,8 +50,6 @@
 #define WALK_MAX_ENTRIES	512
 #define WALK_MAX_READ		(4ULL << 20)
 #define WALK_BUF		(256 * 1024)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* MFS_FUZZ_DEBUG set: what each step did, on stderr (for a look at one input). */
 static void debug(const char *fmt, ...)
@@ -317,31 +316,29 @@ static void walk_fs(struct mfs_fs_info *fs)
 	free(w.buf);
 }
 
-/*
- * MFS_FUZZ_SAVE=FILE: the image as the engine is about to see it (checksums
- * fixed) into FILE, sparse, so that `mfs check` or `mfs inspect-internal`
- * can look at an input that failed.
- */
-static void save_image(int fd, u64 image_size)
+int fuzz_save_image(int fd, uint64_t image_size, const char *path)
 {
-	const char *path = getenv("MFS_FUZZ_SAVE");
 	static u8 zero[SZ_64K];
 	u8 buf[SZ_64K];
+	int out, ret = 0;
 	u64 off;
-	int out;
 
-	if (!path)
-		return;
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (out < 0)
-		return;
-	if (!ftruncate(out, image_size))
-		for (off = 0; off < image_size; off += sizeof(buf))
-			if (pread(fd, buf, sizeof(buf), off) == sizeof(buf) &&
-			    memcmp(buf, zero, sizeof(buf)) &&
-			    pwrite(out, buf, sizeof(buf), off) != sizeof(buf))
-				break;
-	close(out);
+		return -1;
+	if (ftruncate(out, image_size))
+		ret = -1;
+	/* only the blocks that hold something: the file stays sparse */
+	for (off = 0; !ret && off < image_size; off += sizeof(buf)) {
+		if (pread(fd, buf, sizeof(buf), off) != sizeof(buf))
+			ret = -1;
+		else if (memcmp(buf, zero, sizeof(buf)) &&
+			 pwrite(out, buf, sizeof(buf), off) != sizeof(buf))
+			ret = -1;
+	}
+	if (close(out))
+		ret = -1;
+	return ret;
 }
 
 static void quiet(void *arg, const char *msg)
@@ -404,29 +401,44 @@ static void run_walks(const char *path)
 	}
 }
 
+int fuzz_make_image(const uint8_t *data, size_t size, uint64_t *image_size)
+{
+	int fd;
+
+	if (size < FUZZ_HEADER_SIZE || memcmp(data, FUZZ_MAGIC, 4))
+		return -1;
+	*image_size = get_le64(data + 8);
+	if (*image_size < FUZZ_MIN_IMAGE || *image_size > FUZZ_MAX_IMAGE || *image_size % SZ_64K)
+		return -1;
+	fd = memfd_create("mfs-fuzz", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, *image_size) || write_records(fd, data, size, *image_size)) {
+		close(fd);
+		return -1;
+	}
+	if (data[4] & FUZZ_FLAG_FIX_CSUMS)
+		fix_csums(fd, data, size, *image_size);
+	return fd;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const char *save = getenv("MFS_FUZZ_SAVE");
 	u64 image_size;
 	char path[64];
 	int fd;
 
-	if (size < FUZZ_HEADER_SIZE || memcmp(data, FUZZ_MAGIC, 4))
-		return 0;
-	image_size = get_le64(data + 8);
-	if (image_size < FUZZ_MIN_IMAGE || image_size > FUZZ_MAX_IMAGE || image_size % SZ_64K)
-		return 0;
-	fd = memfd_create("mfs-fuzz", MFD_CLOEXEC);
+	fd = fuzz_make_image(data, size, &image_size);
 	if (fd < 0)
 		return 0;
-	if (ftruncate(fd, image_size) || write_records(fd, data, size, image_size))
-		goto out;
-	if (data[4] & FUZZ_FLAG_FIX_CSUMS)
-		fix_csums(fd, data, size, image_size);
-	save_image(fd, image_size);
+	/* MFS_FUZZ_SAVE=FILE: the image as the engine is about to see it, for
+	 * `mfs check` or `mfs inspect-internal` to look at an input that failed */
+	if (save)
+		fuzz_save_image(fd, image_size, save);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	run_check(path, data[4] & FUZZ_FLAG_SUPER_COPY_1 ? 1 : -1);
 	run_walks(path);
-out:
 	close(fd);
 	return 0;
 }

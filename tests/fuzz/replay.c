@@ -6,23 +6,27 @@
  * the run short of its plan, which the suite counts as a failure, and the
  * "# replaying" line before it names the input.
  *
- *   fuzz-replay [-m N] PATH...
+ *   fuzz-replay [-m N] [-w DIR] PATH...
  *
  * -m N: after each file, N mutants of it too, each a few bytes past the
  * input's header changed by a generator seeded from the file's name and
  * the mutant's number: the same mutants every run, with any compiler.
  * MFS_FUZZ_MUTANT=FILE: each mutant is written there before it runs, so
  * after a crash FILE holds the input that crashed.
+ * -w DIR: nothing is run; the image each input and mutant stands for
+ * (checksums fixed as the harness fixes them) is written into DIR as a
+ * sparse file, NAME.img and NAME.mNNNN.img, for the real programs to run
+ * on (tests/security/crafted.sh). An input that is no image writes none.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/fuzz-image.h"
 
 /* the harness input's header (fuzz-image.c): mutants keep it */
 #define INPUT_HEADER 16
@@ -30,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char **paths;
 static int nr_paths, nr_run, nr_failed;
 static unsigned long nr_mutants;
+static const char *image_dir;	/* -w: write the images there */
 
 static uint64_t next_random(uint64_t *state)
 {
@@ -85,19 +90,58 @@ static void mutate(const char *path, unsigned long n, const uint8_t *data, size_
 	}
 }
 
-static void run_mutants(const char *path, const uint8_t *data, size_t size)
+/*
+ * -w: the image of input data (mutant n of path, or path itself for n < 0)
+ * into image_dir. 0, also for an input that stands for no image; -1 when
+ * the image could not be written.
+ */
+static int write_image(const char *path, long n, const uint8_t *data, size_t size)
 {
+	const char *base = strrchr(path, '/');
+	uint64_t image_size;
+	char out[4096];
+	int fd, ret, len;
+
+	fd = fuzz_make_image(data, size, &image_size);
+	if (fd < 0)
+		return 0;
+	base = base ? base + 1 : path;
+	if (n < 0)
+		len = snprintf(out, sizeof(out), "%s/%s.img", image_dir, base);
+	else
+		len = snprintf(out, sizeof(out), "%s/%s.m%04ld.img", image_dir, base, n);
+	ret = len < (int)sizeof(out) ? fuzz_save_image(fd, image_size, out) : -1;
+	if (ret)
+		fprintf(stderr, "%s: %s\n", out, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+/* One input (n < 0) or mutant: run by the harness, or its image written. */
+static int run_one(const char *path, long n, const uint8_t *data, size_t size)
+{
+	if (image_dir)
+		return write_image(path, n, data, size);
+	LLVMFuzzerTestOneInput(data, size);
+	return 0;
+}
+
+static int run_mutants(const char *path, const uint8_t *data, size_t size)
+{
+	int ret = 0;
+
 	uint8_t *buf;
 	unsigned long n;
 
 	if (!nr_mutants || size <= INPUT_HEADER || !(buf = malloc(size)))
-		return;
-	for (n = 0; n < nr_mutants; n++) {
+		return 0;
+	for (n = 0; n < nr_mutants && !ret; n++) {
 		mutate(path, n, data, size, buf);
 		save_mutant(buf, size);
-		LLVMFuzzerTestOneInput(buf, size);
+		ret = run_one(path, n, buf, size);
 	}
 	free(buf);
+	return ret;
 }
 
 static void add_path(const char *path)
@@ -128,9 +172,10 @@ static void replay_file(const char *path)
 	if (!data || fread(data, 1, size, f) != (size_t)size) {
 		printf("not ok %d - %s: cannot be read\n", nr_run, path);
 		nr_failed++;
+	} else if (run_one(path, -1, data, size) || run_mutants(path, data, size)) {
+		printf("not ok %d - %s: an image could not be written\n", nr_run, path);
+		nr_failed++;
 	} else {
-		LLVMFuzzerTestOneInput(data, size);
-		run_mutants(path, data, size);
 		if (nr_mutants)
 			printf("ok %d - %s and %lu mutants\n", nr_run, path, nr_mutants);
 		else
@@ -169,12 +214,15 @@ int main(int argc, char **argv)
 	struct stat st;
 	int i, opt;
 
-	while ((opt = getopt(argc, argv, "m:")) != -1) {
-		if (opt != 'm') {
-			fprintf(stderr, "usage: fuzz-replay [-m MUTANTS] PATH...\n");
+	while ((opt = getopt(argc, argv, "m:w:")) != -1) {
+		if (opt == 'm') {
+			nr_mutants = strtoul(optarg, NULL, 10);
+		} else if (opt == 'w') {
+			image_dir = optarg;
+		} else {
+			fprintf(stderr, "usage: fuzz-replay [-m MUTANTS] [-w DIR] PATH...\n");
 			return 2;
 		}
-		nr_mutants = strtoul(optarg, NULL, 10);
 	}
 	for (i = optind; i < argc; i++) {
 		if (!stat(argv[i], &st) && S_ISDIR(st.st_mode))

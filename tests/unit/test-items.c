@@ -173,6 +173,30 @@ static void test_name_len_bounds(void)
 	CHECK_EQ(n, 1);
 }
 
+/*
+ * The names a directory entry may not have (format §7.5.4): "." and "..",
+ * a '/' or a NUL anywhere. A crafted image with an entry "../evl" made
+ * restore write outside its target.
+ */
+static void test_dir_name_valid(void)
+{
+	char longest[MFS_NAME_LEN + 1];
+
+	memset(longest, 'n', sizeof(longest));
+	CHECK(mfs_dir_name_valid((const u8 *)"f", 1));
+	CHECK(mfs_dir_name_valid((const u8 *)"...", 3));
+	CHECK(mfs_dir_name_valid((const u8 *)".x", 2));
+	CHECK(mfs_dir_name_valid((const u8 *)longest, MFS_NAME_LEN));
+	CHECK(!mfs_dir_name_valid((const u8 *)longest, MFS_NAME_LEN + 1));
+	CHECK(!mfs_dir_name_valid((const u8 *)"", 0));
+	CHECK(!mfs_dir_name_valid((const u8 *)".", 1));
+	CHECK(!mfs_dir_name_valid((const u8 *)"..", 2));
+	CHECK(!mfs_dir_name_valid((const u8 *)"../evl", 6));
+	CHECK(!mfs_dir_name_valid((const u8 *)"a/b", 3));
+	CHECK(!mfs_dir_name_valid((const u8 *)"/", 1));
+	CHECK(!mfs_dir_name_valid((const u8 *)"a\0b", 3));
+}
+
 int main(void)
 {
 	RUN(test_dir_entries);
@@ -181,5 +205,6 @@ int main(void)
 	RUN(test_trailing_bytes);
 	RUN(test_huge_name_len);
 	RUN(test_name_len_bounds);
+	RUN(test_dir_name_valid);
 	UNIT_EXIT();
 }
