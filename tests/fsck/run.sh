@@ -7,23 +7,27 @@
 # with its sha256; REPAIR=no: --repair exits 1 and the images are unchanged.
 # A case's REPAIR_OPTION replaces --repair (e.g. --init-csum-tree); a case
 # that defines repair() runs it instead (e.g. mfs rescue chunk-recover).
-# MFS_FSCK_ONLY=TEXT runs the cases whose name holds TEXT.
+# MFS_FSCK_ONLY=TEXT runs the cases whose name holds TEXT. The cases run
+# MFS_FSCK_JOBS (2) at a time, each worker in a folder of its own (its own
+# base filesystems, registry and mount point); TAP in the cases' order.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MFS_BUILD:-$top/build}
 mfs=$build/mfs
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-fsck.XXXXXX")
-CACHE=$tmp/cache
-W=$tmp/case
+JOBS=${MFS_FSCK_JOBS:-2}
+top_tmp=$(mktemp -d "${TMPDIR:-/tmp}/mfs-fsck.XXXXXX")
 export PATH="$build:$PATH"
 cleanup() {
-	mountpoint -q "$tmp/mnt" 2>/dev/null && timeout 60 "$mfs" umount "$tmp/mnt"
-	rm -rf "$tmp"
+	local m
+
+	for m in "$top_tmp"/w*/mnt "$top_tmp"/w*/cache/*/mnt; do
+		mountpoint -q "$m" 2>/dev/null && timeout 60 "$mfs" umount "$m"
+	done
+	rm -rf "$top_tmp"
 }
 trap cleanup EXIT
-mkdir -p "$CACHE" "$tmp/mnt"
 # shellcheck source=tests/fsck/lib.bash
 . "$top/tests/fsck/lib.bash"
 
@@ -85,19 +89,48 @@ run_case() {
 	esac
 }
 
-n=0
-failures=0
+# worker J: cases J, J + JOBS, ... of $cases, a line "INDEX ok" or
+# "INDEX not ok WHY" each; its own tmp (CACHE, W, mnt for lib.bash).
+worker() {
+	local j=$1 i why
+
+	tmp=$top_tmp/w$j
+	CACHE=$tmp/cache
+	W=$tmp/case
+	mkdir -p "$CACHE" "$tmp/mnt"
+	for ((i = j; i < ${#cases[@]}; i += JOBS)); do
+		if why=$(run_case "${cases[i]}"); then
+			echo "$i ok"
+		else
+			echo "$i not ok $(tr '\n' ' ' <<<"$why")"
+		fi
+	done
+}
+
+cases=()
 for dir in "$top"/tests/fsck/[0-9][0-9][0-9]-*/; do
-	name=$(basename "$dir")
-	[[ $name == *"${MFS_FSCK_ONLY:-}"* ]] || continue
-	n=$((n + 1))
-	if why=$(run_case "$dir"); then
-		echo "ok $n - $name"
-	else
-		failures=$((failures + 1))
-		echo "not ok $n - $name: $(tr '\n' ' ' <<<"$why")"
-	fi
+	[[ $(basename "$dir") == *"${MFS_FSCK_ONLY:-}"* ]] && cases+=("$dir")
 done
-echo "1..$n"
-echo "# $n cases, $failures failed"
+pids=()
+for ((j = 0; j < JOBS; j++)); do
+	worker "$j" >"$top_tmp/results.$j" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+failures=0
+for ((i = 0; i < ${#cases[@]}; i++)); do
+	name=$(basename "${cases[i]}")
+	line=$(cat "$top_tmp"/results.* | awk -v i="$i" '$1 == i { $1 = ""; print substr($0, 2); exit }')
+	case $line in
+	ok) echo "ok $((i + 1)) - $name" ;;
+	"not ok "*)
+		failures=$((failures + 1))
+		echo "not ok $((i + 1)) - $name: ${line#not ok }" ;;
+	*)
+		failures=$((failures + 1))
+		echo "not ok $((i + 1)) - $name: no result (the worker stopped)" ;;
+	esac
+done
+echo "1..${#cases[@]}"
+echo "# ${#cases[@]} cases, $failures failed"
 [ "$failures" -eq 0 ]
