@@ -103,6 +103,19 @@ void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
 	}
 }
 
+void mfs_check_add_tree_extent_fix(struct mfs_check_ctl *ctl, const struct mfs_check_block *b)
+{
+	struct mfs_check_fix *f;
+
+	mfs_check_add_fix(ctl, MFS_FIX_TREE_EXTENT, b->bytenr, b->owner, b->level);
+	if (!ctl->nr_fixes)
+		return;
+	f = &ctl->fixes[ctl->nr_fixes - 1];
+	if (f->kind != MFS_FIX_TREE_EXTENT || f->bytenr != b->bytenr)
+		return;
+	f->chk = (struct mfs_tree_check){ .level = b->level, .owner = b->owner, .transid = b->gen };
+}
+
 static void say(void (*done)(void *, const char *), void *arg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -140,7 +153,66 @@ static bool in_transaction(enum mfs_check_fix_kind kind)
 {
 	return kind == MFS_FIX_BG_USED || kind == MFS_FIX_NLINK || kind == MFS_FIX_DIR_SIZE ||
 	       kind == MFS_FIX_NBYTES || kind == MFS_FIX_DIR_ITEM || kind == MFS_FIX_DIR_INDEX ||
-	       kind == MFS_FIX_LOST_FOUND;
+	       kind == MFS_FIX_LOST_FOUND || kind == MFS_FIX_TREE_EXTENT;
+}
+
+/*
+ * Tree blocks in use without an extent item: the allocator takes their
+ * space for free. First (before this transaction's copy-on-write takes
+ * any space) every one is taken out of its block group's free space,
+ * then it gets its item - one reference, its tree, level and generation,
+ * as the allocator makes them - and its block group's used bytes are
+ * counted again from the items. Refused (-EUCLEAN) when the space is not
+ * free: another extent holds part of it.
+ */
+static int fix_tree_extents(struct mfs_trans_handle *trans, struct mfs_check_ctl *ctl, int *nfixed)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	int i, k, ret = 0;
+
+	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
+		const struct mfs_check_fix *f = &ctl->fixes[i];
+		struct mfs_block_group *bg;
+
+		if (f->kind != MFS_FIX_TREE_EXTENT)
+			continue;
+		bg = mfs_lookup_block_group(fs, f->bytenr);
+		ret = bg ? mfs_free_space_remove(bg, f->bytenr, fs->nodesize) : -EUCLEAN;
+	}
+	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
+		const struct mfs_check_fix *f = &ctl->fixes[i];
+		struct mfs_key key = { f->bytenr, MFS_EXTENT_ITEM_KEY, fs->nodesize };
+		struct mfs_extent_item item = {
+			.refs = cpu_to_le64(1),
+			.generation = cpu_to_le64(f->chk.transid),
+			.flags = cpu_to_le64(MFS_EXTENT_FLAG_TREE_BLOCK),
+			.owner_root = cpu_to_le64(f->chk.owner),
+			.owner_objectid = cpu_to_le64(f->chk.level),
+		};
+
+		if (f->kind != MFS_FIX_TREE_EXTENT)
+			continue;
+		ret = mfs_insert_item(trans, fs->extent_root, &key, &item, sizeof(item));
+		(*nfixed)++;
+	}
+	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
+		struct mfs_block_group *bg;
+		struct mfs_range *r;
+		int n;
+
+		if (ctl->fixes[i].kind != MFS_FIX_TREE_EXTENT)
+			continue;
+		bg = mfs_lookup_block_group(fs, ctl->fixes[i].bytenr);
+		ret = mfs_bg_used_ranges(fs, bg, &r, &n);
+		if (ret)
+			break;
+		bg->used = 0;
+		for (k = 0; k < n; k++)
+			bg->used += r[k].len;
+		bg->dirty = true;
+		free(r);
+	}
+	return ret;
 }
 
 /*
@@ -231,10 +303,12 @@ static int fix_items(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, int *nfi
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		return ret;
+	ret = fix_tree_extents(trans, ctl, nfixed);
 	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
 		const struct mfs_check_fix *f = &ctl->fixes[i];
 
-		if (!in_transaction(f->kind) || f->kind == MFS_FIX_LOST_FOUND)
+		if (!in_transaction(f->kind) || f->kind == MFS_FIX_LOST_FOUND ||
+		    f->kind == MFS_FIX_TREE_EXTENT)
 			continue;
 		if (f->kind == MFS_FIX_BG_USED)
 			ret = fix_bg_used(fs, f);
@@ -283,6 +357,11 @@ static void say_item_fix(void (*done)(void *, const char *), void *arg,
 		say(done, arg, "dir %llu entry index %llu: %s rebuilt from its %s", id, v,
 		    f->kind == MFS_FIX_DIR_ITEM ? "DIR_ITEM" : "DIR_INDEX",
 		    f->kind == MFS_FIX_DIR_ITEM ? "DIR_INDEX" : "DIR_ITEM");
+		break;
+	case MFS_FIX_TREE_EXTENT:
+		say(done, arg, "tree block %llu: extent item made again (tree %llu, level %d, generation %llu)",
+		    id, (unsigned long long)f->chk.owner, f->chk.level,
+		    (unsigned long long)f->chk.transid);
 		break;
 	case MFS_FIX_LOST_FOUND:
 		say(done, arg, "Moving file '%s' to 'lost+found' dir since it has no valid backref (inode %llu, link count %llu)",

@@ -358,14 +358,13 @@ int mfs_check_chunks(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 
 /* ---------------- phase 3: tree blocks ---------------- */
 
-static int note_block(struct mfs_check_ctl *ctl, u64 bytenr, u64 owner, int level)
+static int note_block(struct mfs_check_ctl *ctl, u64 bytenr, u64 owner, int level, u64 gen)
 {
 	if (MFS_ARRAY_RESERVE(ctl->blocks, ctl->nr_blocks, ctl->max_blocks, 1024))
 		return -ENOMEM;
-	ctl->blocks[ctl->nr_blocks].bytenr = bytenr;
-	ctl->blocks[ctl->nr_blocks].owner = owner;
-	ctl->blocks[ctl->nr_blocks].level = level;
-	ctl->blocks[ctl->nr_blocks].seen = 0;
+	ctl->blocks[ctl->nr_blocks] = (struct mfs_check_block){
+		.bytenr = bytenr, .owner = owner, .level = level, .gen = gen,
+	};
 	ctl->nr_blocks++;
 	return 0;
 }
@@ -464,11 +463,13 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 				      .first_key = first };
 	struct extent_buffer *eb;
 	struct mfs_key key;
+	u64 noted;
 	int ret, i, n;
 
-	ret = note_block(ctl, bytenr, owner, level);
+	ret = note_block(ctl, bytenr, owner, level, gen);
 	if (ret)
 		return ret;
+	noted = ctl->nr_blocks - 1;
 	check_block_copies(fs, ctl, bytenr, &chk);
 	ret = mfs_read_tree_block(fs, bytenr, &chk, &eb);
 	if (ret) {
@@ -477,6 +478,7 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 			ret == -EUCLEAN ? "no good copy" : strerror(-ret));
 		return 0;
 	}
+	ctl->blocks[noted].read = true;
 	ctl->tree_blocks++;
 	ctl->tree_bytes += fs->nodesize;
 	mfs_check_progress(ctl, fs->nodesize);
@@ -681,10 +683,18 @@ int mfs_check_extents(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl)
 	if (ret < 0)
 		problem(ctl, "extent tree cannot be walked: %s", strerror(-ret));
 	for (i = 0; i < ctl->nr_blocks; i++) {
-		if (!ctl->blocks[i].seen && (i == 0 || ctl->blocks[i].bytenr != ctl->blocks[i - 1].bytenr))
-			problem(ctl, "%s tree block %llu has no extent item",
-				tree_name(ctl->blocks[i].owner),
-				(unsigned long long)ctl->blocks[i].bytenr);
+		const struct mfs_check_block *blk = &ctl->blocks[i];
+		struct mfs_block_group *bg;
+
+		if (blk->seen || (i > 0 && blk->bytenr == ctl->blocks[i - 1].bytenr))
+			continue;
+		problem(ctl, "%s tree block %llu has no extent item", tree_name(blk->owner),
+			(unsigned long long)blk->bytenr);
+		/* the allocator would hand its space out: the item is made again */
+		bg = mfs_lookup_block_group(fs, blk->bytenr);
+		if (blk->read && bg && !(bg->flags & MFS_BLOCK_GROUP_DATA) &&
+		    blk->bytenr + fs->nodesize <= bg->start + bg->length)
+			mfs_check_add_tree_extent_fix(ctl, blk);
 	}
 	/* a used figure is derived from the extent items only when they are sound */
 	derivable = ctl->errors == errors_before;

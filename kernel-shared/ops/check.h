@@ -13,6 +13,8 @@ struct mfs_check_block {
 	u64 owner;
 	int level;
 	int seen;
+	u64 gen;	/* what its parent's pointer says */
+	bool read;	/* a copy verified */
 };
 
 /* What --repair can do about a problem a phase found (check-repair.c). */
@@ -29,6 +31,8 @@ enum mfs_check_fix_kind {
 	MFS_FIX_DIR_INDEX,
 	/* inode `bytenr`, named by no entry: into lost+found, link count `value` */
 	MFS_FIX_LOST_FOUND,
+	/* tree block `bytenr` (chk: owner, level, generation) without an extent item */
+	MFS_FIX_TREE_EXTENT,
 };
 
 struct mfs_check_fix {
@@ -126,6 +130,8 @@ void mfs_check_add_entry_fix(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind 
 			     const struct mfs_dir_item *di, u32 len);
 /* Forget the recorded fixes of one kind (their source proved unsound). */
 void mfs_check_drop_fixes(struct mfs_check_ctl *ctl, enum mfs_check_fix_kind kind);
+/* A tree block the walk reached and read whose extent item is missing: one made for it. */
+void mfs_check_add_tree_extent_fix(struct mfs_check_ctl *ctl, const struct mfs_check_block *b);
 /* The fix of copy `mirror` of a tree block, verified against chk when read. */
 void mfs_check_add_tree_fix(struct mfs_check_ctl *ctl, u64 bytenr, int mirror,
 			    const struct mfs_tree_check *chk);
