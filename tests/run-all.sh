@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, bats CLI tests (two files at a time,
-# MFS_BATS_JOBS), crash-replay tests (two at a time, MFS_CRASH_JOBS), the fault-injection sweep, the fsck corpus, the unit
-# tests again built with ASan+UBSan with the image fuzzer's corpus and
+# MFS_BATS_JOBS), crash-replay tests (two at a time, MFS_CRASH_JOBS), the
+# fault-injection sweep, the fsck corpus (two cases at a time,
+# MFS_FSCK_JOBS), the unit tests again built with ASan+UBSan with the image fuzzer's corpus and
 # regression inputs replayed (tests/fuzz/: each once and 300 fixed
 # mutants of each) and a sample of them as image files given to the daemon
 # and the commands (tests/security/crafted.sh), and the ThreadSanitizer
