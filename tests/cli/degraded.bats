@@ -236,12 +236,7 @@ print(sum(l["total"] - l["used"] for l in json.load(sys.stdin)["filesystem-df"]
 }
 
 @test "df shows chunks reduced while degraded, text and JSON" {
-	make_images 2
-	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
-	mv "$T/img2" "$T/gone2"
-	mfs_mount -o degraded "$T/img1" "$T/mnt"
-	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
-	sync
+	write_degraded 2 2 -d raid1 -m raid1
 	run mfs filesystem df "$T/mnt"
 	assert_success
 	assert_line --regexp "^Data, DUP: total=.*, used=.* \(reduced: written degraded, the filesystem asks for RAID1\)$"
@@ -258,12 +253,7 @@ assert red and all(l["bg-profile"] == "DUP" and l["requested-profile"] == "RAID1
 }
 
 @test "raid1c3 with one of three devices missing: new chunks are RAID1 mirrors, not RAID5" {
-	make_images 3
-	mkfs.mfs -q -f -d raid1c3 -m raid1c3 $(imgs 3)
-	mv "$T/img3" "$T/gone3"
-	mfs_mount -o degraded "$T/img1" "$T/mnt"
-	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
-	sync
+	write_degraded 3 3 -d raid1c3 -m raid1c3
 	run mfs --format json filesystem df "$T/mnt"
 	assert_success
 	# two devices survive one loss as RAID1 or RAID5 alike; a mirror keeps

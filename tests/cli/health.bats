@@ -252,11 +252,7 @@ assert m["reduced"] > 0 and m["full"] == m["none"] == m["lost"] == 0, g
 }
 
 @test "filesystem status: chunks written degraded below the profile count as reduced" {
-	make_images 2
-	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
-	mv "$T/img2" "$T/gone2"
-	mfs_mount -o degraded "$T/img1" "$T/mnt"
-	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
+	write_degraded 2 2 -d raid1 -m raid1
 	mfs umount "$T/mnt"
 	mv "$T/gone2" "$T/img2"
 	# back, but behind: rebuilding until a mount catches it up

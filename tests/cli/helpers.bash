@@ -220,6 +220,21 @@ physical_copies() {
 		$1 == "stripe" && b >= logical && b < logical + len { print $4, $6 + (b - logical) }'
 }
 
+# write_degraded N GONE MKFS-OPTION...: mkfs over N images, image GONE
+# moved away ($T/goneGONE), mounted -o degraded at $T/mnt, 8 MiB written
+# and synced (into chunks made on the devices left)
+write_degraded() {
+	local n=$1 gone=$2
+
+	shift 2
+	make_images "$n"
+	mkfs.mfs -q -f "$@" $(imgs "$n")
+	mv "$T/img$gone" "$T/gone$gone"
+	mfs_mount -o degraded "$T/img1" "$T/mnt"
+	head -c $((8 * MiB)) /dev/urandom >"$T/mnt/f"
+	sync
+}
+
 # corrupt_every_copy DEV BYTENR: damage every copy of the block at BYTENR
 # (single, DUP and RAID1* chunks: physical_copies)
 corrupt_every_copy() {
