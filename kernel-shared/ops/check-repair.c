@@ -198,11 +198,18 @@ static int fix_tree_extents(struct mfs_trans_handle *trans, struct mfs_check_ctl
 	for (i = 0; i < ctl->nr_fixes && !ret; i++) {
 		struct mfs_block_group *bg;
 		struct mfs_range *r;
-		int n;
+		int n, j;
 
 		if (ctl->fixes[i].kind != MFS_FIX_TREE_EXTENT)
 			continue;
 		bg = mfs_lookup_block_group(fs, ctl->fixes[i].bytenr);
+		/* once per block group: an earlier fix in it counted it already */
+		for (j = 0; j < i; j++)
+			if (ctl->fixes[j].kind == MFS_FIX_TREE_EXTENT &&
+			    mfs_lookup_block_group(fs, ctl->fixes[j].bytenr) == bg)
+				break;
+		if (j < i)
+			continue;
 		ret = mfs_bg_used_ranges(fs, bg, &r, &n);
 		if (ret)
 			break;
