@@ -249,7 +249,7 @@ static int do_mount(struct mount_args *m)
 	struct mfs_fs_info *fs;
 	struct stat st;
 	unsigned int flags = 0;
-	char real[PATH_MAX];
+	char real[PATH_MAX], mnt_abs[PATH_MAX];
 	int i;
 
 	if (!m->ndevices) {
@@ -260,6 +260,12 @@ static int do_mount(struct mount_args *m)
 		error("mount point %s is not a directory", m->opts.mountpoint);
 		return 1;
 	}
+	/*
+	 * The daemon works from /: a relative mount point would not be found
+	 * when it unmounts at SIGTERM (the mount was left behind, dead).
+	 */
+	if (realpath(m->opts.mountpoint, mnt_abs))
+		m->opts.mountpoint = mnt_abs;
 	for (i = 0; i < m->ndevices; i++) {
 		char mnt[PATH_MAX];
 

@@ -66,6 +66,31 @@ btrfs_mount() {
 	assert_output --partial "is not a mounted mfs filesystem"
 }
 
+@test "SIGTERM to the server unmounts, the mount point given relative or not" {
+	# the server works from /: it looked for a relative mount point there
+	# and left the mount behind, dead ("Transport endpoint is not connected")
+	local pid
+
+	mfs_fs raid1 2
+	mkdir -p "$T/mnt"
+	echo "$T/mnt" >>"$T/.mfs_mounts"
+	(cd "$T" && mfs mount img1 mnt 3>&-)
+	echo kept >"$T/mnt/f"
+	pid=$(mfs_daemon_pid "$T/mnt")
+	kill -TERM "$pid"
+	wait_pid_exit "$pid"
+	run is_mounted "$T/mnt"
+	assert_failure
+	mfs_mount "$T/img1" "$T/mnt"
+	run cat "$T/mnt/f"
+	assert_output kept
+	pid=$(mfs_daemon_pid "$T/mnt")
+	kill -TERM "$pid"
+	wait_pid_exit "$pid"
+	run is_mounted "$T/mnt"
+	assert_failure
+}
+
 @test "mount -t mfs and /etc/fstab go through /sbin/mount.mfs" {
 	if [ -e /usr/sbin/mount.mfs ] &&
 		[ "$(realpath /usr/sbin/mount.mfs)" != "$(realpath "$MFS_BUILD/mount.mfs")" ]; then
