@@ -138,7 +138,7 @@ static void *write_window(void *arg)
 	for (i = n - 1; i >= 0; i--) {	/* stripe 0 here, the others in threads */
 		sw[i] = (struct stripe_write){ .w = w, .i = i };
 		started[i] = false;
-		if (w->keep && w->keep[i])
+		if (w->keep && w->keep[i] && !w->writing->all)
 			continue;
 		started[i] = i > 0 && !pthread_create(&sw[i].thread, NULL, write_stripe_part, &sw[i]);
 		if (!started[i])
@@ -161,6 +161,11 @@ static void *write_window(void *arg)
 			ret = sw[i].ret;
 	}
 	w->unflushed += w->writing->rows * map->stripe_len;
+	/* the kept stripes written too are flushed at once: no later flush sees them */
+	if (!ret && w->writing->all) {
+		ret = rs_flush_written(w->fs, &w->map, 1, NULL);
+		w->unflushed = 0;
+	}
 	if (!ret && w->unflushed >= RESTRIPE_FLUSH_EVERY) {
 		ret = rs_flush_written(w->fs, &w->map, 1, w->keep);
 		w->unflushed = 0;
@@ -193,13 +198,31 @@ int cw_flush(struct chunk_writer *w)
 	}
 	w->cur ^= 1;
 	w->win[w->cur].rows = 0;
+	w->win[w->cur].all = false;
 	return w->writing ? 0 : w->ret;
+}
+
+/* A new row of the window: as on disk when the writer fills rows, else zeros. */
+static void start_row(struct chunk_writer *w, struct window *win, u64 row)
+{
+	u8 *slots[w->map->num_stripes];
+	int i;
+
+	for (i = 0; i < w->map->num_stripes; i++)
+		slots[i] = slot(w, win, i, row);
+	if (w->fill && !w->fill(w->fill_arg, row, slots))
+		return;
+	for (i = 0; i < w->map->num_stripes; i++)
+		memset(slots[i], 0, w->map->stripe_len);
+	if (w->fill)
+		win->all = true;
 }
 
 /*
  * Place logical [logical, +len) of the new layout. Rows come in order;
  * a row is never split between windows, and rows left out (no data) are
- * not written at all. Bytes of a row that no range covers are zeros.
+ * not written at all. Bytes of a row that no range covers are zeros, or
+ * what the writer's fill gives.
  */
 int cw_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
 {
@@ -229,8 +252,7 @@ int cw_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
 		if (!win->rows)
 			win->row0 = row;
 		if (row == win->row0 + win->rows) {
-			for (i = 0; i < map->num_stripes; i++)
-				memset(slot(w, win, i, row), 0, slen);
+			start_row(w, win, row);
 			win->rows++;
 		}
 		for (i = 0; i < io.ncopies; i++)
@@ -266,5 +288,6 @@ int cw_settle(struct chunk_writer *w, u64 row)
 	/* cw_flush started the other window empty: it holds the row */
 	next->row0 = row;
 	next->rows = 1;
+	next->all = win->all;
 	return ret ?: cw_wait(w);
 }

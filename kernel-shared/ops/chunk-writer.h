@@ -14,6 +14,7 @@
 struct window {
 	u8 *buf;		/* per stripe, rows_max * stripe_len bytes */
 	u64 row0, rows;		/* holds rows [row0, row0 + rows) */
+	bool all;		/* a row not filled: every stripe written, kept ones too */
 };
 
 struct chunk_writer {
@@ -24,6 +25,13 @@ struct chunk_writer {
 	int cur;		/* the window being filled */
 	struct window *writing;	/* the other one, while the thread writes it */
 	const u8 *keep;		/* per stripe: already holds the data, not written (or NULL) */
+	/*
+	 * With parity and stripes kept: a row as it is on disk before the
+	 * ranges are placed in it, so that the parity written agrees with
+	 * what the kept stripes hold where no range is (0: filled).
+	 */
+	int (*fill)(void *arg, u64 row, u8 **slots);
+	void *fill_arg;
 	pthread_t thread;
 	int ret;		/* of the last window written */
 	u64 unflushed;		/* bytes per stripe written since the last flush */

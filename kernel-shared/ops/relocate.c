@@ -259,9 +259,21 @@ static void count_bad_copy(struct mfs_fs_info *fs, struct mfs_chunk_map *old, u6
 		mfs_dev_count_error(fs, dev, stat);
 }
 
-/* Read range r from the old layout, picking a copy whose checksums hold. */
-static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const struct mfs_range *r,
-		     const u8 *csums, u8 *buf)
+/* Copy m of range r: from the source's window when it holds it (m 1 of src's map). */
+static int read_copy(struct mfs_chunk_map *old, struct reloc_source *src, const struct mfs_range *r,
+		     u8 *buf, int m)
+{
+	if (m == 1 && src && rs_source_map(src) == old && !rs_source_read(src, r->start, r->len, buf))
+		return 0;
+	return mfs_read_map(old, r->start, buf, r->len, m);
+}
+
+/*
+ * Read range r from the old layout, picking a copy whose checksums hold;
+ * src: what is read ahead of the copy, NULL: nothing.
+ */
+static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct reloc_source *src,
+		     const struct mfs_range *r, const u8 *csums, u8 *buf)
 {
 	int copies = mfs_num_copies(old), m, ret = -EIO, stat;
 	u64 s, n;
@@ -271,7 +283,7 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 					      .transid = r->gen };
 
 		for (m = 1; m <= copies; m++) {
-			if (mfs_read_map(old, r->start, buf, r->len, m)) {
+			if (read_copy(old, src, r, buf, m)) {
 				count_bad_copy(fs, old, r->start, m, MFS_DEV_STAT_READ_ERRS);
 				continue;
 			}
@@ -287,7 +299,7 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, const st
 	 * piece from another copy, or rebuilt. Sectors that do not match
 	 * their checksums are tried in every other copy below.
 	 */
-	ret = mfs_read_map(old, r->start, buf, r->len, 1);
+	ret = read_copy(old, src, r, buf, 1);
 	if (ret) {
 		/*
 		 * With a member missing, a range reaching its column fails
@@ -543,7 +555,8 @@ static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 
 #define RESTRIPE_PIECE		(4 * SZ_1M)
 
 static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
-		      struct chunk_writer *w, const struct mfs_range *r, const u8 *csums, u8 *buf)
+		      struct chunk_writer *w, struct reloc_source *src, const struct mfs_range *r,
+		      const u8 *csums, u8 *buf)
 {
 	struct mfs_restripe_status *st = fs->restripe;
 	struct reloc_job *job = plan->job;
@@ -553,20 +566,26 @@ static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	for (off = 0; off < r->len && !ret; off += cnt) {
 		struct mfs_range piece = *r;
 		const u8 *sums = csums ? csums + off / MFS_SECTOR * fs->csum_size : NULL;
-		u64 skip;
+		u64 skip, held;
 
-		/* a tree block is read whole: its checksum covers all of it */
+		/*
+		 * a tree block is read whole: its checksum covers all of it;
+		 * data in pieces, none reaching past the window read ahead
+		 */
 		cnt = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK ? r->len :
 		      min_t(u64, r->len - off, RESTRIPE_PIECE);
 		piece.start += off;
-		piece.len = cnt;
 		/* what a resumed copy has on disk already is not copied again */
 		if (piece.start + cnt <= job->from)
 			continue;
+		held = src ? rs_source_span(src, piece.start) : 0;
+		if (!(r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) && held)
+			cnt = min_t(u64, cnt, held);
+		piece.len = cnt;
 		skip = job->from > piece.start ? job->from - piece.start : 0;
-		ret = read_good(fs, plan->read, &piece, sums, buf);
+		ret = read_good(fs, plan->read, src, &piece, sums, buf);
 		if (ret && plan->read != plan->old)
-			ret = read_good(fs, plan->old, &piece, sums, buf);
+			ret = read_good(fs, plan->old, NULL, &piece, sums, buf);
 		if (ret == -EIO || ret == -EUCLEAN)
 			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
 		if (!ret)
@@ -576,6 +595,11 @@ static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 			ret = checkpoint(plan, w, piece.start + cnt);
 	}
 	return ret;
+}
+
+static int fill_row(void *arg, u64 row, u8 **slots)
+{
+	return rs_source_fill_row(arg, row, slots);
 }
 
 /*
@@ -588,6 +612,7 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	struct mfs_restripe_status *st = fs->restripe;
 	u64 slen = new->stripe_len, ra_limit = 0;
 	struct chunk_writer w = { .fs = fs, .map = new, .keep = plan->keep };
+	struct reloc_source *src = NULL;
 	int i, ra_next = 0, ret = 0, err;
 	u8 *buf;
 
@@ -600,8 +625,18 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	buf = malloc(RESTRIPE_PIECE);
 	if (!buf)
 		ret = -ENOMEM;
+	/* without a window read ahead, the page cache reads ahead */
+	if (!ret && n && rs_source_open(plan->read, r, n, plan->job->from, &src))
+		src = NULL;
+	/* parity kept: the rows as on disk come from the windows */
+	if (w.keep && mfs_profile(new->type)->nparity) {
+		w.fill = fill_row;
+		w.fill_arg = src;
+		if (!src && n && !ret)
+			ret = -ENOMEM;
+	}
 	for (i = 0; i < n && !ret; i++) {
-		if (r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
+		if (!src && r[i].start + RESTRIPE_READAHEAD / 2 >= ra_limit) {
 			ra_limit = r[i].start + RESTRIPE_READAHEAD;
 			readahead_ranges(plan->read, r, n, &ra_next, ra_limit);
 		}
@@ -616,8 +651,9 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		ret = extent_csums(fs, &r[i], &csums[i]);
 		pthread_mutex_unlock(&fs->lock);
 		if (!ret)
-			ret = copy_range(fs, plan, &w, &r[i], csums[i], buf);
+			ret = copy_range(fs, plan, &w, src, &r[i], csums[i], buf);
 	}
+	rs_source_close(src);
 	if (!ret)
 		ret = cw_flush(&w);
 	err = cw_wait(&w);
@@ -913,14 +949,19 @@ static int plan_copy(const struct mfs_restripe_status *st, struct mfs_chunk_map 
 		if (!plan->read)
 			return -ENOMEM;
 	}
-	if (nnew != 1 || mfs_profile(old->type)->nparity || mfs_profile(new[0]->type)->nparity)
+	/*
+	 * With parity, a stripe keeps its place only in a layout of the same
+	 * geometry (a replace's); the copy then writes the other stripes'
+	 * parts of whole rows as they are on disk (copy_chunk).
+	 */
+	if (nnew != 1)
 		return 0;
 	*keep = calloc(new[0]->num_stripes, 1);
 	if (!*keep)
 		return -ENOMEM;
 	for (i = 0; i < new[0]->num_stripes; i++)
-		(*keep)[i] = mfs_stripe_holds_old(old, new[0], i);
-	plan->keep = *keep;
+		if (((*keep)[i] = mfs_stripe_holds_old(old, new[0], i)))
+			plan->keep = *keep;
 	return 0;
 }
 

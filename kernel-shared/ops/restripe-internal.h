@@ -53,6 +53,26 @@ int rs_delete_if_there(struct mfs_trans_handle *trans, struct mfs_root *root,
 /* Whether bg is the only chunk of its type (data, metadata or system). */
 bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
 
+/*
+ * reloc-source.c: the first copy of a chunk's used ranges (sorted), read
+ * ahead of a relocation's copy in large windows, from logical from on.
+ */
+struct reloc_source;
+int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
+		   struct reloc_source **out);
+void rs_source_close(struct reloc_source *s);
+const struct mfs_chunk_map *rs_source_map(const struct reloc_source *s);
+/* Bytes from logical on that the window holding it holds; 0: none holds it. */
+u64 rs_source_span(struct reloc_source *s, u64 logical);
+/* [logical, +len) of the first copy into buf: 0, or 1 when it is not held whole. */
+int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf);
+/*
+ * raid5/6: row of the chunk as it is on disk, every stripe's part into
+ * slots[stripe] (a part that could not be read rebuilt from the others):
+ * 0, or 1 when the window does not hold it or too much failed.
+ */
+int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots);
+
 /* reloc-record.c: the checkpoint of a chunk's copy (format: BALANCE_CHUNK) */
 struct rs_reloc {
 	u64 logical;			/* the chunk: read-only while the record exists */

@@ -325,3 +325,101 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	umnt
 	verify_offline "$T/img1"
 }
+
+# holey_files DIR: files of odd sizes written together, every other one
+# deleted: rows of the raid5/6 chunks hold data beside freed bytes that
+# are not zeros (what the deleted files held)
+holey_files() {
+	local i
+
+	for i in $(seq 1 60); do
+		head -c $((i * 5321 + 40000)) /dev/urandom >"$1/h$i"
+	done
+	sync
+	for i in $(seq 2 2 60); do
+		rm "$1/h$i"
+	done
+	sync
+}
+
+# data_stripes_sum FS DEVID IMG: sha256 of what device DEVID (image IMG)
+# holds of the raid5/6 data chunks
+data_stripes_sum() {
+	mfs inspect-internal dump-tree -t chunk "$1" | awk -v d="$2" '
+		$1 == "length" { len = $2; data = $0 ~ /type Data/;
+			par = $0 ~ /RAID6/ ? 2 : 1 }
+		$1 == "num_stripes" { n = $2 }
+		$1 == "stripe" && $4 == d && data { print $6, len / (n - par) }' |
+		while read -r off len; do
+			dd if="$3" bs=64K iflag=skip_bytes,count_bytes skip="$off" count="$len" 2>/dev/null
+		done | sha256sum
+}
+
+# read_without DEV... : with these members gone, every file reads back from
+# parity (mounted degraded, read-only) as it was
+read_without() {
+	local d
+
+	for d in "$@"; do
+		mfs device scan -u "$d"
+		mv "$d" "$d.gone"
+	done
+	mnt -o degraded,ro "$T/img4"
+	verify_online
+	umnt
+	for d in "$@"; do
+		mv "$d.gone" "$d"
+		mfs device scan "$d" >/dev/null
+	done
+}
+
+@test "replace on raid5/raid6 writes the target only; its parity agrees with the kept stripes beside freed bytes" {
+	# The target's part of each row is written, the other stripes stay:
+	# where a row holds freed bytes beside data, the parity written must
+	# be that of the bytes on disk, or a later rebuild of the data beside
+	# them (another member gone) returns garbage.
+	make_images 5 1G
+	mkfs.mfs -q -f -d raid5 -m raid1 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
+	mnt "$T/img1"
+	holey_files "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	data_stripes_sum "$T/img1" 3 "$T/img3" >"$T/kept"
+	run mfs replace start -B 2 "$T/img5" "$T/img1"
+	assert_success
+	replaced "$T/img1" "$T/img2" "$T/img5"
+	# the kept stripes were not written (the bytes are the same)
+	data_stripes_sum "$T/img1" 3 "$T/img3" | diff - "$T/kept"
+	verify_offline "$T/img1"
+	read_without "$T/img1"
+	read_without "$T/img3"
+
+	# the source missing: its column rebuilt from parity, freed bytes too
+	make_images 5 1G
+	mkfs.mfs -q -f -d raid5 -m raid1 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
+	mnt "$T/img1"
+	holey_files "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	mfs device scan -u "$T/img2"
+	rm "$T/img2"
+	mnt -o degraded "$T/img1"
+	run mfs replace start -B 2 "$T/img5" "$T/mnt"
+	assert_success
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+	read_without "$T/img1"
+
+	# raid6: then two other members gone
+	make_images 5 1G
+	mkfs.mfs -q -f -d raid6 -m raid1c3 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
+	mnt "$T/img1"
+	holey_files "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	run mfs replace start -B 3 "$T/img5" "$T/img1"
+	assert_success
+	verify_offline "$T/img1"
+	read_without "$T/img1" "$T/img2"
+}

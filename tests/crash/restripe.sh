@@ -2,7 +2,7 @@
 # Crash consistency of the restriper: log every write and flush of a convert
 # (raid0 -> raid5), of a convert of a chunk large enough to be checkpointed
 # mid-copy, of a convert on small devices that replaces chunks by
-# several pieces each, of a device delete and of a replace, and of a delete
+# several pieces each, of a device delete and of a replace (raid1, raid5), and of a delete
 # and a replace of a member that is missing (every state opened degraded,
 # check allowed to name only that member as missing), and rebuild the
 # devices at the log's crash points (tests/crash/replay: each device holds
@@ -387,6 +387,20 @@ elif make_fs 3 -d raid1 -m raid1; then
 	cp "$tmp/registry" "$tmp/op-registry"
 	run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
 		"$mfs" replace start -K 2 "$tmp/d4.img" "${imgs[0]}"
+else
+	tap FAIL "$name: setup"
+fi
+# replace on raid5: only the target is written, the kept stripes' parity
+# rows read whole from the members (ops/reloc-source.c)
+name="replace raid5"
+if ! wanted "$name"; then
+	:
+elif make_fs 3 -d raid5 -m raid1; then
+	truncate -s 512M "$tmp/d4.img" "$tmp/b4.img"
+	imgs+=("$tmp/d4.img")
+	cp "$tmp/registry" "$tmp/op-registry"
+	run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
+		"$mfs" replace start -K 3 "$tmp/d4.img" "${imgs[0]}"
 else
 	tap FAIL "$name: setup"
 fi

@@ -1,0 +1,274 @@
+/*
+ * What a relocation's copy reads, read ahead in large windows (DESIGN §5):
+ * rows [w0, w1) of each stripe that holds the first copy, one direct read
+ * per device (volumes/stripe-io.c), the next window read by a thread of its
+ * own while the copy takes its pieces from this one. A window starts at
+ * the first used range not yet held, so the holes between extents are not
+ * read. What a window does not hold whole or could not read the copy
+ * reads itself (mfs_read_map): the source only saves it syscalls.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernel-shared/ops/restripe-internal.h"
+#include "kernel-shared/volumes/volumes.h"
+#include "kernel-shared/format/profiles.h"
+#include "kernel-shared/block/raid56.h"
+
+#define SOURCE_WINDOW	(8ULL << 20)	/* bytes of each stripe read at once */
+#define SOURCE_MAX	(32ULL << 20)	/* bytes of all stripes of a window */
+
+struct src_window {
+	u64 w0, w1;		/* rows of the chunk */
+	u64 lo, hi;		/* the logical bytes of those rows; lo == hi: none */
+	u64 *off, *len;		/* per stripe, from its start */
+	u8 **bufs;
+	int *errs;
+	int ret;
+	const struct reloc_source *src;
+};
+
+struct reloc_source {
+	const struct mfs_chunk_map *map;
+	const struct mfs_range *r;
+	int n, next;		/* next: the first range not below pos */
+	u64 pos;		/* where the next window is planned from */
+	u64 row_bytes, wrows, nrows;
+	bool *needed;		/* per stripe: it holds part of the first copy */
+	struct src_window win[2];
+	int cur;
+	pthread_t tid;
+	bool ahead;		/* win[!cur] is being read by tid */
+};
+
+static void *read_rows(void *arg)
+{
+	struct src_window *w = arg;
+	const struct mfs_chunk_map *map = w->src->map;
+	int s;
+
+	for (s = 0; s < map->num_stripes; s++) {
+		w->off[s] = w->w0 * map->stripe_len;
+		w->len[s] = w->src->needed[s] ? (w->w1 - w->w0) * map->stripe_len : 0;
+	}
+	w->ret = mfs_read_stripes(map, w->off, w->len, w->bufs, w->errs);
+	return NULL;
+}
+
+/* The window after the ranges held so far, into w (lo == hi: none left). */
+static void plan_window(struct reloc_source *s, struct src_window *w)
+{
+	const struct mfs_chunk_map *map = s->map;
+	u64 start;
+
+	while (s->next < s->n && s->r[s->next].start + s->r[s->next].len <= s->pos)
+		s->next++;
+	w->lo = w->hi = 0;
+	if (s->next == s->n)
+		return;
+	start = max_t(u64, s->r[s->next].start, s->pos);
+	w->w0 = (start - map->logical) / s->row_bytes;
+	if (w->w0 >= s->nrows)
+		return;
+	w->w1 = min_t(u64, w->w0 + s->wrows, s->nrows);
+	w->lo = map->logical + w->w0 * s->row_bytes;
+	w->hi = map->logical + w->w1 * s->row_bytes;
+	s->pos = w->hi;
+}
+
+/* Plan the window after the current one and start reading it. */
+static void read_ahead(struct reloc_source *s)
+{
+	struct src_window *w = &s->win[!s->cur];
+
+	plan_window(s, w);
+	s->ahead = false;
+	if (w->lo == w->hi)
+		return;
+	if (pthread_create(&s->tid, NULL, read_rows, w) == 0)
+		s->ahead = true;
+	else
+		read_rows(w);
+}
+
+/* The window read ahead becomes the current one; the next is started. */
+static void advance(struct reloc_source *s)
+{
+	if (s->ahead)
+		pthread_join(s->tid, NULL);
+	s->ahead = false;
+	s->cur = !s->cur;
+	if (s->win[s->cur].lo != s->win[s->cur].hi)
+		read_ahead(s);
+}
+
+/* Which stripes mirror 1 reads: every one with parity, else those of row 0. */
+static void mark_needed(struct reloc_source *s)
+{
+	const struct mfs_chunk_map *map = s->map;
+	u64 off;
+	int i;
+
+	if (mfs_profile(map->type)->nparity) {
+		for (i = 0; i < map->num_stripes; i++)
+			s->needed[i] = true;
+		return;
+	}
+	for (off = 0; off < s->row_bytes; off += map->stripe_len) {
+		struct mfs_io_map io;
+
+		if (!mfs_map_block(map, map->logical + off, &io))
+			s->needed[io.stripe[0]] = true;
+	}
+}
+
+static int alloc_window(struct reloc_source *s, struct src_window *w)
+{
+	int n = s->map->num_stripes, i;
+
+	w->src = s;
+	w->off = calloc(n, sizeof(*w->off));
+	w->len = calloc(n, sizeof(*w->len));
+	w->errs = calloc(n, sizeof(*w->errs));
+	w->bufs = calloc(n, sizeof(*w->bufs));
+	if (!w->off || !w->len || !w->errs || !w->bufs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (s->needed[i] && posix_memalign((void **)&w->bufs[i], MFS_IO_DIRECT_ALIGN,
+						   s->wrows * s->map->stripe_len))
+			return -ENOMEM;
+	return 0;
+}
+
+int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
+		   struct reloc_source **out)
+{
+	struct reloc_source *s = calloc(1, sizeof(*s));
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->map = map;
+	s->r = r;
+	s->n = n;
+	s->pos = max_t(u64, from, map->logical);
+	s->row_bytes = (u64)mfs_nr_data_stripes(map->type, map->num_stripes) * map->stripe_len;
+	s->nrows = map->length / s->row_bytes;
+	s->needed = calloc(map->num_stripes, sizeof(*s->needed));
+	if (s->needed) {
+		int i, k = 0;
+
+		mark_needed(s);
+		for (i = 0; i < map->num_stripes; i++)
+			k += s->needed[i];
+		s->wrows = max_t(u64, 1, min_t(u64, SOURCE_WINDOW, SOURCE_MAX / max_t(int, k, 1)) /
+					 map->stripe_len);
+		ret = alloc_window(s, &s->win[0]);
+	}
+	if (!ret)
+		ret = alloc_window(s, &s->win[1]);
+	if (ret) {
+		rs_source_close(s);
+		return ret;
+	}
+	/* win[1] is current and empty: the first read moves to win[0] */
+	s->cur = 1;
+	read_ahead(s);
+	*out = s;
+	return 0;
+}
+
+void rs_source_close(struct reloc_source *s)
+{
+	int i, k;
+
+	if (!s)
+		return;
+	if (s->ahead)
+		pthread_join(s->tid, NULL);
+	for (k = 0; k < 2; k++) {
+		for (i = 0; s->win[k].bufs && i < s->map->num_stripes; i++)
+			free(s->win[k].bufs[i]);
+		free(s->win[k].bufs);
+		free(s->win[k].off);
+		free(s->win[k].len);
+		free(s->win[k].errs);
+	}
+	free(s->needed);
+	free(s);
+}
+
+const struct mfs_chunk_map *rs_source_map(const struct reloc_source *s)
+{
+	return s->map;
+}
+
+u64 rs_source_span(struct reloc_source *s, u64 logical)
+{
+	struct src_window *w = &s->win[s->cur];
+
+	while (logical >= w->hi && (w->lo != w->hi || s->ahead)) {
+		advance(s);
+		w = &s->win[s->cur];
+	}
+	if (w->lo == w->hi || logical < w->lo || logical >= w->hi)
+		return 0;
+	return w->hi - logical;
+}
+
+int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf)
+{
+	const struct mfs_chunk_map *map = s->map;
+	const struct src_window *w;
+	u64 pos, n;
+
+	if (!s || rs_source_span(s, logical) < len)
+		return 1;
+	w = &s->win[s->cur];
+	if (w->ret)
+		return 1;
+	for (pos = logical; pos < logical + len; pos += n) {
+		struct mfs_io_map io;
+		int st;
+
+		if (mfs_map_block(map, pos, &io))
+			return 1;
+		n = min_t(u64, io.length, logical + len - pos);
+		st = io.stripe[0];
+		if (!s->needed[st] || w->errs[st])
+			return 1;
+		memcpy(buf + (pos - logical),
+		       w->bufs[st] + (io.physical[0] - map->stripes[st].physical - w->off[st]), n);
+	}
+	return 0;
+}
+
+int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots)
+{
+	const struct mfs_chunk_map *map = s->map;
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	const struct src_window *w = &s->win[s->cur];
+	int n = map->num_stripes, failed[2], nfailed = 0, col;
+	void *blocks[n];
+
+	if (!a->nparity || w->lo == w->hi || w->ret || row < w->w0 || row >= w->w1)
+		return 1;
+	for (col = 0; col < n; col++) {
+		int st = mfs_row_stripe(map, row, col);
+
+		blocks[col] = slots[st];
+		if (w->errs[st]) {
+			if (nfailed == a->nparity)
+				return 1;
+			failed[nfailed++] = col;
+			continue;
+		}
+		memcpy(slots[st], w->bufs[st] + (row - w->w0) * map->stripe_len, map->stripe_len);
+	}
+	if (nfailed && mfs_raid56_rebuild(n - a->nparity, a->nparity, map->stripe_len, blocks,
+					  nfailed, failed))
+		return 1;
+	return 0;
+}
