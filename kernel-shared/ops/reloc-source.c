@@ -40,6 +40,7 @@ struct reloc_source {
 	int cur;
 	pthread_t tid;
 	bool ahead;		/* win[!cur] is being read by tid */
+	u8 *scratch;		/* raid5/6: room to rebuild the columns of a row */
 };
 
 static void *read_rows(void *arg)
@@ -103,12 +104,16 @@ static void advance(struct reloc_source *s)
 		read_ahead(s);
 }
 
-/* Which stripes mirror 1 reads: every one with parity, else those of row 0. */
+/*
+ * Which stripes are read: with parity every one (a column that cannot be
+ * read is rebuilt from the others); of mirrors, for each part of a row,
+ * the first copy in the map's order on a device in service.
+ */
 static void mark_needed(struct reloc_source *s)
 {
 	const struct mfs_chunk_map *map = s->map;
 	u64 off;
-	int i;
+	int i, c;
 
 	if (mfs_profile(map->type)->nparity) {
 		for (i = 0; i < map->num_stripes; i++)
@@ -118,8 +123,14 @@ static void mark_needed(struct reloc_source *s)
 	for (off = 0; off < s->row_bytes; off += map->stripe_len) {
 		struct mfs_io_map io;
 
-		if (!mfs_map_block(map, map->logical + off, &io))
-			s->needed[io.stripe[0]] = true;
+		if (mfs_map_block(map, map->logical + off, &io))
+			continue;
+		for (c = 0; c < io.ncopies; c++) {
+			if (mfs_dev_usable(map->stripes[io.stripe[c]].dev)) {
+				s->needed[io.stripe[c]] = true;
+				break;
+			}
+		}
 	}
 }
 
@@ -169,6 +180,9 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 	}
 	if (!ret)
 		ret = alloc_window(s, &s->win[1]);
+	if (!ret && mfs_profile(map->type)->nparity &&
+	    !(s->scratch = malloc(mfs_profile(map->type)->nparity * map->stripe_len)))
+		ret = -ENOMEM;
 	if (ret) {
 		rs_source_close(s);
 		return ret;
@@ -197,6 +211,7 @@ void rs_source_close(struct reloc_source *s)
 		free(s->win[k].errs);
 	}
 	free(s->needed);
+	free(s->scratch);
 	free(s);
 }
 
@@ -218,29 +233,79 @@ u64 rs_source_span(struct reloc_source *s, u64 logical)
 	return w->hi - logical;
 }
 
-int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf)
+/*
+ * raid5/6: the columns of a row of the current window, in column order
+ * (data, P, Q) into blocks; those that could not be read rebuilt into
+ * s->scratch. 0, or 1 when more failed than parity makes up for.
+ */
+static int row_blocks(struct reloc_source *s, u64 row, void **blocks)
 {
 	const struct mfs_chunk_map *map = s->map;
-	const struct src_window *w;
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	const struct src_window *w = &s->win[s->cur];
+	int n = map->num_stripes, failed[2], nfailed = 0, col;
+
+	for (col = 0; col < n; col++) {
+		int st = mfs_row_stripe(map, row, col);
+
+		if (w->errs[st]) {
+			if (nfailed == a->nparity)
+				return 1;
+			blocks[col] = s->scratch + nfailed * map->stripe_len;
+			failed[nfailed++] = col;
+			continue;
+		}
+		blocks[col] = w->bufs[st] + (row - w->w0) * map->stripe_len;
+	}
+	if (nfailed && mfs_raid56_rebuild(n - a->nparity, a->nparity, map->stripe_len, blocks,
+					  nfailed, failed))
+		return 1;
+	return 0;
+}
+
+/* Where the window holds piece io of logical (len bytes in one stripe unit); NULL: nowhere. */
+static const u8 *held_at(struct reloc_source *s, const struct mfs_io_map *io, u64 logical)
+{
+	const struct mfs_chunk_map *map = s->map;
+	const struct src_window *w = &s->win[s->cur];
+	int c, st;
+
+	if (mfs_profile(map->type)->nparity) {
+		void *blocks[map->num_stripes];
+
+		st = io->stripe[0];
+		if (!w->errs[st])
+			return w->bufs[st] + (io->physical[0] - map->stripes[st].physical - w->off[st]);
+		if (row_blocks(s, io->row, blocks))
+			return NULL;
+		return (const u8 *)blocks[io->data_index] +
+		       (logical - map->logical) % map->stripe_len;
+	}
+	for (c = 0; c < io->ncopies; c++) {
+		st = io->stripe[c];
+		if (s->needed[st] && !w->errs[st])
+			return w->bufs[st] + (io->physical[c] - map->stripes[st].physical - w->off[st]);
+	}
+	return NULL;
+}
+
+int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf)
+{
 	u64 pos, n;
 
-	if (!s || rs_source_span(s, logical) < len)
-		return 1;
-	w = &s->win[s->cur];
-	if (w->ret)
+	if (!s || rs_source_span(s, logical) < len || s->win[s->cur].ret)
 		return 1;
 	for (pos = logical; pos < logical + len; pos += n) {
 		struct mfs_io_map io;
-		int st;
+		const u8 *p;
 
-		if (mfs_map_block(map, pos, &io))
+		if (mfs_map_block(s->map, pos, &io))
 			return 1;
 		n = min_t(u64, io.length, logical + len - pos);
-		st = io.stripe[0];
-		if (!s->needed[st] || w->errs[st])
+		p = held_at(s, &io, pos);
+		if (!p)
 			return 1;
-		memcpy(buf + (pos - logical),
-		       w->bufs[st] + (io.physical[0] - map->stripes[st].physical - w->off[st]), n);
+		memcpy(buf + (pos - logical), p, n);
 	}
 	return 0;
 }
@@ -248,27 +313,14 @@ int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf)
 int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots)
 {
 	const struct mfs_chunk_map *map = s->map;
-	const struct mfs_raid_attr *a = mfs_profile(map->type);
 	const struct src_window *w = &s->win[s->cur];
-	int n = map->num_stripes, failed[2], nfailed = 0, col;
-	void *blocks[n];
+	void *blocks[map->num_stripes];
+	int col;
 
-	if (!a->nparity || w->lo == w->hi || w->ret || row < w->w0 || row >= w->w1)
+	if (!mfs_profile(map->type)->nparity || w->lo == w->hi || w->ret || row < w->w0 ||
+	    row >= w->w1 || row_blocks(s, row, blocks))
 		return 1;
-	for (col = 0; col < n; col++) {
-		int st = mfs_row_stripe(map, row, col);
-
-		blocks[col] = slots[st];
-		if (w->errs[st]) {
-			if (nfailed == a->nparity)
-				return 1;
-			failed[nfailed++] = col;
-			continue;
-		}
-		memcpy(slots[st], w->bufs[st] + (row - w->w0) * map->stripe_len, map->stripe_len);
-	}
-	if (nfailed && mfs_raid56_rebuild(n - a->nparity, a->nparity, map->stripe_len, blocks,
-					  nfailed, failed))
-		return 1;
+	for (col = 0; col < map->num_stripes; col++)
+		memcpy(slots[mfs_row_stripe(map, row, col)], blocks[col], map->stripe_len);
 	return 0;
 }
