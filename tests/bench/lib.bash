@@ -59,6 +59,50 @@ bench_loops() {
 	done
 }
 
+# bench_mkfiles: $tmp/mkfiles, the creating process of the small-file
+# benchmarks, compiled here so that the loop itself costs next to nothing:
+#   $tmp/mkfiles DIR N SIZE DIRS
+# makes DIR and DIRS directories in it, then N files of SIZE bytes spread
+# over them in turn, one open O_CREAT|O_EXCL, write, close each.
+bench_mkfiles() {
+	command -v cc >/dev/null || die "no C compiler (cc)"
+	cat >"$tmp/mkfiles.c" <<'EOF'
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	long n = atol(argv[2]), size = atol(argv[3]), dirs = atol(argv[4]), i;
+	char path[4096], *data = malloc(size);
+
+	for (i = 0; i < size; i++)
+		data[i] = (char)(i * 7 + 1);
+	if (mkdir(argv[1], 0755))
+		return perror(argv[1]), 1;
+	for (i = 0; i < dirs; i++) {
+		snprintf(path, sizeof(path), "%s/d%03ld", argv[1], i);
+		if (mkdir(path, 0755))
+			return perror(path), 1;
+	}
+	for (i = 0; i < n; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/d%03ld/f%07ld", argv[1], i % dirs, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || write(fd, data, size) != size || close(fd))
+			return perror(path), 1;
+	}
+	return 0;
+}
+EOF
+	cc -O2 -o "$tmp/mkfiles" "$tmp/mkfiles.c" ||
+		die "cannot compile the file creator"
+}
+
 now_ns() { date +%s%N; }
 
 # mount_members mfs|btrfs OPTIONS DEV...: the filesystem on DEV... at $mnt.
@@ -90,20 +134,26 @@ mkfs_fs() {
 	fi || { cat "$out" >&2; die "mkfs of $1 failed"; }
 }
 
-# Cold caches: remount (mfs keeps its own tree-block cache in the daemon)
-# and drop the kernel's page, dentry and inode caches (also those of the
+# The kernel's page, dentry and inode caches dropped (also those of the
 # image files under the loop devices).
+bench_drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# Cold caches: remount (mfs keeps its own tree-block cache in the daemon)
+# and drop the kernel's caches.
 cold() {
 	local fs=$mounted
 
 	bench_unmount
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	bench_drop_caches
 	mount_fs "$fs"
 }
 
 # run_phase FS CMD...: runs CMD, sets $wall (seconds) and, for mfs,
-# $dusr/$dsys (daemon CPU seconds during the phase)
+# $dusr/$dsys (daemon CPU seconds during the phase; any other FS, such as
+# "offline" when no daemon runs, leaves them "-")
 run_phase() {
 	local fs=$1 t0 t1 pid u0 s0 u1 s1
 	shift

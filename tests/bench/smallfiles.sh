@@ -42,46 +42,11 @@ ntrace=${BENCH_TRACE_FILES:-300}
 # shellcheck source=tests/bench/lib.bash
 . "$top/tests/bench/lib.bash"
 bench_require
-command -v cc >/dev/null || die "no C compiler (cc)"
 
 bench_tmp smallfiles
 bench_loops 2 "$img_size"
 
-# The creating process: one open/write/close per file, nothing else.
-cat >"$tmp/mkfiles.c" <<'EOF'
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-int main(int argc, char **argv)
-{
-	long n = atol(argv[2]), size = atol(argv[3]), dirs = atol(argv[4]), i;
-	char path[4096], *data = malloc(size);
-
-	for (i = 0; i < size; i++)
-		data[i] = (char)(i * 7 + 1);
-	if (mkdir(argv[1], 0755))
-		return perror(argv[1]), 1;
-	for (i = 0; i < dirs; i++) {
-		snprintf(path, sizeof(path), "%s/d%03ld", argv[1], i);
-		if (mkdir(path, 0755))
-			return perror(path), 1;
-	}
-	for (i = 0; i < n; i++) {
-		int fd;
-
-		snprintf(path, sizeof(path), "%s/d%03ld/f%07ld", argv[1], i % dirs, i);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-		if (fd < 0 || write(fd, data, size) != size || close(fd))
-			return perror(path), 1;
-	}
-	return 0;
-}
-EOF
-cc -O2 -o "$tmp/mkfiles" "$tmp/mkfiles.c" || die "cannot compile the file creator"
+bench_mkfiles
 
 create_files() { "$tmp/mkfiles" "$mnt/files" "$nfiles" "$file_size" "$ndirs"; }
 sync_fs() { sync -f "$mnt"; }
