@@ -105,6 +105,13 @@ EOF
 
 now_ns() { date +%s%N; }
 
+# bench_commit mfs|btrfs: commit what was written to the filesystem at
+# $mnt. sync -f on btrfs; Linux sends a FUSE server no syncfs request, so
+# on mfs sync -f only hands over the page cache: mfs filesystem sync.
+bench_commit() {
+	if [ "$1" = mfs ]; then "$mfs" filesystem sync "$mnt"; else sync -f "$mnt"; fi
+}
+
 # mount_members mfs|btrfs OPTIONS DEV...: the filesystem on DEV... at $mnt.
 mount_members() {
 	local fs=$1 opts=$2 d

@@ -84,9 +84,6 @@ trap scale_cleanup EXIT
 create_files() {	# create_files N
 	"$tmp/mkfiles" "$mnt/files" "$1" "$file_size" $(( ($1 + dir_files - 1) / dir_files ))
 }
-commit() {	# commit FS
-	if [ "$1" = mfs ]; then "$mfs" filesystem sync "$mnt"; else sync -f "$mnt"; fi
-}
 
 # mount_cold FS: mounts, then waits (10 s at most) until a stat of the
 # mount point is answered by the mounted root rather than the folder under it.
@@ -122,7 +119,7 @@ bench_size() {	# bench_size FS N
 	mount_fs "$fs"
 	run_phase "$fs" create_files "$n"
 	WALL[$fs,$n,create]=$wall u=$dusr s=$dsys
-	run_phase "$fs" commit "$fs"
+	run_phase "$fs" bench_commit "$fs"
 	WALL[$fs,$n,commit]=$wall
 	WALL[$fs,$n,c+c]=$(sum "${WALL[$fs,$n,create]}" "$wall")
 	[ "$fs" = mfs ] && CPU[$n]=$(sum "$u" "$dusr")/$(sum "$s" "$dsys")

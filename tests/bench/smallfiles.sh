@@ -7,7 +7,8 @@
 #            (open O_CREAT|O_EXCL, write, close; spread over BENCH_DIRS
 #            directories), by a small C program compiled here so that the
 #            loop itself costs next to nothing
-#   sync     the sync -f after it (the commit of all of it)
+#   sync     the commit of all of it after it (bench_commit: sync -f on
+#            btrfs, mfs filesystem sync on mfs)
 #   ls-lR    ls -lR of the tree, cold (remount + drop_caches)
 #
 # Printed: wall times, microseconds per file, mfs/btrfs, and the mfs
@@ -49,7 +50,7 @@ bench_loops 2 "$img_size"
 bench_mkfiles
 
 create_files() { "$tmp/mkfiles" "$mnt/files" "$nfiles" "$file_size" "$ndirs"; }
-sync_fs() { sync -f "$mnt"; }
+
 list_files() { ls -lR "$mnt/files" >/dev/null; }
 
 declare -A WALL DUSR DSYS
@@ -62,7 +63,7 @@ bench_fs() {	# bench_fs mfs|btrfs
 	mount_fs "$fs"
 	run_phase "$fs" create_files
 	WALL[$fs,create]=$wall DUSR[$fs,create]=$dusr DSYS[$fs,create]=$dsys
-	run_phase "$fs" sync_fs
+	run_phase "$fs" bench_commit "$fs"
 	WALL[$fs,sync]=$wall DUSR[$fs,sync]=$dusr DSYS[$fs,sync]=$dsys
 	cold
 	run_phase "$fs" list_files
