@@ -355,6 +355,17 @@ data_stripes_sum() {
 		done | sha256sum
 }
 
+# holey_fs PROFILE MPROFILE: images img1..img5, a filesystem on img1..img4
+# with holey_files in it, their sums in $T/want, unmounted
+holey_fs() {
+	make_images 5 1G
+	mkfs.mfs -q -f -d "$1" -m "$2" "$T/img1" "$T/img2" "$T/img3" "$T/img4"
+	mnt "$T/img1"
+	holey_files "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	umnt
+}
+
 # read_without DEV... : with these members gone, every file reads back from
 # parity (mounted degraded, read-only) as it was
 read_without() {
@@ -378,12 +389,7 @@ read_without() {
 	# where a row holds freed bytes beside data, the parity written must
 	# be that of the bytes on disk, or a later rebuild of the data beside
 	# them (another member gone) returns garbage.
-	make_images 5 1G
-	mkfs.mfs -q -f -d raid5 -m raid1 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
-	mnt "$T/img1"
-	holey_files "$T/mnt"
-	sums "$T/mnt" >"$T/want"
-	umnt
+	holey_fs raid5 raid1
 	data_stripes_sum "$T/img1" 3 "$T/img3" >"$T/kept"
 	run mfs replace start -B 2 "$T/img5" "$T/img1"
 	assert_success
@@ -395,12 +401,7 @@ read_without() {
 	read_without "$T/img3"
 
 	# the source missing: its column rebuilt from parity, freed bytes too
-	make_images 5 1G
-	mkfs.mfs -q -f -d raid5 -m raid1 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
-	mnt "$T/img1"
-	holey_files "$T/mnt"
-	sums "$T/mnt" >"$T/want"
-	umnt
+	holey_fs raid5 raid1
 	mfs device scan -u "$T/img2"
 	rm "$T/img2"
 	mnt -o degraded "$T/img1"
@@ -412,12 +413,7 @@ read_without() {
 	read_without "$T/img1"
 
 	# raid6: then two other members gone
-	make_images 5 1G
-	mkfs.mfs -q -f -d raid6 -m raid1c3 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
-	mnt "$T/img1"
-	holey_files "$T/mnt"
-	sums "$T/mnt" >"$T/want"
-	umnt
+	holey_fs raid6 raid1c3
 	run mfs replace start -B 3 "$T/img5" "$T/img1"
 	assert_success
 	verify_offline "$T/img1"

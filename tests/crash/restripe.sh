@@ -375,35 +375,27 @@ elif make_fs 3 -d raid1 -m raid1; then
 else
 	tap FAIL "$name: setup"
 fi
-# replace: the target is a fourth image, blank before the operation
-name="replace"
-if ! wanted "$name"; then
-	:
-elif make_fs 3 -d raid1 -m raid1; then
-	truncate -s 512M "$tmp/d4.img" "$tmp/b4.img"
-	imgs+=("$tmp/d4.img")
-	# the target joins the registry: not the one the replayed states are
-	# opened with, where its final state would be taken for their member
-	cp "$tmp/registry" "$tmp/op-registry"
-	run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
-		"$mfs" replace start -K 2 "$tmp/d4.img" "${imgs[0]}"
-else
-	tap FAIL "$name: setup"
-fi
-# replace on raid5: only the target is written, the kept stripes' parity
-# rows read whole from the members (ops/reloc-source.c)
-name="replace raid5"
-if ! wanted "$name"; then
-	:
-elif make_fs 3 -d raid5 -m raid1; then
-	truncate -s 512M "$tmp/d4.img" "$tmp/b4.img"
-	imgs+=("$tmp/d4.img")
-	cp "$tmp/registry" "$tmp/op-registry"
-	run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
-		"$mfs" replace start -K 3 "$tmp/d4.img" "${imgs[0]}"
-else
-	tap FAIL "$name: setup"
-fi
+# replace_config NAME DATA-PROFILE DEVID: a replace of member DEVID of 3
+# onto a fourth image, blank before the operation
+replace_config() {
+	if ! wanted "$1"; then
+		:
+	elif make_fs 3 -d "$2" -m raid1; then
+		truncate -s 512M "$tmp/d4.img" "$tmp/b4.img"
+		imgs+=("$tmp/d4.img")
+		# the target joins the registry: not the one the replayed states are
+		# opened with, where its final state would be taken for their member
+		cp "$tmp/registry" "$tmp/op-registry"
+		run_config "$1" env MFS_REGISTRY="$tmp/op-registry" \
+			"$mfs" replace start -K "$3" "$tmp/d4.img" "${imgs[0]}"
+	else
+		tap FAIL "$1: setup"
+	fi
+}
+replace_config "replace" raid1 2
+# raid5: only the target is written, the kept stripes' parity rows read
+# whole from the members (ops/reloc-source.c)
+replace_config "replace raid5" raid5 3
 # delete of a missing member: the fourth image is gone before the
 # operation, every state is opened without it (-o degraded), and it may
 # show only as missing in check until the delete has removed it
