@@ -8,7 +8,8 @@
 #   device-add   add a third device
 #   balance      full balance (data and metadata)
 #   convert      data to raid5, metadata to raid1
-#   scrub        btrfs only (not implemented in mfs yet)
+#   scrub        scrub start -B (tests/bench/scrub.sh measures it against
+#                the raw read of every copy)
 #   replace      device 2 -> device 4
 #   delete       delete device 4 (holding what device 2 held before the
 #                replace)
@@ -20,8 +21,9 @@
 # since raid5 and mirrors write more than they move, the time to read the
 # moved bytes plus write what their new layout stores, at the raw read and
 # write rates. Printed: wall times, mfs/btrfs, and for the restripe steps the
-# bytes, the raw times and mfs/raw. The goals: each restripe step at most
-# 0.5x btrfs's time and at most 1.3x the raw copy.
+# bytes, the raw times and mfs/raw (for a replace: the bytes its source
+# holds). The goals: each restripe step at most 0.5x btrfs's time and at
+# most 1.3x the raw copy (a replace 1.1x).
 #
 # During balance, convert, replace and delete a probe creates, writes,
 # stats and deletes a small file every 10 ms; the table gives its slowest
@@ -82,7 +84,7 @@ cold() {
 # META_FACTOR per metadata (and system) byte, from the daemon's chunk list
 # (MFS_IOC_SPACE)
 moved_bytes() {
-	python3 - "$mnt" "$1" "$2" "${3:-0}" <<'EOF'
+	python3 - "$mnt" "$1" "$2" "${3:-0}" "${4:-}" <<'EOF'
 import fcntl, os, struct, sys
 # struct mfs_ioctl_space (kernel-shared/format/ioctl.h): devices, chunks and the
 # stripes of a chunk come a page at a time, each with its cursor
@@ -97,6 +99,7 @@ size = HDR + NDEV * DEV + NCHUNK * CHUNK + NSTRIPE * STRIPE
 req = (3 << 30) | (size << 16) | (0xE5 << 8) | 14  # _IOWR(0xE5, 14, ...)
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
 fdata, fmeta, devid = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+share = sys.argv[5] == "share"                  # a replace: one stripe's share of each
 chunks = {}                                     # logical -> [type, used, devids]
 cur = [0, 0, 0]
 while True:
@@ -109,18 +112,23 @@ while True:
     for i in range(nchunk):
         off = HDR + NDEV * DEV + i * CHUNK
         logical, length, typ, used, nst, ssize, first, nr = struct.unpack_from("<8Q", buf, off)
-        c = chunks.setdefault(logical, [typ, used, set()])
+        c = chunks.setdefault(logical, [typ, used, set(), nst])
         for k in range(nr):
             c[2].add(struct.unpack_from("<Q", buf, HDR + NDEV * DEV + NCHUNK * CHUNK + (s + k) * STRIPE)[0])
         s += nr
     if cur[0] == END and cur[1] == END:
         break
 moved, written = 0, 0.0
-for typ, used, devids in chunks.values():
+for typ, used, devids, nst in chunks.values():
     if used and (devid == 0 or devid in devids):
-        moved += used
-        written += used * (fdata if typ & BG_DATA else fmeta)
-print(moved, int(written))
+        stored = used * (fdata if typ & BG_DATA else fmeta)
+        if share:
+            moved += stored / nst
+            written += stored / nst
+        else:
+            moved += used
+            written += stored
+print(int(moved), int(written))
 EOF
 }
 
@@ -177,8 +185,7 @@ step() {
 	case "$name" in balance | convert | replace | delete) probe_start ;; esac
 	t0=$(now_ns)
 	"$@" >"$out" 2>&1 || { cat "$out" >&2; die "$fs $name failed: $*"; }
-	# a commit: syncfs commits btrfs; FUSE gets no syncfs, mfs has its own
-	if [ "$fs" = mfs ]; then "$mfs" filesystem sync "$mnt"; else sync -f "$mnt"; fi
+	bench_commit "$fs"
 	t1=$(now_ns)
 	case "$name" in balance | convert | replace | delete) probe_stop "$fs" "$name" ;; esac
 	WALL[$fs,$name]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
@@ -233,6 +240,9 @@ run_mfs() {
 	step mfs balance "$mfs" balance start --full-balance "$mnt"
 	read -r 'MOVED[convert]' 'WRITTEN[convert]' < <(moved_bytes 1.5 2)
 	step mfs convert "$mfs" balance start -dconvert=raid5 -mconvert=raid1 "$mnt"
+	step mfs scrub "$mfs" scrub start -B "$mnt"
+	# a replace's floor: copying what the source holds (data raid5 on 3, raid1)
+	read -r 'MOVED[replace]' 'WRITTEN[replace]' < <(moved_bytes 1.5 2 "$(devid_of "$L2")" share)
 	step mfs replace "$mfs" replace start -B -f "$L2" "$L4" "$mnt"
 	devid=$(devid_of "$L4")
 	[ -n "$devid" ] || die "no devid for $L4"
@@ -275,7 +285,7 @@ run_raw() {
 	done
 	echo "# raw, $bytes bytes: copy$copy s; read$rd s; $wbytes bytes: write$wr s" >&2
 	RAW_COPY=$(rate "$bytes" "$copy") RAW_READ=$(rate "$bytes" "$rd") RAW_WRITE=$(rate "$wbytes" "$wr")
-	for op in balance convert delete; do
+	for op in balance convert replace delete; do
 		[ -n "${MOVED[$op]:-}" ] || continue
 		RAW[$op]=$(awk -v b="${MOVED[$op]}" -v r="$RAW_COPY" 'BEGIN { printf "%.2f", b / r }')
 		RAWRW[$op]=$(awk -v b="${MOVED[$op]}" -v w="${WRITTEN[$op]}" -v r="$RAW_READ" \
@@ -309,7 +319,6 @@ printf '%-10s %7s %7s %6s | %6s %6s | %6s %6s | %6s %6s | %8s | %11s %11s\n' ste
 	"MiB mv" "MiB wr" "raw s" "/raw" "rw s" "/rw" "mfs u/s" "btrfs stall" "mfs stall"
 for s in write device-add balance convert scrub replace delete; do
 	b=${WALL[btrfs,$s]:-} m=${WALL[mfs,$s]:-}
-	case "$s" in scrub) m="" ;; esac
 	mv=- wr=- raw=- rr=- rw=- rrw=-
 	if [ -n "${MOVED[$s]:-}" ]; then
 		mv=$(mib "${MOVED[$s]}") wr=$(mib "${WRITTEN[$s]}")
@@ -327,7 +336,9 @@ cat <<'EOF'
 # the raw read and write rates. mfs u/s: CPU seconds of the mfs daemon.
 # stall: slowest/99th percentile ms of a create+write+stat+unlink probe run
 # every 10 ms during the step (the filesystem serving while it restripes).
-# scrub: not implemented in mfs yet (btrfs time for reference).
+# replace: MiB mv and MiB wr are what the source holds (one stripe's share
+# of each of its chunks): the floor of a device copy.
 # delete: both delete the replace target (holding what device 2 held).
-# goals: restripe steps (balance, convert, delete) /btrfs <= 0.5 and /raw <= 1.3
+# goals: restripe steps (balance, convert, delete) /btrfs <= 0.5 and /raw <= 1.3;
+# replace /btrfs <= 0.5 and /raw <= 1.1
 EOF
