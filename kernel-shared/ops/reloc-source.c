@@ -16,8 +16,9 @@
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/raid56.h"
 
-#define SOURCE_WINDOW	(8ULL << 20)	/* bytes of each stripe read at once */
+#define SOURCE_WINDOW	(4ULL << 20)	/* bytes of each stripe read at once */
 #define SOURCE_MAX	(32ULL << 20)	/* bytes of all stripes of a window */
+#define NWIN		3		/* windows held: this one and two read ahead */
 
 struct src_window {
 	u64 w0, w1;		/* rows of the chunk */
@@ -36,10 +37,11 @@ struct reloc_source {
 	u64 pos;		/* where the next window is planned from */
 	u64 row_bytes, wrows, nrows;
 	bool *needed;		/* per stripe: it holds part of the first copy */
-	struct src_window win[2];
+	/* window i in win[i % NWIN]: the current one, the next NWIN - 1 read ahead */
+	struct src_window win[NWIN];
 	int cur;
-	pthread_t tid;
-	bool ahead;		/* win[!cur] is being read by tid */
+	pthread_t tid[NWIN];
+	bool reading[NWIN];	/* win[k] is being read by tid[k] */
 	u8 *scratch;		/* raid5/6: room to rebuild the columns of a row */
 };
 
@@ -78,30 +80,29 @@ static void plan_window(struct reloc_source *s, struct src_window *w)
 	s->pos = w->hi;
 }
 
-/* Plan the window after the current one and start reading it. */
-static void read_ahead(struct reloc_source *s)
+/* Plan the next window into win[k] (free) and start reading it. */
+static void read_ahead(struct reloc_source *s, int k)
 {
-	struct src_window *w = &s->win[!s->cur];
+	struct src_window *w = &s->win[k];
 
 	plan_window(s, w);
-	s->ahead = false;
 	if (w->lo == w->hi)
 		return;
-	if (pthread_create(&s->tid, NULL, read_rows, w) == 0)
-		s->ahead = true;
-	else
+	s->reading[k] = pthread_create(&s->tid[k], NULL, read_rows, w) == 0;
+	if (!s->reading[k])
 		read_rows(w);
 }
 
-/* The window read ahead becomes the current one; the next is started. */
+/* The next window becomes the current one; the current one's buffers take another. */
 static void advance(struct reloc_source *s)
 {
-	if (s->ahead)
-		pthread_join(s->tid, NULL);
-	s->ahead = false;
-	s->cur = !s->cur;
-	if (s->win[s->cur].lo != s->win[s->cur].hi)
-		read_ahead(s);
+	int old = s->cur;
+
+	s->cur = (s->cur + 1) % NWIN;
+	if (s->reading[s->cur])
+		pthread_join(s->tid[s->cur], NULL);
+	s->reading[s->cur] = false;
+	read_ahead(s, old);
 }
 
 /*
@@ -156,7 +157,7 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 		   struct reloc_source **out)
 {
 	struct reloc_source *s = calloc(1, sizeof(*s));
-	int ret = -ENOMEM;
+	int ret = -ENOMEM, i, k = 0;
 
 	*out = NULL;
 	if (!s)
@@ -169,17 +170,15 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 	s->nrows = map->length / s->row_bytes;
 	s->needed = calloc(map->num_stripes, sizeof(*s->needed));
 	if (s->needed) {
-		int i, k = 0;
-
 		mark_needed(s);
 		for (i = 0; i < map->num_stripes; i++)
 			k += s->needed[i];
 		s->wrows = max_t(u64, 1, min_t(u64, SOURCE_WINDOW, SOURCE_MAX / max_t(int, k, 1)) /
 					 map->stripe_len);
-		ret = alloc_window(s, &s->win[0]);
+		ret = 0;
+		for (i = 0; i < NWIN && !ret; i++)
+			ret = alloc_window(s, &s->win[i]);
 	}
-	if (!ret)
-		ret = alloc_window(s, &s->win[1]);
 	if (!ret && mfs_profile(map->type)->nparity &&
 	    !(s->scratch = malloc(mfs_profile(map->type)->nparity * map->stripe_len)))
 		ret = -ENOMEM;
@@ -187,9 +186,10 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 		rs_source_close(s);
 		return ret;
 	}
-	/* win[1] is current and empty: the first read moves to win[0] */
-	s->cur = 1;
-	read_ahead(s);
+	/* the current window is empty: the first read moves on to win[0] */
+	s->cur = NWIN - 1;
+	for (i = 0; i < NWIN - 1; i++)
+		read_ahead(s, i);
 	*out = s;
 	return 0;
 }
@@ -200,9 +200,10 @@ void rs_source_close(struct reloc_source *s)
 
 	if (!s)
 		return;
-	if (s->ahead)
-		pthread_join(s->tid, NULL);
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < NWIN; k++)
+		if (s->reading[k])
+			pthread_join(s->tid[k], NULL);
+	for (k = 0; k < NWIN; k++) {
 		for (i = 0; s->win[k].bufs && i < s->map->num_stripes; i++)
 			free(s->win[k].bufs[i]);
 		free(s->win[k].bufs);
@@ -224,7 +225,7 @@ u64 rs_source_span(struct reloc_source *s, u64 logical)
 {
 	struct src_window *w = &s->win[s->cur];
 
-	while (logical >= w->hi && (w->lo != w->hi || s->ahead)) {
+	while (logical >= w->hi && s->win[(s->cur + 1) % NWIN].lo != s->win[(s->cur + 1) % NWIN].hi) {
 		advance(s);
 		w = &s->win[s->cur];
 	}
