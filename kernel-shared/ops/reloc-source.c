@@ -1,8 +1,8 @@
 /*
  * What a relocation's copy reads, read ahead in large windows (DESIGN §5):
  * rows [w0, w1) of each stripe that holds the first copy, one direct read
- * per device (volumes/stripe-io.c), the next window read by a thread of its
- * own while the copy takes its pieces from this one. A window starts at
+ * per device (volumes/stripe-io.c), the next two windows read by threads of
+ * their own while the copy takes its pieces from this one. A window starts at
  * the first used range not yet held, so the holes between extents are not
  * read. What a window does not hold whole or could not read the copy
  * reads itself (mfs_read_map): the source only saves it syscalls.
