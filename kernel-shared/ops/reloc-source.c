@@ -235,15 +235,14 @@ u64 rs_source_span(struct reloc_source *s, u64 logical)
 }
 
 /*
- * raid5/6: the columns of a row of the current window, in column order
+ * raid5/6: the columns of a row of window w, in column order
  * (data, P, Q) into blocks; those that could not be read rebuilt into
  * s->scratch. 0, or 1 when more failed than parity makes up for.
  */
-static int row_blocks(struct reloc_source *s, u64 row, void **blocks)
+static int row_blocks(struct reloc_source *s, const struct src_window *w, u64 row, void **blocks)
 {
 	const struct mfs_chunk_map *map = s->map;
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	const struct src_window *w = &s->win[s->cur];
 	int n = map->num_stripes, failed[2], nfailed = 0, col;
 
 	for (col = 0; col < n; col++) {
@@ -277,7 +276,7 @@ static const u8 *held_at(struct reloc_source *s, const struct mfs_io_map *io, u6
 		st = io->stripe[0];
 		if (!w->errs[st])
 			return w->bufs[st] + (io->physical[0] - map->stripes[st].physical - w->off[st]);
-		if (row_blocks(s, io->row, blocks))
+		if (row_blocks(s, w, io->row, blocks))
 			return NULL;
 		return (const u8 *)blocks[io->data_index] +
 		       (logical - map->logical) % map->stripe_len;
@@ -311,17 +310,63 @@ int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf)
 	return 0;
 }
 
+/* The row's columns (blocks, in column order) into slots, by stripe. */
+static void put_row(const struct mfs_chunk_map *map, u64 row, void **blocks, u8 **slots)
+{
+	int col;
+
+	for (col = 0; col < map->num_stripes; col++)
+		memcpy(slots[mfs_row_stripe(map, row, col)], blocks[col], map->stripe_len);
+}
+
+/*
+ * Row `row` read from the disks alone, past the windows (a row they do
+ * not hold: a tree block reaching past one), into slots.
+ */
+static int fill_row_alone(struct reloc_source *s, u64 row, u8 **slots)
+{
+	const struct mfs_chunk_map *map = s->map;
+	int n = map->num_stripes, col, ret = -ENOMEM;
+	struct src_window t = { .w0 = row, .w1 = row + 1, .src = s };
+	void *blocks[n];
+
+	t.off = calloc(n, sizeof(*t.off));
+	t.len = calloc(n, sizeof(*t.len));
+	t.errs = calloc(n, sizeof(*t.errs));
+	t.bufs = calloc(n, sizeof(*t.bufs));
+	if (t.off && t.len && t.errs && t.bufs) {
+		ret = 0;
+		for (col = 0; col < n && !ret; col++)
+			if (posix_memalign((void **)&t.bufs[col], MFS_IO_DIRECT_ALIGN, map->stripe_len))
+				ret = -ENOMEM;
+	}
+	if (!ret) {
+		read_rows(&t);
+		ret = t.ret ? t.ret : row_blocks(s, &t, row, blocks);
+	}
+	if (!ret)
+		put_row(map, row, blocks, slots);
+	for (col = 0; t.bufs && col < n; col++)
+		free(t.bufs[col]);
+	free(t.bufs);
+	free(t.off);
+	free(t.len);
+	free(t.errs);
+	return ret ? 1 : 0;
+}
+
 int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots)
 {
 	const struct mfs_chunk_map *map = s->map;
 	const struct src_window *w = &s->win[s->cur];
 	void *blocks[map->num_stripes];
-	int col;
 
-	if (!mfs_profile(map->type)->nparity || w->lo == w->hi || w->ret || row < w->w0 ||
-	    row >= w->w1 || row_blocks(s, row, blocks))
+	if (!mfs_profile(map->type)->nparity)
 		return 1;
-	for (col = 0; col < map->num_stripes; col++)
-		memcpy(slots[mfs_row_stripe(map, row, col)], blocks[col], map->stripe_len);
+	if (w->lo == w->hi || w->ret || row < w->w0 || row >= w->w1)
+		return fill_row_alone(s, row, slots);
+	if (row_blocks(s, w, row, blocks))
+		return 1;
+	put_row(map, row, blocks, slots);
 	return 0;
 }
