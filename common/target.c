@@ -422,7 +422,7 @@ static void show_progress(struct mfs_progress *p, const struct mfs_ioctl_restrip
 struct offline_run {
 	struct mfs_fs_info *fs;
 	int result;
-	volatile int done;
+	int done;	/* atomic: polled by the progress loop */
 };
 
 static void *offline_thread(void *arg)
@@ -430,7 +430,7 @@ static void *offline_thread(void *arg)
 	struct offline_run *r = arg;
 
 	r->result = mfs_restripe_run(r->fs);
-	r->done = 1;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -471,7 +471,7 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 			}
 		} else {
 			mfs_target_restripe_status(t, st);
-			if (run.done)
+			if (__atomic_load_n(&run.done, __ATOMIC_ACQUIRE))
 				break;
 		}
 		/* a finished run's status has no clock: the rate is of the run */

@@ -122,7 +122,7 @@ void stop_restriper(struct server *s)
 		return;
 	pthread_mutex_lock(&s->fs->lock);
 	if (s->fs->restripe && s->fs->restripe->state == MFS_RESTRIPE_RUNNING)
-		s->fs->restripe->pause_req = 1;
+		__atomic_store_n(&s->fs->restripe->pause_req, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->fs->lock);
 	mfs_test_pause_at("restriper-stop");	/* the pause is asked for */
 	pthread_join(s->restriper, NULL);

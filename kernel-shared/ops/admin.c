@@ -180,22 +180,23 @@ int mfs_admin_restripe_estimate(struct mfs_fs_info *fs, struct mfs_ioctl_restrip
 
 int mfs_admin_restripe_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 {
-	struct mfs_restripe_status *st = fs->restripe;
+	struct mfs_restripe_status *st;
 	int ret = 0;
 
 	pthread_mutex_lock(&fs->lock);
+	st = fs->restripe;
 	switch (cmd) {
 	case MFS_RESTRIPE_CTL_PAUSE:
 		if (!st || st->state != MFS_RESTRIPE_RUNNING)
 			ret = -ENOTCONN;
 		else
-			st->pause_req = 1;
+			__atomic_store_n(&st->pause_req, 1, __ATOMIC_RELAXED);
 		break;
 	case MFS_RESTRIPE_CTL_CANCEL:
 		if (!st || st->state == MFS_RESTRIPE_NONE)
 			ret = -ENOTCONN;
 		else if (st->state == MFS_RESTRIPE_RUNNING)
-			st->cancel_req = 1;
+			__atomic_store_n(&st->cancel_req, 1, __ATOMIC_RELAXED);
 		else
 			ret = mfs_restripe_cancel_paused(fs);
 		break;

@@ -541,9 +541,9 @@ static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 
 		ret = rs_flush_written(job->fs, job->rec.maps, job->rec.nmaps, plan->keep);
 	if (!ret)
 		ret = record_progress(job, cursor);
-	if (!ret && st->cancel_req)
+	if (!ret && __atomic_load_n(&st->cancel_req, __ATOMIC_RELAXED))
 		return -ECANCELED;
-	return !ret && st->pause_req ? -EINTR : ret;
+	return !ret && __atomic_load_n(&st->pause_req, __ATOMIC_RELAXED) ? -EINTR : ret;
 }
 
 /*

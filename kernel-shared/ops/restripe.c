@@ -632,7 +632,8 @@ static int remove_empty_first(struct mfs_fs_info *fs, const u64 *list, int n, bo
 	struct mfs_restripe_status *st = fs->restripe;
 	int j, ret = 0;
 
-	for (j = 0; !ret && j < n && !st->cancel_req && !st->pause_req; j++) {
+	for (j = 0; !ret && j < n && !__atomic_load_n(&st->cancel_req, __ATOMIC_RELAXED) &&
+		    !__atomic_load_n(&st->pause_req, __ATOMIC_RELAXED); j++) {
 		struct mfs_block_group *bg;
 		bool empty;
 
@@ -701,11 +702,11 @@ static int run_once(struct mfs_fs_info *fs)
 	if (!ret)
 		ret = remove_empty_first(fs, list, n, removed);
 	for (i = 0, j = 0; !ret && i < nall; i++) {
-		if (st->cancel_req) {
+		if (__atomic_load_n(&st->cancel_req, __ATOMIC_RELAXED)) {
 			ret = -ECANCELED;
 			break;
 		}
-		if (st->pause_req) {
+		if (__atomic_load_n(&st->pause_req, __ATOMIC_RELAXED)) {
 			ret = -EINTR;
 			break;
 		}

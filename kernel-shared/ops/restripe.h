@@ -51,6 +51,11 @@ struct mfs_restripe_status {
 	u64 cursor;
 	u64 start_ns;		/* CLOCK_MONOTONIC when this run started */
 	u64 bytes_at_start;	/* bytes_done when this run started (rate) */
+	/*
+	 * Set under fs->lock by whoever asks; the restriper polls them
+	 * without it between pieces and chunks: the accesses without the
+	 * lock are atomic.
+	 */
 	volatile int pause_req;
 	volatile int cancel_req;
 	int last_result;
