@@ -47,6 +47,7 @@ struct scrub_ino {
 
 struct mfs_scrub {
 	struct mfs_ioctl_scrub_status st;
+	/* set under fs->lock; a throttled scrub's sleep polls them without it (atomic) */
 	volatile int pause_req, cancel_req;
 	u64 run_start_ns;		/* CLOCK_MONOTONIC when this run started */
 	u64 elapsed_before;		/* scrubbing time of the earlier runs */

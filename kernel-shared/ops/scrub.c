@@ -668,7 +668,8 @@ static void throttle_sleep(struct mfs_scrub *sc, u64 wait)
 {
 	u64 end = now_ns() + wait, t;
 
-	while ((t = now_ns()) < end && !sc->pause_req && !sc->cancel_req &&
+	while ((t = now_ns()) < end && !__atomic_load_n(&sc->pause_req, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&sc->cancel_req, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&sc->limit_changed, __ATOMIC_RELAXED)) {
 		u64 ns = min_t(u64, end - t, 100000000ULL);
 		struct timespec ts = { ns / 1000000000ULL, ns % 1000000000ULL };
@@ -1054,11 +1055,11 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 	}
 	if ((cmd == MFS_SCRUB_CTL_PAUSE || cmd == MFS_SCRUB_CTL_INTERRUPT) &&
 	    sc->st.state == MFS_SCRUB_RUNNING) {
-		sc->pause_req = 1;
+		__atomic_store_n(&sc->pause_req, 1, __ATOMIC_RELAXED);
 		sc->interrupted = cmd == MFS_SCRUB_CTL_INTERRUPT;
 		ret = 0;
 	} else if (cmd == MFS_SCRUB_CTL_CANCEL && sc->st.state == MFS_SCRUB_RUNNING) {
-		sc->cancel_req = 1;
+		__atomic_store_n(&sc->cancel_req, 1, __ATOMIC_RELAXED);
 		ret = 0;
 	} else if (cmd == MFS_SCRUB_CTL_CANCEL && sc->st.state == MFS_SCRUB_PAUSED) {
 		sc->st.state = MFS_SCRUB_CANCELED;
