@@ -31,10 +31,8 @@ struct scrub_buf_set {
 	u64 bytes;	/* of each buffer, 0 while they are not all there */
 	u8 **buf;
 };
-/* windows read ahead of the one being checked (scrub-read.c) */
-#define SCRUB_READ_AHEAD	2
 struct scrub_bufs {
-	struct scrub_buf_set set[SCRUB_READ_AHEAD + 1];
+	struct scrub_buf_set set[2];
 };
 void mfs_scrub_bufs_free(struct scrub_bufs *sb);
 

@@ -278,7 +278,7 @@ void mfs_scrub_bufs_free(struct scrub_bufs *sb)
 {
 	int k, s;
 
-	for (k = 0; k < SCRUB_READ_AHEAD + 1; k++) {
+	for (k = 0; k < 2; k++) {
 		for (s = 0; s < sb->set[k].n; s++)
 			free(sb->set[k].buf[s]);
 		free(sb->set[k].buf);
@@ -355,70 +355,57 @@ static int plan_windows(const struct scrub_batch *b, u64 wrows, struct window **
 	return 0;
 }
 
-/* Window j's read started into slot: a thread of its own, or done here. */
-static void start_read(struct window *slot, const struct window *plan, pthread_t *tid,
-		       bool *threaded)
-{
-	slot->w0 = plan->w0;
-	slot->w1 = plan->w1;
-	slot->lo = plan->lo;
-	slot->hi = plan->hi;
-	*threaded = pthread_create(tid, NULL, read_window, slot) == 0;
-	if (!*threaded)
-		read_window(slot);
-}
-
 /*
- * Windows are read ahead: SCRUB_READ_AHEAD of them are being read (a
- * thread each, one more per device) while this one is checked, each into
- * a set of buffers of its own. A device that answers faster than another
- * goes on with the next window instead of waiting for it.
+ * Windows are read ahead: the next one is read (its own thread, one more
+ * per device) while this one is checked, into the other set of buffers.
  */
 int mfs_scrub_batch_read(struct mfs_fs_info *fs, struct scrub_batch *b, struct scrub_bufs *sb)
 {
 	const struct mfs_chunk_map *map = b->map;
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
 	u64 wrows = max_t(u64, 1, WINDOW_STRIPE / map->stripe_len);
-	enum { NSLOT = SCRUB_READ_AHEAD + 1 };
-	struct window io[NSLOT] = { { 0 } }, *ws = NULL;
-	pthread_t tid[NSLOT];
-	bool threaded[NSLOT] = { false }, started[NSLOT] = { false };
+	struct window io[2] = { { 0 } }, *ws = NULL;
 	u8 *parity = NULL;
-	int nw = 0, j, k, ret;
+	int nw = 0, j, ret;
 
 	if (!b->n)
 		return 0;
 	ret = alloc_results(b);
 	if (!ret)
 		ret = plan_windows(b, wrows, &ws, &nw);
-	for (k = 0; k < NSLOT && !ret; k++)
-		ret = alloc_window(&io[k], map, wrows, sb, k);
+	for (j = 0; j < 2 && !ret; j++)
+		ret = alloc_window(&io[j], map, wrows, sb, j);
 	if (!ret && a->nparity && !(parity = malloc(a->nparity * map->stripe_len)))
 		ret = -ENOMEM;
-	for (j = 0; j < NSLOT && j < nw && !ret; j++) {
-		start_read(&io[j], &ws[j], &tid[j], &threaded[j]);
-		started[j] = true;
+	if (!ret && nw) {
+		io[0].w0 = ws[0].w0;
+		io[0].w1 = ws[0].w1;
+		read_window(&io[0]);
 	}
 	for (j = 0; j < nw && !ret; j++) {
-		struct window *cur = &io[j % NSLOT];
+		struct window *cur = &io[j % 2], *next = &io[(j + 1) % 2];
+		pthread_t tid;
+		bool ahead = false;
 
-		if (threaded[j % NSLOT])
-			pthread_join(tid[j % NSLOT], NULL);
-		started[j % NSLOT] = threaded[j % NSLOT] = false;
+		if (j + 1 < nw) {
+			next->w0 = ws[j + 1].w0;
+			next->w1 = ws[j + 1].w1;
+			ahead = pthread_create(&tid, NULL, read_window, next) == 0;
+		}
+		cur->lo = ws[j].lo;
+		cur->hi = ws[j].hi;
 		ret = cur->ret ? cur->ret : check_window(fs, b, cur, ws[j].first, parity);
-		if (!ret && j + NSLOT < nw) {
-			start_read(cur, &ws[j + NSLOT], &tid[j % NSLOT], &threaded[j % NSLOT]);
-			started[j % NSLOT] = true;
+		if (j + 1 < nw) {
+			if (ahead)
+				pthread_join(tid, NULL);
+			else
+				read_window(next);
 		}
 	}
-	/* a failed check leaves reads going: they end before their buffers do */
-	for (k = 0; k < NSLOT; k++)
-		if (started[k] && threaded[k])
-			pthread_join(tid[k], NULL);
 	free(parity);
 	free(ws);
-	for (k = 0; k < NSLOT; k++)
-		free_window(&io[k]);
+	free_window(&io[0]);
+	free_window(&io[1]);
 	return ret;
 }
 
