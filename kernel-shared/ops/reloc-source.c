@@ -135,7 +135,8 @@ static void mark_needed(struct reloc_source *s)
 	}
 }
 
-static int alloc_window(struct reloc_source *s, struct src_window *w)
+/* w's arrays, and buffers of `rows` rows for the stripes read. */
+static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows)
 {
 	int n = s->map->num_stripes, i;
 
@@ -148,9 +149,21 @@ static int alloc_window(struct reloc_source *s, struct src_window *w)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		if (s->needed[i] && posix_memalign((void **)&w->bufs[i], MFS_IO_DIRECT_ALIGN,
-						   s->wrows * s->map->stripe_len))
+						   rows * s->map->stripe_len))
 			return -ENOMEM;
 	return 0;
+}
+
+static void free_window(const struct reloc_source *s, struct src_window *w)
+{
+	int i;
+
+	for (i = 0; w->bufs && i < s->map->num_stripes; i++)
+		free(w->bufs[i]);
+	free(w->bufs);
+	free(w->off);
+	free(w->len);
+	free(w->errs);
 }
 
 int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
@@ -177,7 +190,7 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 					 map->stripe_len);
 		ret = 0;
 		for (i = 0; i < NWIN && !ret; i++)
-			ret = alloc_window(s, &s->win[i]);
+			ret = alloc_window(s, &s->win[i], s->wrows);
 	}
 	if (!ret && mfs_profile(map->type)->nparity &&
 	    !(s->scratch = malloc(mfs_profile(map->type)->nparity * map->stripe_len)))
@@ -196,29 +209,18 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 
 void rs_source_close(struct reloc_source *s)
 {
-	int i, k;
+	int k;
 
 	if (!s)
 		return;
 	for (k = 0; k < NWIN; k++)
 		if (s->reading[k])
 			pthread_join(s->tid[k], NULL);
-	for (k = 0; k < NWIN; k++) {
-		for (i = 0; s->win[k].bufs && i < s->map->num_stripes; i++)
-			free(s->win[k].bufs[i]);
-		free(s->win[k].bufs);
-		free(s->win[k].off);
-		free(s->win[k].len);
-		free(s->win[k].errs);
-	}
+	for (k = 0; k < NWIN; k++)
+		free_window(s, &s->win[k]);
 	free(s->needed);
 	free(s->scratch);
 	free(s);
-}
-
-const struct mfs_chunk_map *rs_source_map(const struct reloc_source *s)
-{
-	return s->map;
 }
 
 u64 rs_source_span(struct reloc_source *s, u64 logical)
@@ -325,33 +327,17 @@ static void put_row(const struct mfs_chunk_map *map, u64 row, void **blocks, u8 
  */
 static int fill_row_alone(struct reloc_source *s, u64 row, u8 **slots)
 {
-	const struct mfs_chunk_map *map = s->map;
-	int n = map->num_stripes, col, ret = -ENOMEM;
-	struct src_window t = { .w0 = row, .w1 = row + 1, .src = s };
-	void *blocks[n];
+	struct src_window t = { .w0 = row, .w1 = row + 1 };
+	void *blocks[s->map->num_stripes];
+	int ret = alloc_window(s, &t, 1);
 
-	t.off = calloc(n, sizeof(*t.off));
-	t.len = calloc(n, sizeof(*t.len));
-	t.errs = calloc(n, sizeof(*t.errs));
-	t.bufs = calloc(n, sizeof(*t.bufs));
-	if (t.off && t.len && t.errs && t.bufs) {
-		ret = 0;
-		for (col = 0; col < n && !ret; col++)
-			if (posix_memalign((void **)&t.bufs[col], MFS_IO_DIRECT_ALIGN, map->stripe_len))
-				ret = -ENOMEM;
-	}
 	if (!ret) {
 		read_rows(&t);
 		ret = t.ret ? t.ret : row_blocks(s, &t, row, blocks);
 	}
 	if (!ret)
-		put_row(map, row, blocks, slots);
-	for (col = 0; t.bufs && col < n; col++)
-		free(t.bufs[col]);
-	free(t.bufs);
-	free(t.off);
-	free(t.len);
-	free(t.errs);
+		put_row(s->map, row, blocks, slots);
+	free_window(s, &t);
 	return ret ? 1 : 0;
 }
 

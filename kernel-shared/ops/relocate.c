@@ -259,18 +259,18 @@ static void count_bad_copy(struct mfs_fs_info *fs, struct mfs_chunk_map *old, u6
 		mfs_dev_count_error(fs, dev, stat);
 }
 
-/* Copy m of range r: from the source's window when it holds it (m 1 of src's map). */
+/* Copy m of range r: copy 1 from src's windows (read ahead over old) when they hold it. */
 static int read_copy(struct mfs_chunk_map *old, struct reloc_source *src, const struct mfs_range *r,
 		     u8 *buf, int m)
 {
-	if (m == 1 && src && rs_source_map(src) == old && !rs_source_read(src, r->start, r->len, buf))
+	if (m == 1 && src && !rs_source_read(src, r->start, r->len, buf))
 		return 0;
 	return mfs_read_map(old, r->start, buf, r->len, m);
 }
 
 /*
  * Read range r from the old layout, picking a copy whose checksums hold;
- * src: what is read ahead of the copy, NULL: nothing.
+ * src: what is read ahead of old (NULL: nothing).
  */
 static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct reloc_source *src,
 		     const struct mfs_range *r, const u8 *csums, u8 *buf)

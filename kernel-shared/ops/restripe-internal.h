@@ -61,7 +61,6 @@ struct reloc_source;
 int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
 		   struct reloc_source **out);
 void rs_source_close(struct reloc_source *s);
-const struct mfs_chunk_map *rs_source_map(const struct reloc_source *s);
 /* Bytes from logical on that the window holding it holds; 0: none holds it. */
 u64 rs_source_span(struct reloc_source *s, u64 logical);
 /* [logical, +len) of the first copy into buf: 0, or 1 when it is not held whole. */
