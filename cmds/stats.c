@@ -19,6 +19,7 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
+#include "common/target.h"
 #include "common/format-output.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/format/ioctl.h"
@@ -70,41 +71,43 @@ static int open_mount(const char *path)
 	return fd;
 }
 
+/* Whether the mfs mounted on mp has the fsid fsid (mfs_ask_daemon's question). */
+static int mount_has_fsid(const char *mp, const void *fsid)
+{
+	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
+	int fd, ret;
+
+	if (!info)
+		return -ENOMEM;
+	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : ioctl(fd, MFS_IOC_FS_INFO, info) < 0 ? -errno :
+	      !memcmp(info->fsid, fsid, MFS_FSID_SIZE);
+	if (fd >= 0)
+		close(fd);
+	free(info);
+	return ret;
+}
+
 bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len)
 {
 	struct mfs_super_block sb;
-	struct mfs_ioctl_fs_info *info;
 	struct mntent *me;
 	bool found = false;
 	FILE *f;
 
 	if (mfs_probe_super(path, &sb))
 		return false;
-	info = calloc(1, sizeof(*info));
 	f = setmntent("/proc/self/mounts", "r");
-	if (!info || !f) {
-		free(info);
-		if (f)
-			endmntent(f);
+	if (!f)
 		return false;
-	}
 	while (!found && (me = getmntent(f))) {
-		int fd;
-
-		if (strcmp(me->mnt_type, "fuse.mfs"))
+		if (strcmp(me->mnt_type, "fuse.mfs") ||
+		    mfs_ask_daemon(mount_has_fsid, me->mnt_dir, sb.fsid) != 1)
 			continue;
-		fd = open(me->mnt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (ioctl(fd, MFS_IOC_FS_INFO, info) == 0 &&
-		    !memcmp(info->fsid, sb.fsid, MFS_FSID_SIZE)) {
-			snprintf(mnt, len, "%s", me->mnt_dir);
-			found = true;
-		}
-		close(fd);
+		snprintf(mnt, len, "%s", me->mnt_dir);
+		found = true;
 	}
 	endmntent(f);
-	free(info);
 	return found;
 }
 

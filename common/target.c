@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "common/target.h"
 #include "common/progress.h"
 #include "common/open.h"
@@ -44,18 +46,65 @@ static int mount_has_device(const char *mp, const char *dev)
 	return ret;
 }
 
+int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp,
+		   const void *arg)
+{
+	struct pollfd pfd;
+	int pipefd[2], ret;
+	char answer;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return query(mp, arg);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return query(mp, arg);
+	}
+	if (pid == 0) {
+		ret = query(mp, arg);
+		answer = ret == 1 ? 'y' : ret == 0 ? 'n' : 'e';
+		_exit(write(pipefd[1], &answer, 1) == 1 ? 0 : 1);
+	}
+	close(pipefd[1]);
+	pfd = (struct pollfd){ .fd = pipefd[0], .events = POLLIN };
+	ret = poll(&pfd, 1, MFS_ASK_DAEMON_MS);
+	if (ret == 1 && read(pipefd[0], &answer, 1) == 1) {
+		ret = answer == 'y' ? 1 : answer == 'n' ? 0 : -EIO;
+		waitpid(pid, NULL, 0);
+	} else {
+		/* its request's wait is killable; it is not waited for */
+		ret = -ETIMEDOUT;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, WNOHANG);
+	}
+	close(pipefd[0]);
+	return ret;
+}
+
+static int query_has_device(const char *mp, const void *dev)
+{
+	return mount_has_device(mp, dev);
+}
+
 /*
  * The mount point of the mounted mfs holding @dev (any member, named as a
  * device, an image file or a loop device over it). Each daemon is asked for
  * the devices it has open; the mount source, which may be a member deleted
- * since, decides only for a daemon that does not answer.
+ * since, decides only for a daemon that does not answer. A device with no
+ * mfs superblock is no member of any: no daemon is asked.
  */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 {
+	struct mfs_super_block sb;
 	char line[8192];
 	FILE *f;
 	bool found = false;
 
+	if (mfs_probe_super(dev, &sb) == -ENOENT)
+		return false;
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
@@ -70,7 +119,7 @@ bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 			continue;
 		mfs_unescape_mount_path(mp);
 		mfs_unescape_mount_path(source);
-		ret = mount_has_device(mp, dev);
+		ret = mfs_ask_daemon(query_has_device, mp, dev);
 		if (ret == 1 || (ret < 0 && mfs_same_device(dev, source))) {
 			snprintf(mnt, len, "%s", mp);
 			found = true;

@@ -74,6 +74,18 @@ int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
  */
 int mfs_target_restripe_wait(struct mfs_target *t, bool quiet);
 
+/*
+ * query(mp, arg) - a question to the daemon serving the mfs mounted on mp:
+ * 1 yes, 0 no, -errno - asked in a child process that gets
+ * MFS_ASK_DAEMON_MS to answer. Commands that look for a device among
+ * every mfs mounted on the host ask each daemon: one that does not answer
+ * (stopped, stuck on a dead disk) must not hang them, as btrfs-progs's
+ * mount checks never talk to another filesystem. -ETIMEDOUT: no answer.
+ */
+#define MFS_ASK_DAEMON_MS	5000
+int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp,
+		   const void *arg);
+
 /* Mount point of a mounted mfs whose source is this device, if any. */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);
 

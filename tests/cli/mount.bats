@@ -9,6 +9,10 @@ load helpers
 eval "helpers_$(declare -f teardown)"
 
 teardown() {
+	# a daemon a test stopped goes on, or its mount could not be undone
+	if [ -n "${T:-}" ] && [ -f "$T/.stopped" ]; then
+		xargs -r kill -CONT <"$T/.stopped" 2>/dev/null
+	fi
 	mfs_cleanup_mounts
 	if [ -n "${T:-}" ] && [ -f "$T/.fstab_marker" ]; then
 		sed -i "/# $(cat "$T/.fstab_marker")\$/d" /etc/fstab
@@ -916,4 +920,36 @@ PY
 	run --separate-stderr mfs mount "$T/img1" "$T/mnt"
 	assert_failure
 	assert_stderr_regex "^ERROR: the root tree \(block $b\) cannot be read: .*; 'mfs check' tells more$"
+}
+
+# The mounted-device checks of mkfs, device add and the rest ask every mfs
+# daemon on the host which devices it holds: one that does not answer
+# (stopped here; stuck on a dead disk in real life) must not hang them.
+@test "a daemon that does not answer holds up no other filesystem's mkfs, device add or show" {
+	mfs_fs raid1 2
+	mfs_mount "$T/img1" "$T/mnt"
+	pid=$(mfs_daemon_pid "$T/mnt")
+	truncate -s 1G "$T/a1.img" "$T/a2.img" "$T/a3.img" "$T/b.img"
+	mkfs.mfs -q -f "$T/b.img"
+	kill -STOP "$pid"
+	echo "$pid" >>"$T/.stopped"
+	# fresh devices: no daemon needs asking
+	run timeout 120 mkfs.mfs -q -f -d raid1 "$T/a1.img" "$T/a2.img"
+	kill -CONT "$pid"
+	assert_success
+	kill -STOP "$pid"
+	# a device holding an mfs: asked, the stopped daemon given up on
+	run timeout 120 mkfs.mfs -q -f "$T/b.img"
+	assert_success
+	mfs_mount "$T/a1.img" "$T/mnt2"
+	run timeout 120 mfs device add "$T/a3.img" "$T/mnt2"
+	assert_success
+	run timeout 120 mfs filesystem show "$T/a3.img"
+	assert_success
+	assert_output --partial "$T/a3.img"
+	kill -CONT "$pid"
+	# the stopped filesystem goes on as before
+	echo still >"$T/mnt/still"
+	run cat "$T/mnt/still"
+	assert_output still
 }
