@@ -23,8 +23,11 @@
 
 static int try_online(const char *path, struct mfs_target *t);
 
-/* Whether the daemon serving @mp has @dev open; -errno when it cannot be asked. */
-static int mount_has_device(const char *mp, const char *dev)
+/*
+ * Whether the daemon serving @mp has @dev (a path) open; -errno when it
+ * cannot be asked. An mfs_ask_daemon question.
+ */
+static int mount_has_device(const char *mp, const void *dev)
 {
 	struct mfs_target t;
 	struct mfs_space sp;
@@ -75,18 +78,20 @@ int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp
 		ret = answer == 'y' ? 1 : answer == 'n' ? 0 : -EIO;
 		waitpid(pid, NULL, 0);
 	} else {
-		/* its request's wait is killable; it is not waited for */
+		/*
+		 * Its request's wait is killable: reaped within a second as a
+		 * rule (a long-lived caller, mfs monitor, must not pile up
+		 * zombies), never waited for beyond that.
+		 */
+		int i;
+
 		ret = -ETIMEDOUT;
 		kill(pid, SIGKILL);
-		waitpid(pid, NULL, WNOHANG);
+		for (i = 0; i < 100 && waitpid(pid, NULL, WNOHANG) == 0; i++)
+			usleep(10000);
 	}
 	close(pipefd[0]);
 	return ret;
-}
-
-static int query_has_device(const char *mp, const void *dev)
-{
-	return mount_has_device(mp, dev);
 }
 
 /*
@@ -119,7 +124,7 @@ bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 			continue;
 		mfs_unescape_mount_path(mp);
 		mfs_unescape_mount_path(source);
-		ret = mfs_ask_daemon(query_has_device, mp, dev);
+		ret = mfs_ask_daemon(mount_has_device, mp, dev);
 		if (ret == 1 || (ret < 0 && mfs_same_device(dev, source))) {
 			snprintf(mnt, len, "%s", mp);
 			found = true;
