@@ -235,13 +235,14 @@ out:
 }
 
 /* The mount point of a filesystem one of whose members is the source of a mount. */
-static bool fs_mount_point(struct mfs_scan *scan, const u8 *fsid, char *mnt, size_t len)
+static bool fs_mount_point(struct mfs_scan *scan, const u8 *fsid, char *mnt, size_t len,
+			   bool *answered)
 {
 	int i;
 
 	for (i = 0; i < scan->nr; i++)
 		if (!memcmp(scan->devs[i].sb.fsid, fsid, MFS_FSID_SIZE) &&
-		    mfs_find_mount_of_device(scan->devs[i].path, mnt, len))
+		    mfs_find_mount_of_device_asked(scan->devs[i].path, mnt, len, answered))
 			return true;
 	return false;
 }
@@ -404,16 +405,22 @@ static int show_scanned(struct show_ctx *ctx, const char *arg)
 			const u8 *fsid = scan.devs[i].sb.fsid;
 			char mnt[PATH_MAX];
 			struct show_fs f;
-			bool dup = false, mounted;
+			bool dup = false, mounted, answered;
 
 			for (j = 0; j < i; j++)
 				if (!memcmp(scan.devs[j].sb.fsid, fsid, MFS_FSID_SIZE))
 					dup = true;
 			if (dup || !fs_matches(&scan, fsid, arg))
 				continue;
-			mounted = fs_mount_point(&scan, fsid, mnt, sizeof(mnt));
+			mounted = fs_mount_point(&scan, fsid, mnt, sizeof(mnt), &answered);
 			if (mounted != (pass == 0))
 				continue;
+			/* a daemon that does not answer holds up no other filesystem's lines */
+			if (mounted && !answered) {
+				warning("the daemon serving %s does not answer: its filesystem as its superblocks say",
+					mnt);
+				mounted = false;
+			}
 			if (!(mounted && collect_fs_mounted(mnt, &f) == 0) &&
 			    collect_fs(&scan, fsid, &f))
 				continue;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include <poll.h>
+#include <time.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -49,6 +50,40 @@ static int mount_has_device(const char *mp, const void *dev)
 	return ret;
 }
 
+/*
+ * Mount points whose daemon gave no answer lately: not asked again for
+ * MFS_ASK_SILENT_SECS, so that a command going over many devices (show
+ * with no argument) waits for a stuck one once, not once per device.
+ */
+#define MFS_ASK_SILENT_SECS	60
+static struct {
+	char mp[PATH_MAX];
+	time_t when;
+} silent[8];
+
+static bool silent_lately(const char *mp)
+{
+	time_t now = time(NULL);
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(silent); i++)
+		if (silent[i].when && now - silent[i].when < MFS_ASK_SILENT_SECS &&
+		    !strcmp(silent[i].mp, mp))
+			return true;
+	return false;
+}
+
+static void note_silent(const char *mp)
+{
+	size_t i, oldest = 0;
+
+	for (i = 0; i < ARRAY_SIZE(silent); i++)
+		if (silent[i].when < silent[oldest].when)
+			oldest = i;
+	snprintf(silent[oldest].mp, sizeof(silent[oldest].mp), "%s", mp);
+	silent[oldest].when = time(NULL);
+}
+
 int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp,
 		   const void *arg)
 {
@@ -57,6 +92,8 @@ int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp
 	char answer;
 	pid_t pid;
 
+	if (silent_lately(mp))
+		return -ETIMEDOUT;
 	if (pipe2(pipefd, O_CLOEXEC))
 		return query(mp, arg);
 	fflush(NULL);
@@ -86,6 +123,7 @@ int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp
 		int i;
 
 		ret = -ETIMEDOUT;
+		note_silent(mp);
 		kill(pid, SIGKILL);
 		for (i = 0; i < 100 && waitpid(pid, NULL, WNOHANG) == 0; i++)
 			usleep(10000);
@@ -101,12 +139,15 @@ int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp
  * since, decides only for a daemon that does not answer. A device with no
  * mfs superblock is no member of any: no daemon is asked.
  */
-bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
+bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool *answered)
 {
 	struct mfs_super_block sb;
 	char line[8192];
 	FILE *f;
 	bool found = false;
+
+	if (answered)
+		*answered = false;
 
 	if (mfs_probe_super(dev, &sb) == -ENOENT)
 		return false;
@@ -128,10 +169,17 @@ bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 		if (ret == 1 || (ret < 0 && mfs_same_device(dev, source))) {
 			snprintf(mnt, len, "%s", mp);
 			found = true;
+			if (answered)
+				*answered = ret == 1;
 		}
 	}
 	fclose(f);
 	return found;
+}
+
+bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
+{
+	return mfs_find_mount_of_device_asked(dev, mnt, len, NULL);
 }
 
 static int try_online(const char *path, struct mfs_target *t)

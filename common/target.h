@@ -88,5 +88,10 @@ int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp
 
 /* Mount point of a mounted mfs whose source is this device, if any. */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);
+/*
+ * The same, and whether its daemon answered (false: found by the mount
+ * source alone, the daemon stopped or stuck - asking it more would hang).
+ */
+bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool *answered);
 
 #endif

@@ -947,6 +947,14 @@ PY
 	run timeout 120 mfs filesystem show "$T/a3.img"
 	assert_success
 	assert_output --partial "$T/a3.img"
+	# every filesystem: the stopped one's as its superblocks say, once
+	# waited for (not once per device)
+	run timeout 120 mfs filesystem show
+	assert_success
+	assert_output --partial "$T/a3.img"
+	assert_output --partial "$T/img2"
+	assert_output --partial "WARNING: the daemon serving $T/mnt does not answer"
+	[ "$(grep -c 'does not answer' <<<"$output")" = 1 ]
 	kill -CONT "$pid"
 	# the stopped filesystem goes on as before
 	echo still >"$T/mnt/still"
