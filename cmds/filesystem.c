@@ -182,16 +182,13 @@ static int collect_fs_mounted(const char *mnt, struct show_fs *out)
 	struct mfs_super_block sb;
 	struct mfs_target t;
 	struct mfs_space sp;
-	int fd, i, ret;
+	int i, ret;
 
 	memset(out, 0, sizeof(*out));
 	if (!info)
 		return -ENOMEM;
 	/* not an mfs mount point: say nothing, the caller reports it */
-	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ret = fd >= 0 && ioctl(fd, MFS_IOC_FS_INFO, info) == 0 ? 0 : -ENOTTY;
-	if (fd >= 0)
-		close(fd);
+	ret = mfs_get_fs_info(mnt, info) ? -ENOTTY : 0;
 	if (!ret)
 		ret = mfs_target_open(&mnt, 1, false, &t);
 	if (!ret) {

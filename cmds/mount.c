@@ -21,6 +21,7 @@
 #include "common/help.h"
 #include "common/messages.h"
 #include "common/open.h"
+#include "common/target.h"
 #include "common/units.h"
 #include "fuse/server.h"
 #include "kernel-shared/format/ioctl.h"
@@ -418,20 +419,6 @@ static const char * const cmd_umount_usage[] = {
 	"so the devices can be checked or mounted again right away.",
 	NULL
 };
-
-int mfs_get_fs_info(const char *mnt, struct mfs_ioctl_fs_info *info)
-{
-	int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = ioctl(fd, MFS_IOC_FS_INFO, info);
-	if (ret < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
 
 static int wait_for_exit(pid_t pid)
 {

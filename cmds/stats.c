@@ -54,36 +54,17 @@ struct dev_stats {
 	u64 values[MFS_DEV_STATS_NR_VALUES];
 };
 
-static int open_mount(const char *path)
-{
-	struct mfs_ioctl_fs_info *info;
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	info = calloc(1, sizeof(*info));
-	if (!info || ioctl(fd, MFS_IOC_FS_INFO, info) < 0) {
-		free(info);
-		close(fd);
-		return -1;
-	}
-	free(info);
-	return fd;
-}
-
 /* Whether the mfs mounted on mp has the fsid fsid (mfs_ask_daemon's question). */
 static int mount_has_fsid(const char *mp, const void *fsid)
 {
 	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
-	int fd, ret;
+	int ret;
 
 	if (!info)
 		return -ENOMEM;
-	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ret = fd < 0 ? -errno : ioctl(fd, MFS_IOC_FS_INFO, info) < 0 ? -errno :
-	      !memcmp(info->fsid, fsid, MFS_FSID_SIZE);
-	if (fd >= 0)
-		close(fd);
+	ret = mfs_get_fs_info(mp, info);
+	if (!ret)
+		ret = !memcmp(info->fsid, fsid, MFS_FSID_SIZE);
 	free(info);
 	return ret;
 }
@@ -257,7 +238,7 @@ static int stats_of_mounted(const char *path, const struct stat *sb, bool reset,
 		      path);
 		return -1;
 	}
-	fd = open_mount(mnt);
+	fd = mfs_open_mount(mnt, NULL);
 	if (fd < 0) {
 		error("'%s' is not a mounted mfs filesystem", mnt);
 		return -1;

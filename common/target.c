@@ -182,26 +182,53 @@ bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 	return mfs_find_mount_of_device_asked(dev, mnt, len, NULL);
 }
 
+int mfs_open_mount(const char *mp, struct mfs_ioctl_fs_info *info)
+{
+	struct mfs_ioctl_fs_info *mine = info ? NULL : calloc(1, sizeof(*mine));
+	int fd, ret;
+
+	if (!info && !mine)
+		return -ENOMEM;
+	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+	} else if (ioctl(fd, MFS_IOC_FS_INFO, info ? info : mine) < 0) {
+		ret = errno == ENOTTY || errno == EINVAL ? -ENOTTY : -errno;
+		close(fd);
+	} else {
+		ret = fd;
+	}
+	free(mine);
+	return ret;
+}
+
+int mfs_get_fs_info(const char *mp, struct mfs_ioctl_fs_info *info)
+{
+	int fd = mfs_open_mount(mp, info);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 static int try_online(const char *path, struct mfs_target *t)
 {
 	struct mfs_ioctl_fs_info *info;
 	struct stat st;
-	int fd, ret;
+	int fd;
 
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	info = calloc(1, sizeof(*info));
-	ret = info ? ioctl(fd, MFS_IOC_FS_INFO, info) : -1;
-	if (ret == 0)
+	if (!info)
+		return -ENOMEM;
+	fd = mfs_open_mount(path, info);
+	if (fd >= 0)
 		memcpy(t->fsid, info->fsid, MFS_FSID_SIZE);
 	free(info);
-	if (ret < 0) {
-		close(fd);
-		return -ENOTTY;
-	}
+	if (fd < 0)
+		return fd == -ENOMEM ? fd : -ENOTTY;
 	t->online = true;
 	t->fd = fd;
 	snprintf(t->mnt, sizeof(t->mnt), "%s", path);

@@ -86,6 +86,15 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet);
 int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp,
 		   const void *arg);
 
+/*
+ * The mfs mounted on mp, opened: a directory descriptor whose daemon
+ * answered MFS_IOC_FS_INFO (into info, unless NULL); -errno otherwise
+ * (-ENOTTY: a directory, but no mfs mount point).
+ */
+int mfs_open_mount(const char *mp, struct mfs_ioctl_fs_info *info);
+/* The daemon's MFS_IOC_FS_INFO for the mfs mounted on mp; -errno. */
+int mfs_get_fs_info(const char *mp, struct mfs_ioctl_fs_info *info);
+
 /* Mount point of a mounted mfs whose source is this device, if any. */
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);
 /*
