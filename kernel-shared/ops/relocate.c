@@ -149,7 +149,10 @@ static void release_old_extents(struct mfs_fs_info *fs, struct mfs_chunk_map *ol
 	}
 }
 
-/* An empty chunk is simply removed: no copy, and its space is free again. */
+/*
+ * An empty chunk is simply removed: no copy, and its space is free again.
+ * bg is freed once the removal reaches its commit, whether that succeeds.
+ */
 static int remove_empty_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 {
 	struct mfs_chunk_map *map = bg->map;
@@ -879,7 +882,10 @@ static int evacuate_chunk(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 	if (!ret)
 		ret = remove_empty_chunk(fs, bg);
 	if (ret) {
-		bg->ro = false;
+		/* a removal that failed in its commit has freed bg already */
+		bg = mfs_lookup_block_group(fs, start);
+		if (bg && bg->start == start)
+			bg->ro = false;
 		return ret;
 	}
 	st->completed++;
