@@ -167,13 +167,23 @@ run_admin() {
 	return $rc
 }
 
+# last_chunk_held: the operation is held at the last chunk it has to
+# move ("K out of about N chunks balanced", the held one not among the K)
+last_chunk_held() {
+	"$mfs" balance status "$mnt" 2>/dev/null |
+		awk '$2 == "out" && $3 == "of" && $4 == "about" { last = ($1 + 1 >= $5) }
+		     END { exit !last }'
+}
+
 # restripe NAME CMD...: a background restripe (balance, convert, delete,
 # replace) held after its first chunk, paused there, left paused under
 # load for LOAD_PAUSE s, resumed to the end, as one window. A restripe
 # with less than one chunk to move ends before it could be held: a window
-# without the pause ("ok-nopause").
+# without the pause ("ok-nopause"); one held at its only chunk finishes
+# that chunk and ends, a pause asked for then finding nothing left to
+# pause (as btrfs's: "ok-lastchunk").
 restripe() {
-	local name=$1 t0 rc=0 result=ok ctl=balance
+	local name=$1 t0 rc=0 result=ok ctl=balance last=0
 	shift
 	[ "$1" = replace ] && ctl=replace
 	t0=$(now)
@@ -194,6 +204,7 @@ restripe() {
 		rm -f "$tmp/hold"
 		result=ok-nopause
 	else
+		last_chunk_held && last=1
 		timeout 600 "$mfs" "$ctl" pause "$mnt" >"$tmp/pause.out" 2>"$tmp/pause.err" &
 		local pid=$!
 		wait_until 600 restripe_requested || result=hang
@@ -203,6 +214,10 @@ restripe() {
 			window "$t0" "pause($rc)" "$name"
 			fail "$name: $ctl pause exited $rc: $(head -2 "$tmp/pause.err" | tr '\n' ' ')"
 			return 1
+		fi
+		if [ $last = 1 ] && balance_done; then
+			window "$t0" ok-lastchunk "$name"
+			return 0
 		fi
 		if ! balance_paused; then
 			window "$t0" notpaused "$name"
