@@ -125,7 +125,8 @@ if [ "$lanes" -gt 1 ]; then
 	(
 		failures=0
 		load_part
-		printf 'rc=%s\nelapsed=%s\nresult=%s\nlog=%s\nfailures=$((failures + %s))\n' \
+		# quoted: a result such as FAIL(1) is no shell word
+		printf 'rc=%q\nelapsed=%q\nresult=%q\nlog=%q\nfailures=$((failures + %q))\n' \
 			"$rc" "$elapsed" "$result" "$log" "$failures" >"$logs/load.status"
 	) &
 	load_pid=$!
@@ -216,7 +217,11 @@ fi
 # the load run, waited for when it ran beside the others
 if [ -n "$load_pid" ]; then
 	wait "$load_pid"
-	. "$logs/load.status"
+	if ! . "$logs/load.status"; then
+		echo "# load/run.sh: its status in $logs/load.status cannot be read" >&2
+		failures=$((failures + 1))
+		result=nostatus
+	fi
 else
 	load_part
 fi
