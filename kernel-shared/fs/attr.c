@@ -418,7 +418,8 @@ int mfs_sync_fs(struct mfs_fs_info *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	/* after a failed commit nothing since the last one will reach the disk */
-	ret = fs->fatal_error ? -EIO : mfs_commit_if_dirty(fs);
+	/* the devices flush without the lock: user I/O goes on meanwhile */
+	ret = fs->fatal_error ? -EIO : mfs_commit_if_dirty_unlocking(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }

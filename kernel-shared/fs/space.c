@@ -203,7 +203,7 @@ int mfs_start_transaction_reserve(struct mfs_fs_info *fs, unsigned int items,
 	if (fs->fatal_error || !(fs->open_flags & MFS_OPEN_WRITABLE))
 		return mfs_start_transaction(fs, out);
 	ret = metadata_space_check(fs, items, kind);
-	if (ret == -ENOSPC && fs->running) {
+	if (ret == -ENOSPC && (fs->running || fs->committing)) {
 		/* what the running transaction freed is reusable once it is on disk */
 		ret = mfs_commit_if_dirty(fs);
 		if (!ret)
@@ -236,7 +236,7 @@ int mfs_data_space_check(struct mfs_fs_info *fs, u64 bytes)
 
 	if (data_free_bytes(fs) >= bytes)
 		return 0;
-	if (!fs->running)
+	if (!fs->running && !fs->committing)
 		return -ENOSPC;
 	/* extents freed (overwritten, deleted) in the running transaction */
 	ret = mfs_commit_if_dirty(fs);

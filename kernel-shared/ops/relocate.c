@@ -487,7 +487,13 @@ static int commit_progress(struct mfs_trans_handle *trans, struct mfs_restripe_s
 
 	st->bytes_pending = done - min_t(u64, done, st->bytes_done);
 	ret = rs_write_item(trans, st, false);
-	ret = ret ? mfs_end_transaction_abort(trans, ret) : mfs_commit_transaction(trans);
+	/*
+	 * Its flushes and superblocks let go of fs->lock, so user I/O goes on
+	 * meanwhile: the relocation holds nothing others may change across
+	 * it (a checkpoint's copy is on disk; a swapped chunk's old map is its
+	 * own, its old device extents are released after it).
+	 */
+	ret = ret ? mfs_end_transaction_abort(trans, ret) : mfs_commit_transaction_unlocking(trans);
 	if (!ret)
 		__atomic_add_fetch(&st->bytes_done, st->bytes_pending, __ATOMIC_RELAXED);
 	st->bytes_pending = 0;

@@ -768,7 +768,8 @@ static u64 durable_bytes(struct mfs_fs_info *fs, struct mfs_scrub *sc)
 {
 	if (!(fs->open_flags & MFS_OPEN_WRITABLE))
 		return sc->st.c.bytes_done;
-	if (sc->written_gen && fs->generation >= sc->written_gen)
+	/* (a commit still writing its superblocks holds nothing yet) */
+	if (sc->written_gen && fs->generation - !!fs->committing >= sc->written_gen)
 		sc->durable_bytes = sc->written_bytes;
 	return sc->durable_bytes;
 }

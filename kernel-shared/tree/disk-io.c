@@ -149,8 +149,7 @@ int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirro
 	return 0;
 }
 
-static void fill_dev_item(struct mfs_fs_info *fs, struct mfs_device *dev,
-			  struct mfs_dev_item *di)
+void mfs_fill_dev_item(struct mfs_fs_info *fs, struct mfs_device *dev, struct mfs_dev_item *di)
 {
 	memset(di, 0, sizeof(*di));
 	di->devid = cpu_to_le64(dev->devid);
@@ -163,11 +162,8 @@ static void fill_dev_item(struct mfs_fs_info *fs, struct mfs_device *dev,
 	memcpy(di->fsid, fs->fsid, MFS_FSID_SIZE);
 }
 
-/*
- * Every superblock copy of one device. *primary: copy 0 went out (the
- * device holds the new superblock). A failure marks the device failed.
- */
-static int write_dev_supers(struct mfs_fs_info *fs, struct mfs_device *dev, bool *primary)
+int mfs_write_dev_super(struct mfs_fs_info *fs, const struct mfs_super_block *super,
+			const struct mfs_super_target *t, bool *primary)
 {
 	struct mfs_super_block sb;
 	int m, ret;
@@ -176,15 +172,15 @@ static int write_dev_supers(struct mfs_fs_info *fs, struct mfs_device *dev, bool
 	for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
 		u64 off = mfs_sb_offset(m);
 
-		if (off + MFS_SUPER_INFO_SIZE > mfs_device_end(dev))
+		if (off + MFS_SUPER_INFO_SIZE > mfs_device_end(t->dev))
 			break;
-		memcpy(&sb, &fs->super, sizeof(sb));
-		fill_dev_item(fs, dev, &sb.dev_item);
+		memcpy(&sb, super, sizeof(sb));
+		memcpy(&sb.dev_item, &t->di, sizeof(sb.dev_item));
 		sb.bytenr = cpu_to_le64(off);
 		mfs_csum_super(&sb);
-		ret = mfs_io_write(dev->io, &sb, sizeof(sb), off);
+		ret = mfs_io_write(t->dev->io, &sb, sizeof(sb), off);
 		if (ret) {
-			mfs_dev_fail(fs, dev, MFS_DEV_STAT_WRITE_ERRS, ret);
+			mfs_dev_fail(fs, t->dev, MFS_DEV_STAT_WRITE_ERRS, ret);
 			return ret;
 		}
 		if (m == 0)
@@ -193,19 +189,37 @@ static int write_dev_supers(struct mfs_fs_info *fs, struct mfs_device *dev, bool
 	return 0;
 }
 
-int mfs_write_all_supers(struct mfs_fs_info *fs)
+int mfs_take_super_targets(struct mfs_fs_info *fs, struct mfs_super_target **out)
 {
-	int i, ret, written = 0, first_err = 0;
+	struct mfs_super_target *t = calloc(fs->nr_devices ? fs->nr_devices : 1, sizeof(*t));
+	int i;
 
+	if (!t)
+		return -ENOMEM;
 	for (i = 0; i < fs->nr_devices; i++) {
 		struct mfs_device *dev = fs->devices[i];
-		bool primary;
 
+		t[i].dev = dev;
+		mfs_fill_dev_item(fs, dev, &t[i].di);
 		/* a device still being caught up keeps its old superblock until it is */
-		if (!mfs_dev_usable(dev) || dev->stale_gen)
+		t[i].stale = dev->stale_gen;
+		t[i].joining = dev->joining;
+	}
+	*out = t;
+	return fs->nr_devices;
+}
+
+int mfs_write_supers_to(struct mfs_fs_info *fs, const struct mfs_super_block *super,
+			const struct mfs_super_target *t, int n)
+{
+	int i, ret, written = 0, first_err = 0;
+	bool primary;
+
+	for (i = 0; i < n; i++) {
+		if (!mfs_dev_usable(t[i].dev) || t[i].stale)
 			continue;
 		/* (a device that fails here and is needed keeps its old superblock) */
-		ret = write_dev_supers(fs, dev, &primary);
+		ret = mfs_write_dev_super(fs, super, &t[i], &primary);
 		if (ret && !first_err)
 			first_err = ret;
 		written += primary;
@@ -216,26 +230,16 @@ int mfs_write_all_supers(struct mfs_fs_info *fs)
 	return written ? 0 : (first_err ? first_err : -EIO);
 }
 
-int mfs_write_joining_supers(struct mfs_fs_info *fs)
+int mfs_write_all_supers(struct mfs_fs_info *fs)
 {
-	int i, ret, written = 0;
-	bool primary;
+	struct mfs_super_target *t;
+	int n = mfs_take_super_targets(fs, &t), ret;
 
-	for (i = 0; i < fs->nr_devices; i++) {
-		struct mfs_device *dev = fs->devices[i];
-
-		if (!dev->joining)
-			continue;
-		dev->joining = false;
-		if (!mfs_dev_usable(dev))
-			continue;
-		/* one that fails is failed for this mount, like any member */
-		ret = write_dev_supers(fs, dev, &primary);
-		if (ret && fs->strict_io)
-			return ret;
-		written += primary;
-	}
-	return written;
+	if (n < 0)
+		return n;
+	ret = mfs_write_supers_to(fs, &fs->super, t, n);
+	free(t);
+	return ret;
 }
 
 /* ---------------- tree block cache ---------------- */
@@ -692,6 +696,8 @@ struct mfs_fs_info *mfs_alloc_fs_info(void)
 	fs->row_sealed = mfs_seal_row;
 	fs->fail_threshold = MFS_DEFAULT_FAIL_THRESHOLD;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->commit_lock, NULL);
+	pthread_cond_init(&fs->commit_cond, NULL);
 	pthread_rwlock_init(&fs->map_lock, NULL);
 	pthread_cond_init(&fs->inflight_done, NULL);
 	return fs;
@@ -742,6 +748,8 @@ void mfs_free_fs_info(struct mfs_fs_info *fs)
 		free(fs->problems[i]);
 	free(fs->problems);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->commit_lock);
+	pthread_cond_destroy(&fs->commit_cond);
 	pthread_rwlock_destroy(&fs->map_lock);
 	pthread_cond_destroy(&fs->inflight_done);
 	free(fs);

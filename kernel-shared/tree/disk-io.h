@@ -34,10 +34,29 @@ enum mfs_sb_copy_state mfs_super_copy_state(struct mfs_fs_info *fs, struct mfs_d
 /* Write the superblock (all copies that fit) to every present device. */
 int mfs_write_all_supers(struct mfs_fs_info *fs);
 /*
- * The superblocks of the devices whose items go in at this commit (joining
- * members): the number written, or -errno with strict_io.
+ * What a commit's superblocks go to, taken under fs->lock so that they can
+ * be written without it: each member, its dev item as it is now, whether
+ * it is still being caught up (it keeps its old superblock) or joins the
+ * filesystem in this commit (its superblock goes first).
  */
-int mfs_write_joining_supers(struct mfs_fs_info *fs);
+struct mfs_super_target {
+	struct mfs_device *dev;
+	struct mfs_dev_item di;
+	bool stale;
+	bool joining;
+};
+void mfs_fill_dev_item(struct mfs_fs_info *fs, struct mfs_device *dev, struct mfs_dev_item *di);
+/* The targets of every member (*out, freed by the caller): their number, or -errno. */
+int mfs_take_super_targets(struct mfs_fs_info *fs, struct mfs_super_target **out);
+/*
+ * super, with each target's dev item, to the usable targets that are not
+ * stale: 0 when one device at least holds it (with strict_io, every one).
+ */
+int mfs_write_supers_to(struct mfs_fs_info *fs, const struct mfs_super_block *super,
+			const struct mfs_super_target *t, int n);
+/* Every copy that fits of super to one target; *primary: copy 0 went out. */
+int mfs_write_dev_super(struct mfs_fs_info *fs, const struct mfs_super_block *super,
+			const struct mfs_super_target *t, bool *primary);
 
 struct mfs_fs_info *mfs_alloc_fs_info(void);
 /* Profiles new chunks get, from the chunks there are (no convert in progress). */

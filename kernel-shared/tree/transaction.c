@@ -11,6 +11,7 @@
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/tree/disk-io.h"
+#include "kernel-shared/block/testhook.h"
 
 int mfs_start_transaction(struct mfs_fs_info *fs, struct mfs_trans_handle **out)
 {
@@ -84,19 +85,15 @@ static void free_transaction(struct mfs_transaction *t)
 	free(t);
 }
 
-void mfs_abort_transaction(struct mfs_fs_info *fs)
+/*
+ * The filesystem turns read-only with what it had in memory: the blocks
+ * transaction t changed stay cached, each with a reference kept
+ * (fs->aborted), so they are never evicted and read back from where they
+ * never reached. Lookups and reads go on working; the disk keeps the last
+ * committed generation, which the next mount sees.
+ */
+static void abort_one(struct mfs_fs_info *fs, struct mfs_transaction *t)
 {
-	struct mfs_transaction *t = fs->running;
-
-	if (!t)
-		return;
-	/*
-	 * The filesystem turns read-only with what it had in memory: the
-	 * blocks this transaction changed stay cached, each with a reference
-	 * kept (fs->aborted), so they are never evicted and read back from
-	 * where they never reached. Lookups and reads go on working; the
-	 * disk keeps the last committed generation, which the next mount sees.
-	 */
 	while (t->dirty_list) {
 		struct extent_buffer *eb = t->dirty_list;
 
@@ -108,9 +105,16 @@ void mfs_abort_transaction(struct mfs_fs_info *fs)
 	t->nr_dirty = 0;
 	mfs_drop_open_rows(fs);
 	free_transaction(t);
-	fs->running = NULL;
 	if (!fs->fatal_error)
 		fs->fatal_error = -EIO;
+}
+
+void mfs_abort_transaction(struct mfs_fs_info *fs)
+{
+	if (!fs->running)
+		return;
+	abort_one(fs, fs->running);
+	fs->running = NULL;
 }
 
 static int update_dev_items(struct mfs_trans_handle *trans, bool *did_work)
@@ -285,16 +289,141 @@ static void update_super(struct mfs_fs_info *fs, u64 transid)
 	sb->incompat_flags = cpu_to_le64(fs->incompat_flags);
 }
 
-int mfs_commit_transaction(struct mfs_trans_handle *trans)
+/*
+ * The end of a commit whose superblocks are written, with their result
+ * ret: what it freed becomes free space and its blocks are let go; or,
+ * when they failed, it is aborted, and with it the transaction built on
+ * it meanwhile. fs->lock held.
+ */
+static void end_commit(struct mfs_fs_info *fs, struct mfs_transaction *t, int ret)
 {
-	struct mfs_fs_info *fs = trans->fs_info;
-	struct mfs_transaction *t = fs->running;
-	u64 transid = trans->transid;
+	if (ret) {
+		fs->fatal_error = ret;
+		abort_one(fs, t);
+		mfs_abort_transaction(fs);
+		return;
+	}
+	mfs_seal_open_rows(fs);
+	mfs_unpin_extents(fs, t);
+	release_dirty_list(fs, t);
+	free_transaction(t);
+}
+
+/*
+ * The commit writing its superblocks without fs->lock, if there is one
+ * (and, with seq, only that commit): wait until they are written and end
+ * it; its result. fs->lock held: one commit at a time, a later one only
+ * after the one before it ended, and nothing that needs what the last one
+ * freed or wrote (space, fsync, an unmount) goes on before it.
+ */
+static int end_pending(struct mfs_fs_info *fs, u64 seq)
+{
+	struct mfs_transaction *t = fs->committing;
 	int ret;
 
-	if (!t) {
-		free(trans);
+	if (!t || (seq && seq != fs->commit_seq))
 		return 0;
+	pthread_mutex_lock(&fs->commit_lock);
+	while (fs->commit_done_seq != fs->commit_seq)
+		pthread_cond_wait(&fs->commit_cond, &fs->commit_lock);
+	ret = fs->commit_ret;
+	pthread_mutex_unlock(&fs->commit_lock);
+	fs->committing = NULL;
+	end_commit(fs, t, ret);
+	return ret;
+}
+
+/*
+ * The same, the wait for the superblocks made without fs->lock (held on
+ * entry and on return), so that a sync or the periodic commit arriving
+ * while another commit writes does not hold up everyone else meanwhile.
+ * Not with a handle open: the lock let go, another commit could take the
+ * handle's transaction.
+ */
+static int end_pending_unlocked(struct mfs_fs_info *fs)
+{
+	while (fs->committing) {
+		u64 seq = fs->commit_seq;
+
+		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_lock(&fs->commit_lock);
+		while (fs->commit_done_seq < seq)
+			pthread_cond_wait(&fs->commit_cond, &fs->commit_lock);
+		pthread_mutex_unlock(&fs->commit_lock);
+		pthread_mutex_lock(&fs->lock);
+		if (fs->committing && fs->commit_seq == seq)
+			return end_pending(fs, seq);
+	}
+	return 0;
+}
+
+/*
+ * Steps 2 to 4 of the commit (DESIGN §2) to the devices taken under the
+ * lock, each with its dev item of this commit: nothing here reads or
+ * changes the trees, so it may run without fs->lock.
+ */
+static int write_supers(struct mfs_fs_info *fs, const struct mfs_super_block *super,
+			struct mfs_super_target *tg, int n)
+{
+	struct mfs_device *devs[n ? n : 1];
+	bool primary;
+	int i, ret, joined = 0;
+
+	for (i = 0; i < n; i++)
+		devs[i] = tg[i].dev;
+	/* 2. barrier: nothing may point at the new nodes before they are durable */
+	ret = mfs_flush_devices(fs, devs, n);
+	/*
+	 * A device that failed a write or flush is out of this commit (it
+	 * gets no superblock, so it stays at its last complete generation);
+	 * the commit stands on the others if they still hold every chunk.
+	 */
+	if (!ret && mfs_unreadable_chunks(fs))
+		ret = -EIO;
+	if (ret)
+		return ret;
+	/* the tests' hook: a commit between its two flushes */
+	mfs_test_pause_at("commit-supers");
+	/*
+	 * 3. the superblocks switch to the new generation; a device joining
+	 * the filesystem in this commit gets its own first, durably: were the
+	 * others' durable before it, they would name a member that has none
+	 * (missing after a crash, the filesystem refusing to mount)
+	 */
+	for (i = 0; i < n; i++) {
+		if (!tg[i].joining || !mfs_dev_usable(tg[i].dev))
+			continue;
+		/* one that fails is failed for this mount, like any member */
+		ret = mfs_write_dev_super(fs, super, &tg[i], &primary);
+		if (ret && fs->strict_io)
+			return ret;
+		joined += primary;
+	}
+	ret = joined ? mfs_flush_devices(fs, devs, n) : 0;
+	if (!ret)
+		ret = mfs_write_supers_to(fs, super, tg, n);
+	/* 4. and are themselves durable before we report success */
+	if (!ret)
+		ret = mfs_flush_devices(fs, devs, n);
+	if (!ret && mfs_unreadable_chunks(fs))
+		ret = -EIO;
+	return ret;
+}
+
+static int commit(struct mfs_trans_handle *trans, bool unlocking)
+{
+	struct mfs_fs_info *fs = trans->fs_info;
+	struct mfs_transaction *t;
+	struct mfs_super_target *tg = NULL;
+	struct mfs_super_block *super = NULL;
+	u64 transid = trans->transid, seq;
+	int i, n = 0, ret;
+
+	ret = end_pending(fs, 0);
+	t = fs->running;
+	if (ret || !t) {
+		free(trans);
+		return ret;
 	}
 	ret = settle_trees(trans);
 	if (ret)
@@ -308,61 +437,87 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans)
 	ret = mfs_write_dirty_buffers(fs);
 	if (!ret)
 		ret = mfs_flush_open_rows(fs);
-	/* 2. barrier: nothing may point at the new nodes before they are durable */
-	if (!ret)
-		ret = mfs_flush_all_devices(fs);
-	/*
-	 * A device that failed a write or flush is out of this commit (it
-	 * gets no superblock, so it stays at its last complete generation);
-	 * the commit stands on the others if they still hold every chunk.
-	 */
-	if (!ret && mfs_unreadable_chunks(fs))
-		ret = -EIO;
 	if (ret)
 		goto fail;
 	/*
-	 * 3. the superblocks switch to the new generation; a device joining
-	 * the filesystem in this commit gets its own first, durably: were the
-	 * others' durable before it, they would name a member that has none
-	 * (missing after a crash, the filesystem refusing to mount)
+	 * The rest goes to what is taken now: the superblock and the devices
+	 * with their dev items. A transaction started from here on is the
+	 * next one (fs->generation + 1), its blocks copied from these.
 	 */
 	fs->generation = transid;
-	ret = mfs_write_joining_supers(fs);
-	if (ret > 0)
-		ret = mfs_flush_all_devices(fs);
-	if (!ret)
-		ret = mfs_write_all_supers(fs);
-	/* 4. and are themselves durable before we report success */
-	if (!ret)
-		ret = mfs_flush_all_devices(fs);
-	if (!ret && mfs_unreadable_chunks(fs))
-		ret = -EIO;
-	if (ret)
+	super = malloc(sizeof(*super));
+	n = super ? mfs_take_super_targets(fs, &tg) : -ENOMEM;
+	if (n < 0) {
+		ret = n;
 		goto fail;
-
-	mfs_seal_open_rows(fs);
-	mfs_unpin_extents(fs, t);
-	release_dirty_list(fs, t);
-	free_transaction(t);
+	}
+	memcpy(super, &fs->super, sizeof(*super));
+	for (i = 0; i < fs->nr_devices; i++)
+		fs->devices[i]->joining = false;
 	fs->running = NULL;
+	fs->committing = t;
+	pthread_mutex_lock(&fs->commit_lock);
+	seq = ++fs->commit_seq;
+	pthread_mutex_unlock(&fs->commit_lock);
+	if (unlocking) {
+		/* the maps stay as they are meanwhile (the chunks it checks) */
+		pthread_rwlock_rdlock(&fs->map_lock);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	ret = write_supers(fs, super, tg, n);
+	if (unlocking)
+		pthread_rwlock_unlock(&fs->map_lock);
+	pthread_mutex_lock(&fs->commit_lock);
+	fs->commit_done_seq = seq;
+	fs->commit_ret = ret;
+	pthread_cond_broadcast(&fs->commit_cond);
+	pthread_mutex_unlock(&fs->commit_lock);
+	if (unlocking)
+		pthread_mutex_lock(&fs->lock);
+	/* ended here, unless the next commit ended it while we took the lock */
+	end_pending(fs, seq);
+	free(tg);
+	free(super);
 	free(trans);
-	return 0;
+	return ret;
 fail:
+	free(super);
 	fs->fatal_error = ret;
 	mfs_abort_transaction(fs);
 	free(trans);
 	return ret;
 }
 
-int mfs_commit_if_dirty(struct mfs_fs_info *fs)
+int mfs_commit_transaction(struct mfs_trans_handle *trans)
+{
+	return commit(trans, false);
+}
+
+int mfs_commit_transaction_unlocking(struct mfs_trans_handle *trans)
+{
+	return commit(trans, true);
+}
+
+static int commit_if_dirty(struct mfs_fs_info *fs, bool unlocking)
 {
 	struct mfs_trans_handle *trans;
 	int ret;
 
-	if (!fs->running && !fs->dev_stats_dirty)
-		return 0;
+	ret = unlocking ? end_pending_unlocked(fs) : end_pending(fs, 0);
+	if (ret || (!fs->running && !fs->dev_stats_dirty))
+		return ret;
 	ret = mfs_start_transaction(fs, &trans);
 	if (ret)
 		return ret;
-	return mfs_commit_transaction(trans);
+	return commit(trans, unlocking);
+}
+
+int mfs_commit_if_dirty(struct mfs_fs_info *fs)
+{
+	return commit_if_dirty(fs, false);
+}
+
+int mfs_commit_if_dirty_unlocking(struct mfs_fs_info *fs)
+{
+	return commit_if_dirty(fs, true);
 }

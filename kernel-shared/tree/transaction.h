@@ -48,8 +48,21 @@ int mfs_end_transaction_ret(struct mfs_trans_handle *trans, int ret);
  * generation, flush again. A failure leaves the old generation on disk.
  */
 int mfs_commit_transaction(struct mfs_trans_handle *trans);
-/* Commit if anything is pending. */
+/*
+ * The same, but fs->lock (held by the caller) is let go while the devices
+ * flush and the superblocks are written, so that user I/O and the next
+ * transaction go on meanwhile (btrfs lets new transactions start once a
+ * commit is past TRANS_STATE_UNBLOCKED); the lock is held again on return.
+ * For callers that hold nothing across the call that others may change:
+ * the periodic commit, a sync, a restripe's progress record. The commit
+ * ends (what it freed returns to free space) before the next one starts,
+ * and before an fsync or a space check that needs it returns.
+ */
+int mfs_commit_transaction_unlocking(struct mfs_trans_handle *trans);
+/* Commit if anything is pending (or a commit is still being written: wait for it). */
 int mfs_commit_if_dirty(struct mfs_fs_info *fs);
+/* The same, unlocking; a commit still being written is waited for without the lock too. */
+int mfs_commit_if_dirty_unlocking(struct mfs_fs_info *fs);
 void mfs_abort_transaction(struct mfs_fs_info *fs);
 
 #endif

@@ -190,6 +190,19 @@ struct mfs_fs_info {
 	struct mfs_transaction *running;
 	pthread_mutex_t lock;		/* one big lock for tree and alloc state */
 	/*
+	 * The transaction whose flushes and superblocks are being written
+	 * without fs->lock (mfs_commit_transaction_unlocking), NULL when
+	 * none. Its end (unpinning what it freed, letting go of its blocks)
+	 * is made under fs->lock once its superblocks are written, by its
+	 * committer or by the next one who needs it ended.
+	 */
+	struct mfs_transaction *committing;
+	pthread_mutex_t commit_lock;	/* the three below (commit_seq: and fs->lock to change) */
+	pthread_cond_t commit_cond;
+	u64 commit_seq;			/* the last commit let go of fs->lock */
+	u64 commit_done_seq;		/* the last whose superblocks are written */
+	int commit_ret;			/* how */
+	/*
 	 * File data I/O that runs without fs->lock (reads, and writes into
 	 * reserved extents) holds map_lock shared, taken while fs->lock is
 	 * still held; whoever changes the chunk map array or retires a map

@@ -920,23 +920,23 @@ int mfs_flush_io_devices(struct mfs_io_dev **io, int n, int *rets)
 }
 
 /*
- * Every usable device's cache to stable storage, in parallel. A device
- * whose flush fails is counted and marked failed: what it was to keep
- * stands on the other devices (the commit checks that every chunk can
- * still be read). Fails only when no device could flush.
+ * The usable ones of these devices' caches to stable storage, in
+ * parallel. A device whose flush fails is counted and marked failed: what
+ * it was to keep stands on the other devices (the commit checks that
+ * every chunk can still be read). Fails only when no device could flush.
  */
-int mfs_flush_all_devices(struct mfs_fs_info *fs)
+int mfs_flush_devices(struct mfs_fs_info *fs, struct mfs_device **devs, int ndevs)
 {
-	int n = fs->nr_devices ? fs->nr_devices : 1;
+	int n = ndevs ? ndevs : 1;
 	struct flush_job job[n];
 	struct mfs_device *dev[n];
 	pthread_t tid[n];
 	bool started[n];
 	int i, nr = 0, flushed = 0, first_err = 0;
 
-	for (i = 0; i < fs->nr_devices; i++)
-		if (mfs_dev_usable(fs->devices[i]))
-			dev[nr++] = fs->devices[i];
+	for (i = 0; i < ndevs; i++)
+		if (mfs_dev_usable(devs[i]))
+			dev[nr++] = devs[i];
 	for (i = 0; i < nr; i++) {
 		job[i] = (struct flush_job){ dev[i]->io, 0 };
 		started[i] = i > 0 && pthread_create(&tid[i], NULL, flush_job_run, &job[i]) == 0;
@@ -958,6 +958,11 @@ int mfs_flush_all_devices(struct mfs_fs_info *fs)
 	if (first_err || (!flushed && nr))
 		return -EIO;
 	return 0;
+}
+
+int mfs_flush_all_devices(struct mfs_fs_info *fs)
+{
+	return mfs_flush_devices(fs, fs->devices, fs->nr_devices);
 }
 
 /* Which stripe of map holds copy `mirror` of logical (raid5/6: the data column). */

@@ -130,6 +130,8 @@ bool mfs_range_has_open_rows(struct mfs_fs_info *fs, const struct mfs_chunk_map 
 int mfs_flush_open_rows(struct mfs_fs_info *fs);
 void mfs_drop_open_rows(struct mfs_fs_info *fs);
 int mfs_flush_all_devices(struct mfs_fs_info *fs);
+/* The same for these devices (a commit's, taken under fs->lock). */
+int mfs_flush_devices(struct mfs_fs_info *fs, struct mfs_device **devs, int ndevs);
 /* Flush each of io[0..n) in parallel; each one's result in rets (may be NULL). */
 int mfs_flush_io_devices(struct mfs_io_dev **io, int n, int *rets);
 /* The device holding copy `mirror` of logical (raid5/6: the data column); NULL if gone. */

@@ -254,3 +254,60 @@ sys.exit(1 if bad or status else 0)
 	run mfs check --check-data-csum "${loops[0]}"
 	assert_success
 }
+
+# A commit lets go of the filesystem lock while the devices flush and the
+# superblocks are written (a device flush can take tens of milliseconds,
+# more on a busy disk): held there by the test hook, file operations must
+# go on, and a second sync must still wait for the held commit.
+@test "file operations go on while a commit flushes and writes its superblocks" {
+	make_images 2 1G
+	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
+	mnt "$T/img1"
+	echo before >"$T/mnt/before"
+	echo 1 >"$T/hold-commit"
+	mfs filesystem sync "$T/mnt" &
+	sync1=$!
+	wait_for_file "$T/hold-commit.held" 600
+	# the commit is held between its flushes: create, write, read, list,
+	# stat, rename, unlink and mkdir all complete (were they held up, the
+	# hold is let go after the bound, and the test fails, not hangs)
+	(
+		cd "$T/mnt" && echo during >during && cat during && ls >/dev/null &&
+			stat -c %s before && mv during moved && mkdir dir &&
+			echo x >dir/x && rm dir/x && cat moved
+		echo $? >"$T/ops.rc"
+	) >"$T/ops.out" 2>&1 &
+	ops=$!
+	held_ok=0
+	wait_until 300 test -e "$T/ops.rc" || held_ok=1
+	# a sync started now returns only after the held commit is durable
+	sync2=""
+	if [ $held_ok = 0 ]; then
+		(mfs filesystem sync "$T/mnt" && touch "$T/sync2.done") &
+		sync2=$!
+		run cat "$T/mnt/before"
+		assert_output before
+		[ ! -e "$T/sync2.done" ] || held_ok=2
+	fi
+	rm -f "$T/hold-commit.held"
+	wait "$ops"
+	wait "$sync1"
+	[ -z "$sync2" ] || wait "$sync2"
+	[ $held_ok = 0 ]
+	run cat "$T/ops.rc" "$T/ops.out"
+	assert_output "0
+during
+7
+during"
+	[ -e "$T/sync2.done" ]
+	umnt
+	run mfs check "$T/img1"
+	assert_success
+	mnt "$T/img1"
+	run cat "$T/mnt/before" "$T/mnt/moved"
+	assert_output "before
+during"
+	[ -d "$T/mnt/dir" ]
+	[ ! -e "$T/mnt/dir/x" ]
+	umnt
+}
