@@ -316,11 +316,14 @@ static int write_small_or_locked(struct mfs_trans_handle *trans, u64 ino, u64 si
 	return write_locked(trans, ino, size, off, len, data);
 }
 
-/* Commit when the transaction has grown large, to bound memory. */
+/*
+ * Commit when the transaction has grown large, to bound memory. The write
+ * is done and holds nothing across it: the flushes let go of the lock.
+ */
 static int maybe_commit(struct mfs_fs_info *fs)
 {
 	if (fs->running && (u64)fs->running->nr_dirty * fs->nodesize > 64 * SZ_1M)
-		return mfs_commit_if_dirty(fs);
+		return mfs_commit_if_dirty_unlocking(fs);
 	return 0;
 }
 
