@@ -816,9 +816,11 @@ static struct mfs_scrub *scrub_of(struct mfs_fs_info *fs)
  * The state into the running transaction (fs->lock held), committed too
  * when commit says so: at start and end, and every SCRUB_COMMIT bytes; in
  * between, any commit (the daemon's timer, a sync) takes the latest
- * cursor along. A filesystem opened read-only is left as it is.
+ * cursor along. A filesystem opened read-only is left as it is. unlocking:
+ * the caller holds nothing across the call (between two steps), so the
+ * commit lets go of fs->lock while it flushes.
  */
-static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit)
+static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit, bool unlocking)
 {
 	struct mfs_trans_handle *trans;
 	struct mfs_scrub_item it;
@@ -846,7 +848,7 @@ static int save_state(struct mfs_fs_info *fs, struct mfs_scrub *sc, bool commit)
 		return 0;
 	}
 	sc->committed_at = sc->st.c.bytes_done;
-	return mfs_commit_transaction(trans);
+	return unlocking ? mfs_commit_transaction_unlocking(trans) : mfs_commit_transaction(trans);
 }
 
 /* ---------------- running, status and control ---------------- */
@@ -914,7 +916,7 @@ int mfs_scrub_start(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_args *a)
 		fs->scrub = sc;
 		/* before the commit below, which rewrites every superblock */
 		scrub_supers(fs, sc);
-		ret = save_state(fs, sc, true);
+		ret = save_state(fs, sc, true, false);
 		if (ret) {
 			snprintf(a->msg, sizeof(a->msg), "cannot save the scrub's state: %s",
 				 strerror(-ret));
@@ -985,7 +987,7 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 		}
 		ret = scrub_step(fs, sc);
 		if (!ret)
-			ret = save_state(fs, sc, false);
+			ret = save_state(fs, sc, false, true);
 		if (!ret) {
 			__atomic_store_n(&sc->limit_changed, 0, __ATOMIC_RELAXED);
 			wait = throttle_wait(sc);
@@ -1006,7 +1008,7 @@ int mfs_scrub_run(struct mfs_fs_info *fs)
 	}
 	mfs_scrub_bufs_free(&sc->bufs);
 	end_run(sc, ret);
-	save_state(fs, sc, true);
+	save_state(fs, sc, true, false);
 	pthread_mutex_unlock(&fs->lock);
 	return ret == 1 ? 0 : ret;
 }
@@ -1025,7 +1027,7 @@ int mfs_scrub_set_limit(struct mfs_fs_info *fs, u64 limit, u64 *old)
 		throttle_restart(sc);
 		__atomic_store_n(&sc->limit_changed, 1, __ATOMIC_RELAXED);
 		/* a running scrub saves it with its next step */
-		ret = sc->st.state == MFS_SCRUB_RUNNING ? 0 : save_state(fs, sc, true);
+		ret = sc->st.state == MFS_SCRUB_RUNNING ? 0 : save_state(fs, sc, true, false);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -1064,7 +1066,7 @@ int mfs_scrub_ctl(struct mfs_fs_info *fs, unsigned int cmd)
 		ret = 0;
 	} else if (cmd == MFS_SCRUB_CTL_CANCEL && sc->st.state == MFS_SCRUB_PAUSED) {
 		sc->st.state = MFS_SCRUB_CANCELED;
-		ret = save_state(fs, sc, true);
+		ret = save_state(fs, sc, true, false);
 	} else if (cmd == MFS_SCRUB_CTL_RESUME && fs->restripe &&
 		   fs->restripe->state != MFS_RESTRIPE_NONE) {
 		ret = -EBUSY;	/* e.g. a balance resumed at mount meanwhile */
