@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "kernel-shared/block/csum.h"
+#include "kernel-shared/block/testhook.h"
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/fs/inode.h"
@@ -17,30 +19,56 @@
 #define EVACUATE_COMMIT_BYTES	(64 * SZ_1M)
 
 /*
- * Move one data extent (r; for data, r->level is the owner inode):
- * copy it, verified, to new space, point the file at the copy, and drop
- * the old extent. Called with fs->lock held, in the running transaction.
- * An extent no file points at any more (freed in this transaction) is
- * left to its commit: 1.
+ * The bytes of extent r, csums its checksums, into buf, read without
+ * fs->lock (held on entry and on return, no handle open) so that file
+ * I/O goes on meanwhile: the chunk is read-only, nothing new is written
+ * into it, so an extent a file still points at when the lock is taken
+ * again holds what was read (mfs writes no data in place). A raid5/6 row
+ * still in memory, an I/O error or a bad sector: read again under the
+ * lock, which heals what it can.
  */
-static int move_extent(struct mfs_trans_handle *trans, const struct mfs_range *r)
+static int read_extent(struct mfs_fs_info *fs, const struct mfs_range *r, const u8 *csums,
+		       u8 *buf)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, r->start);
+	struct mfs_read_range rr = { r->start, buf, r->len };
+	u8 got[MFS_CSUM_SIZE];
+	int ret = -EAGAIN;
+	u64 i;
+
+	if (map && !mfs_range_has_open_rows(fs, map, r->start, r->len)) {
+		pthread_rwlock_rdlock(&fs->map_lock);
+		pthread_mutex_unlock(&fs->lock);
+		ret = mfs_read_ranges_unlocked(fs, 1, &rr);
+		/* the tests' hook: an evacuation reading without the lock */
+		mfs_test_pause_at("evacuate-read");
+		for (i = 0; !ret && i < r->len / MFS_SECTOR; i++) {
+			mfs_csum_compute(fs->csum_type, buf + i * MFS_SECTOR, MFS_SECTOR, got);
+			if (memcmp(got, csums + i * fs->csum_size, fs->csum_size))
+				ret = -EAGAIN;
+		}
+		pthread_rwlock_unlock(&fs->map_lock);
+		pthread_mutex_lock(&fs->lock);
+	}
+	return ret ? mfs_read_data_verified(fs, r->start, r->len, csums, buf) : 0;
+}
+
+/*
+ * Move one data extent (r; for data, r->level is the owner inode), its
+ * bytes in buf as read_extent read them against csums (both NULL for a
+ * preallocated extent, never written: nothing to copy): copy them to new
+ * space, point the file at the copy, and drop the old extent. Called with
+ * fs->lock held, in the running transaction. An extent no file points at
+ * any more (freed in this transaction) is left to its commit: 1.
+ */
+static int move_extent(struct mfs_trans_handle *trans, const struct mfs_range *r,
+		       const u8 *csums, const u8 *buf)
 {
 	struct mfs_fs_info *fs = trans->fs_info;
 	u64 ino = r->level, nb = 0, got, first = 0;
-	u8 *csums = NULL, *buf = NULL;
 	bool reserved = false;
 	int refs = 0, i, ret;
 
-	/* no checksums: preallocated, never written, nothing to copy */
-	ret = mfs_extent_csums(fs, r->start, r->len, &csums);
-	if (ret < 0)
-		return ret;
-	if (csums) {
-		buf = malloc(r->len);
-		ret = buf ? mfs_read_data_verified(fs, r->start, r->len, csums, buf) : -ENOMEM;
-		if (ret)
-			goto out;
-	}
 	ret = mfs_reserve_data_extent(trans, r->len, r->len, &nb, &got);
 	if (ret)
 		goto out;
@@ -75,8 +103,6 @@ static int move_extent(struct mfs_trans_handle *trans, const struct mfs_range *r
 out:
 	if (ret < 0 && reserved)
 		mfs_unreserve_extent(fs, nb, r->len);
-	free(buf);
-	free(csums);
 	return ret;
 }
 
@@ -92,14 +118,34 @@ int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		return -EINVAL;
 	ret = mfs_bg_used_ranges(fs, bg, &r, &n);
 	for (i = 0; !ret && i < n; i++) {
+		u8 *csums = NULL, *buf = NULL;
+
 		if (!(r[i].flags & MFS_EXTENT_FLAG_DATA)) {
 			ret = -EUCLEAN;
 			break;
 		}
-		ret = mfs_start_transaction(fs, &trans);
-		if (ret)
+		ret = mfs_extent_csums(fs, r[i].start, r[i].len, &csums);
+		if (ret < 0)
 			break;
-		ret = move_extent(trans, &r[i]);
+		ret = 0;
+		if (csums) {
+			buf = malloc(r[i].len);
+			ret = buf ? read_extent(fs, &r[i], csums, buf) : -ENOMEM;
+			/* the lock was let go: the chunk may have gone */
+			bg = ret ? NULL : mfs_lookup_block_group(fs, start);
+			if (!ret && (!bg || bg->start != start))
+				ret = -ENOENT;
+		}
+		if (!ret)
+			ret = mfs_start_transaction(fs, &trans);
+		if (ret) {
+			free(buf);
+			free(csums);
+			break;
+		}
+		ret = move_extent(trans, &r[i], csums, buf);
+		free(buf);
+		free(csums);
 		if (ret > 0)
 			ret = 0;
 		else if (!ret)
@@ -108,7 +154,8 @@ int mfs_evacuate_block_group(struct mfs_fs_info *fs, struct mfs_block_group *bg,
 		if (ret) {
 			mfs_end_transaction_abort(trans, ret);
 		} else if (since_commit >= EVACUATE_COMMIT_BYTES) {
-			ret = mfs_commit_transaction(trans);
+			/* nothing is held across it: the flushes let go of the lock */
+			ret = mfs_commit_transaction_unlocking(trans);
 			if (!ret)
 				progress(NULL, 0, arg);
 			since_commit = 0;

@@ -156,3 +156,27 @@ print(json.load(sys.stdin)["filesystem-usage"][0]["overall"]["device-unallocated
 	run mfs check --check-data-csum "$T/img1"
 	assert_success
 }
+
+# The extents are read without the filesystem lock (held by the test hook
+# there): files are deleted, written and read meanwhile, the extent being
+# read among them; what the evacuation moves afterwards is what the files
+# hold then, and nothing freed meanwhile is moved or leaked.
+@test "files deleted and written while an evacuation reads an extent without the lock" {
+	fragmented -d raid1 -m raid1
+	no_room_for_layouts "$T/img1"
+	mnt "$T/img1"
+	echo 1 >"$T/hold-evac"
+	mfs balance start --bg -dconvert=raid1 "$T/mnt"
+	wait_for_file "$T/hold-evac.held" 600
+	for i in 1 3 4 6 7; do rm "$T/mnt/f$i"; done
+	head -c $((5 * MiB)) /dev/urandom >"$T/mnt/f9"
+	head -c $((3 * MiB)) /dev/urandom >"$T/mnt/new"
+	sums "$T/mnt" >"$T/want"
+	rm -f "$T/hold-evac.held"
+	wait_until 600 balance_done "$T/mnt"
+	verify_online
+	umnt
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	verify_offline "$T/img1"
+}
