@@ -948,6 +948,24 @@ int mfs_load_block_groups(struct mfs_fs_info *fs)
 /* ---------------- restripe support ---------------- */
 
 /* Free space and raid5/6 rows of bg recomputed from the extent tree (new layout). */
+/* The ranges t pinned in bg out of its free space (t may be NULL). */
+static void free_space_clear_pinned(struct mfs_block_group *bg, const struct mfs_transaction *t)
+{
+	int i;
+
+	for (i = 0; t && i < t->nr_pinned; i++) {
+		u64 s = max_t(u64, t->pinned[i].start, bg->start);
+		u64 e = min_t(u64, t->pinned[i].start + t->pinned[i].len, bg->start + bg->length);
+
+		if (s >= e)
+			continue;
+		free_space_clear(bg, s, e - s);
+		/* the unpin takes them out of their rows again */
+		if (bg_is_raid56(bg))
+			rows_account(bg, s, e - s, true);
+	}
+}
+
 int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 {
 	struct mfs_key key = { bg->start, 0, 0 };
@@ -992,6 +1010,15 @@ int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 	mfs_release_path(&path);
 	if (ret < 0)
 		return ret;
+	/*
+	 * Extents freed by a transaction not yet ended - one whose superblocks
+	 * are still being written (fs->committing), or the running one whose
+	 * references already ran - are gone from the extent tree but not free:
+	 * their space comes back when that transaction ends (unpin). Counted
+	 * free here, it could be handed out and then given back a second time.
+	 */
+	free_space_clear_pinned(bg, fs->committing);
+	free_space_clear_pinned(bg, fs->running);
 	/* relocated rows were written whole: they are sealed */
 	if (bg_is_raid56(bg)) {
 		u64 row;
