@@ -9,6 +9,7 @@
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/format/profiles.h"
 #include "kernel-shared/block/raid56.h"
+#include "kernel-shared/block/testhook.h"
 
 /* ---------------- mapping ---------------- */
 
@@ -180,7 +181,11 @@ void mfs_replace_chunk_map(struct mfs_fs_info *fs, struct mfs_chunk_map *old,
 {
 	int i;
 
-	pthread_rwlock_wrlock(&fs->map_lock);
+	if (pthread_rwlock_trywrlock(&fs->map_lock)) {
+		/* the tests' hook: the swap waits for the maps' readers */
+		mfs_test_pause_at("map-wait");
+		pthread_rwlock_wrlock(&fs->map_lock);
+	}
 	for (i = 0; i < fs->nr_chunks; i++)
 		if (fs->chunks[i] == old)
 			fs->chunks[i] = new;
