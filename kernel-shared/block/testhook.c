@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include "kernel-shared/block/testhook.h"
 
-#define MAX_POINTS	8
+#define MAX_POINTS	16
 
 struct hook {
 	char point[64];

@@ -888,6 +888,12 @@ int mfs_scrub_start(struct mfs_fs_info *fs, struct mfs_ioctl_scrub_args *a)
 
 	a->msg[0] = 0;
 	pthread_mutex_lock(&fs->lock);
+	/*
+	 * The superblocks are checked against fs->generation: not while a
+	 * commit writes them (a failed one turns the filesystem read-only,
+	 * and the state's commit below says so)
+	 */
+	mfs_end_pending_commit(fs);
 	if (mfs_scrub_in_progress(fs)) {
 		snprintf(a->msg, sizeof(a->msg), "Scrub is already %s.",
 			 fs->scrub->st.state == MFS_SCRUB_PAUSED ? "paused" : "running");

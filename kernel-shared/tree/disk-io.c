@@ -172,7 +172,7 @@ int mfs_write_dev_super(struct mfs_fs_info *fs, const struct mfs_super_block *su
 	for (m = 0; m < MFS_SUPER_MIRROR_MAX; m++) {
 		u64 off = mfs_sb_offset(m);
 
-		if (off + MFS_SUPER_INFO_SIZE > mfs_device_end(t->dev))
+		if (off + MFS_SUPER_INFO_SIZE > t->end)
 			break;
 		memcpy(&sb, super, sizeof(sb));
 		memcpy(&sb.dev_item, &t->di, sizeof(sb.dev_item));
@@ -200,6 +200,7 @@ int mfs_take_super_targets(struct mfs_fs_info *fs, struct mfs_super_target **out
 		struct mfs_device *dev = fs->devices[i];
 
 		t[i].dev = dev;
+		t[i].end = mfs_device_end(dev);
 		mfs_fill_dev_item(fs, dev, &t[i].di);
 		/* a device still being caught up keeps its old superblock until it is */
 		t[i].stale = dev->stale_gen;

@@ -42,6 +42,7 @@ int mfs_write_all_supers(struct mfs_fs_info *fs);
 struct mfs_super_target {
 	struct mfs_device *dev;
 	struct mfs_dev_item di;
+	u64 end;		/* the device's size as di says it (copies past it: none) */
 	bool stale;
 	bool joining;
 };

@@ -324,6 +324,12 @@ static int end_pending(struct mfs_fs_info *fs, u64 seq)
 	if (!t || (seq && seq != fs->commit_seq))
 		return 0;
 	pthread_mutex_lock(&fs->commit_lock);
+	if (fs->commit_done_seq != fs->commit_seq) {
+		/* the tests' hook: someone waits for that commit, fs->lock held */
+		pthread_mutex_unlock(&fs->commit_lock);
+		mfs_test_pause_at("commit-wait");
+		pthread_mutex_lock(&fs->commit_lock);
+	}
 	while (fs->commit_done_seq != fs->commit_seq)
 		pthread_cond_wait(&fs->commit_cond, &fs->commit_lock);
 	ret = fs->commit_ret;
@@ -346,6 +352,8 @@ static int end_pending_unlocked(struct mfs_fs_info *fs)
 		u64 seq = fs->commit_seq;
 
 		pthread_mutex_unlock(&fs->lock);
+		/* the tests' hook: someone waits for that commit, fs->lock let go */
+		mfs_test_pause_at("commit-wait");
 		pthread_mutex_lock(&fs->commit_lock);
 		while (fs->commit_done_seq < seq)
 			pthread_cond_wait(&fs->commit_cond, &fs->commit_lock);
@@ -354,7 +362,8 @@ static int end_pending_unlocked(struct mfs_fs_info *fs)
 		if (fs->committing && fs->commit_seq == seq)
 			return end_pending(fs, seq);
 	}
-	return 0;
+	/* ended by another thread: a sync waiting for it must still hear it failed */
+	return fs->fatal_error;
 }
 
 /*
@@ -496,6 +505,11 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans)
 int mfs_commit_transaction_unlocking(struct mfs_trans_handle *trans)
 {
 	return commit(trans, true);
+}
+
+int mfs_end_pending_commit(struct mfs_fs_info *fs)
+{
+	return end_pending_unlocked(fs);
 }
 
 static int commit_if_dirty(struct mfs_fs_info *fs, bool unlocking)

@@ -59,6 +59,12 @@ int mfs_commit_transaction(struct mfs_trans_handle *trans);
  * and before an fsync or a space check that needs it returns.
  */
 int mfs_commit_transaction_unlocking(struct mfs_trans_handle *trans);
+/*
+ * A commit still writing its superblocks without fs->lock: wait for it,
+ * letting go of the lock meanwhile, and end it; 0, or the filesystem's
+ * fatal error. fs->lock held on entry and return; no handle open.
+ */
+int mfs_end_pending_commit(struct mfs_fs_info *fs);
 /* Commit if anything is pending (or a commit is still being written: wait for it). */
 int mfs_commit_if_dirty(struct mfs_fs_info *fs);
 /* The same, unlocking; a commit still being written is waited for without the lock too. */
