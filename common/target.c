@@ -148,7 +148,6 @@ bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool
 
 	if (answered)
 		*answered = false;
-
 	if (mfs_probe_super(dev, &sb) == -ENOENT)
 		return false;
 	f = fopen("/proc/self/mountinfo", "re");

@@ -947,7 +947,6 @@ int mfs_load_block_groups(struct mfs_fs_info *fs)
 
 /* ---------------- restripe support ---------------- */
 
-/* Free space and raid5/6 rows of bg recomputed from the extent tree (new layout). */
 /* The ranges t pinned in bg out of its free space (t may be NULL). */
 static void free_space_clear_pinned(struct mfs_block_group *bg, const struct mfs_transaction *t)
 {
@@ -966,6 +965,7 @@ static void free_space_clear_pinned(struct mfs_block_group *bg, const struct mfs
 	}
 }
 
+/* Free space and raid5/6 rows of bg recomputed from the extent tree (new layout). */
 int mfs_rebuild_bg_space(struct mfs_fs_info *fs, struct mfs_block_group *bg)
 {
 	struct mfs_key key = { bg->start, 0, 0 };

@@ -346,7 +346,7 @@ static int end_pending(struct mfs_fs_info *fs, u64 seq)
  * Not with a handle open: the lock let go, another commit could take the
  * handle's transaction.
  */
-static int end_pending_unlocked(struct mfs_fs_info *fs)
+int mfs_end_pending_commit(struct mfs_fs_info *fs)
 {
 	while (fs->committing) {
 		u64 seq = fs->commit_seq;
@@ -507,17 +507,12 @@ int mfs_commit_transaction_unlocking(struct mfs_trans_handle *trans)
 	return commit(trans, true);
 }
 
-int mfs_end_pending_commit(struct mfs_fs_info *fs)
-{
-	return end_pending_unlocked(fs);
-}
-
 static int commit_if_dirty(struct mfs_fs_info *fs, bool unlocking)
 {
 	struct mfs_trans_handle *trans;
 	int ret;
 
-	ret = unlocking ? end_pending_unlocked(fs) : end_pending(fs, 0);
+	ret = unlocking ? mfs_end_pending_commit(fs) : end_pending(fs, 0);
 	if (ret || (!fs->running && !fs->dev_stats_dirty))
 		return ret;
 	ret = mfs_start_transaction(fs, &trans);
