@@ -29,8 +29,6 @@ int cmd_mount_helper_main(int argc, char **argv);
 
 /* cmds/mount.c: the mounted filesystem's writes committed, 0 or -errno */
 int mfs_sync_mount(const char *mnt);
-/* The mount point of the mounted mfs the device at path is a member of (cmds/stats.c). */
-bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
 /* The names of the device error counters, by MFS_DEV_STAT_* (cmds/stats.c). */
 extern const char * const mfs_dev_stat_names[];
 /* A member's state by MFS_DEV_HEALTH_* ("ok", "missing", ...; cmds/health.c). */

@@ -21,6 +21,7 @@
 #include "cmds/commands.h"
 #include "common/help.h"
 #include "common/messages.h"
+#include "common/target.h"
 #include "kernel-shared/format/ioctl.h"
 #include "kernel-shared/ops/restripe.h"
 

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <limits.h>
 #include <fcntl.h>
-#include <mntent.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -53,44 +52,6 @@ struct dev_stats {
 	char path[PATH_MAX];	/* "devid:N" when missing */
 	u64 values[MFS_DEV_STATS_NR_VALUES];
 };
-
-/* Whether the mfs mounted on mp has the fsid fsid (mfs_ask_daemon's question). */
-static int mount_has_fsid(const char *mp, const void *fsid)
-{
-	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
-	int ret;
-
-	if (!info)
-		return -ENOMEM;
-	ret = mfs_get_fs_info(mp, info);
-	if (!ret)
-		ret = !memcmp(info->fsid, fsid, MFS_FSID_SIZE);
-	free(info);
-	return ret;
-}
-
-bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len)
-{
-	struct mfs_super_block sb;
-	struct mntent *me;
-	bool found = false;
-	FILE *f;
-
-	if (mfs_probe_super(path, &sb))
-		return false;
-	f = setmntent("/proc/self/mounts", "r");
-	if (!f)
-		return false;
-	while (!found && (me = getmntent(f))) {
-		if (strcmp(me->mnt_type, "fuse.mfs") ||
-		    mfs_ask_daemon(mount_has_fsid, me->mnt_dir, sb.fsid) != 1)
-			continue;
-		snprintf(mnt, len, "%s", me->mnt_dir);
-		found = true;
-	}
-	endmntent(f);
-	return found;
-}
 
 /* The counters as the command prints them: a missing device by its devid. */
 static int to_dev_stats(const struct mfs_ioctl_dev_stats *ds, struct dev_stats **out, int *nout)

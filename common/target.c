@@ -132,24 +132,33 @@ int mfs_ask_daemon(int (*query)(const char *mp, const void *arg), const char *mp
 	return ret;
 }
 
-/*
- * The mount point of the mounted mfs holding @dev (any member, named as a
- * device, an image file or a loop device over it). Each daemon is asked for
- * the devices it has open; the mount source, which may be a member deleted
- * since, decides only for a daemon that does not answer. A device with no
- * mfs superblock is no member of any: no daemon is asked.
- */
-bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool *answered)
+/* Whether the mfs mounted on mp has the fsid fsid (mfs_ask_daemon's question). */
+static int mount_has_fsid(const char *mp, const void *fsid)
 {
-	struct mfs_super_block sb;
+	struct mfs_ioctl_fs_info *info = calloc(1, sizeof(*info));
+	int ret;
+
+	if (!info)
+		return -ENOMEM;
+	ret = mfs_get_fs_info(mp, info);
+	if (!ret)
+		ret = !memcmp(info->fsid, fsid, MFS_FSID_SIZE);
+	free(info);
+	return ret;
+}
+
+/*
+ * The first mfs mount point whose daemon answers yes to @query(mp, @arg);
+ * a daemon that cannot be asked (stopped, stuck) counts when its mount
+ * source is @dev. *answered (if not NULL): found by the daemon's answer.
+ */
+static bool find_mount(int (*query)(const char *mp, const void *arg), const void *arg,
+		       const char *dev, char *mnt, size_t len, bool *answered)
+{
 	char line[8192];
 	FILE *f;
 	bool found = false;
 
-	if (answered)
-		*answered = false;
-	if (mfs_probe_super(dev, &sb) == -ENOENT)
-		return false;
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
@@ -164,7 +173,7 @@ bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool
 			continue;
 		mfs_unescape_mount_path(mp);
 		mfs_unescape_mount_path(source);
-		ret = mfs_ask_daemon(mount_has_device, mp, dev);
+		ret = mfs_ask_daemon(query, mp, arg);
 		if (ret == 1 || (ret < 0 && mfs_same_device(dev, source))) {
 			snprintf(mnt, len, "%s", mp);
 			found = true;
@@ -176,9 +185,36 @@ bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool
 	return found;
 }
 
+/*
+ * The mount point of the mounted mfs holding @dev (any member, named as a
+ * device, an image file or a loop device over it). Each daemon is asked for
+ * the devices it has open; the mount source, which may be a member deleted
+ * since, decides only for a daemon that does not answer. A device with no
+ * mfs superblock is no member of any: no daemon is asked.
+ */
+bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool *answered)
+{
+	struct mfs_super_block sb;
+
+	if (answered)
+		*answered = false;
+	if (mfs_probe_super(dev, &sb) == -ENOENT)
+		return false;
+	return find_mount(mount_has_device, dev, dev, mnt, len, answered);
+}
+
 bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len)
 {
 	return mfs_find_mount_of_device_asked(dev, mnt, len, NULL);
+}
+
+bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len)
+{
+	struct mfs_super_block sb;
+
+	if (mfs_probe_super(path, &sb))
+		return false;
+	return find_mount(mount_has_fsid, sb.fsid, path, mnt, len, NULL);
 }
 
 int mfs_open_mount(const char *mp, struct mfs_ioctl_fs_info *info)

@@ -102,5 +102,11 @@ bool mfs_find_mount_of_device(const char *dev, char *mnt, size_t len);
  * source alone, the daemon stopped or stuck - asking it more would hang).
  */
 bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool *answered);
+/*
+ * The mount point of the mounted mfs with the fsid of the device at path:
+ * also a member deleted since, or a copy of a member (not to be mounted
+ * beside it).
+ */
+bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
 
 #endif

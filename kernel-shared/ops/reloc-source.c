@@ -48,14 +48,9 @@ struct reloc_source {
 static void *read_rows(void *arg)
 {
 	struct src_window *w = arg;
-	const struct mfs_chunk_map *map = w->src->map;
-	int s;
 
-	for (s = 0; s < map->num_stripes; s++) {
-		w->off[s] = w->w0 * map->stripe_len;
-		w->len[s] = w->src->needed[s] ? (w->w1 - w->w0) * map->stripe_len : 0;
-	}
-	w->ret = mfs_read_stripes(map, w->off, w->len, w->bufs, w->errs);
+	w->ret = mfs_read_stripe_rows(w->src->map, w->w0, w->w1, w->src->needed, w->off, w->len,
+				      w->bufs, w->errs);
 	return NULL;
 }
 

@@ -221,7 +221,7 @@ int mfs_remove_unused_chunks(struct mfs_fs_info *fs)
 		struct mfs_block_group *bg = fs->bgs[i];
 
 		if (!(bg->flags & MFS_BLOCK_GROUP_DATA) || (bg->flags & MFS_BLOCK_GROUP_METADATA) ||
-		    bg->used || bg->pinned || bg->reserved || bg->inflight || bg->ro ||
+		    bg->used || bg->reserved || bg->inflight || bg->ro ||
 		    bg->new_chunk || !other_of_profile(fs, bg)) {
 			i++;
 			continue;
@@ -229,7 +229,7 @@ int mfs_remove_unused_chunks(struct mfs_fs_info *fs)
 		/* the commit it makes may allocate: make sure nothing goes there */
 		bg->ro = true;
 		ret = mfs_commit_if_dirty(fs);
-		if (!ret && (bg->used || bg->reserved || bg->pinned)) {
+		if (!ret && (bg->used || bg->reserved)) {
 			bg->ro = false;
 			i++;
 			continue;

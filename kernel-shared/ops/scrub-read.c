@@ -205,13 +205,9 @@ static int check_rows(struct scrub_batch *b, const struct window *w, u8 *parity)
 static void *read_window(void *arg)
 {
 	struct window *w = arg;
-	int s;
 
-	for (s = 0; s < w->map->num_stripes; s++) {
-		w->off[s] = w->w0 * w->map->stripe_len;
-		w->len[s] = (w->w1 - w->w0) * w->map->stripe_len;
-	}
-	w->ret = mfs_read_stripes(w->map, w->off, w->len, w->bufs, w->errs);
+	w->ret = mfs_read_stripe_rows(w->map, w->w0, w->w1, NULL, w->off, w->len, w->bufs,
+				      w->errs);
 	return NULL;
 }
 

@@ -115,7 +115,6 @@ struct mfs_block_group {
 	u64 length;
 	u64 flags;
 	u64 used;		/* bytes of extents, as committed + this transaction */
-	u64 pinned;		/* freed this transaction, reusable after commit */
 	u64 reserved;		/* allocated, not yet accounted in used */
 	u32 inflight;		/* reserved data extents being written without fs->lock */
 	bool dirty;		/* item needs rewriting */

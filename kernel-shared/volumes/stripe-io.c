@@ -97,3 +97,15 @@ int mfs_read_stripes(const struct mfs_chunk_map *map, const u64 *off, const u64 
 	free(started);
 	return 0;
 }
+
+int mfs_read_stripe_rows(const struct mfs_chunk_map *map, u64 w0, u64 w1, const bool *needed,
+			 u64 *off, u64 *len, u8 **bufs, int *errs)
+{
+	int s;
+
+	for (s = 0; s < map->num_stripes; s++) {
+		off[s] = w0 * map->stripe_len;
+		len[s] = !needed || needed[s] ? (w1 - w0) * map->stripe_len : 0;
+	}
+	return mfs_read_stripes(map, off, len, bufs, errs);
+}

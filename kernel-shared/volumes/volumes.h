@@ -156,6 +156,12 @@ int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs,
  */
 int mfs_read_stripes(const struct mfs_chunk_map *map, const u64 *off, const u64 *len,
 		     u8 **bufs, int *errs);
+/*
+ * Rows [w0, w1) of each stripe (of those needed[s], every one when needed
+ * is NULL) through mfs_read_stripes; off and len are its per-stripe room.
+ */
+int mfs_read_stripe_rows(const struct mfs_chunk_map *map, u64 w0, u64 w1, const bool *needed,
+			 u64 *off, u64 *len, u8 **bufs, int *errs);
 /* The stripe index of column col (data columns, then P, Q) of a raid5/6 row. */
 int mfs_row_stripe(const struct mfs_chunk_map *map, u64 row, int col);
 /* raid5/6: P (and Q) of a row checked against its data columns (logical-io.c). */

@@ -955,6 +955,12 @@ PY
 	assert_output --partial "$T/img2"
 	assert_output --partial "WARNING: the daemon serving $T/mnt does not answer"
 	[ "$(grep -c 'does not answer' <<<"$output")" = 1 ]
+	# its own device: known mounted by the mount source, without an answer
+	mkdir -p "$T/mnt3"
+	echo "$T/mnt3" >>"$T/.mfs_mounts"
+	run --separate-stderr timeout 120 mfs mount "$T/img1" "$T/mnt3"
+	assert_failure
+	assert_stderr_line "ERROR: $T/img1 is already mounted on $T/mnt (a filesystem can be mounted once)"
 	kill -CONT "$pid"
 	# the stopped filesystem goes on as before
 	echo still >"$T/mnt/still"
