@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,53 +327,18 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-struct offline_scrub {
-	struct mfs_fs_info *fs;
-	int result;
-	bool done;
-	pthread_mutex_t lock;
-	pthread_cond_t ended;
-};
-
-static void *offline_thread(void *arg)
-{
-	struct offline_scrub *r = arg;
-	int result = mfs_scrub_run(r->fs);
-
-	pthread_mutex_lock(&r->lock);
-	r->result = result;
-	r->done = true;
-	pthread_cond_signal(&r->ended);
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
-}
-
 /*
  * Until the next look at the scrub: online, a status poll every 50 ms (a
  * short scrub is not kept waiting for a long tick); offline, 200 ms or
  * until it ends. True when an offline scrub has ended.
  */
-static bool scrub_tick(const struct mfs_target *t, struct offline_scrub *run)
+static bool scrub_tick(const struct mfs_target *t, struct mfs_job *job)
 {
-	struct timespec ts;
-	bool done;
-
 	if (t->online) {
 		usleep(50000);
 		return false;
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 200000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&run->lock);
-	while (!run->done && pthread_cond_timedwait(&run->ended, &run->lock, &ts) == 0)
-		;
-	done = run->done;
-	pthread_mutex_unlock(&run->lock);
-	return done;
+	return mfs_job_wait(job, 200);
 }
 
 static void show_scrub_progress(struct mfs_progress *p, const struct mfs_ioctl_scrub_status *st,
@@ -399,21 +363,21 @@ static void show_scrub_progress(struct mfs_progress *p, const struct mfs_ioctl_s
 static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, bool devices,
 		      bool quiet)
 {
-	struct offline_scrub run = { .fs = t->fs, .lock = PTHREAD_MUTEX_INITIALIZER,
-				     .ended = PTHREAD_COND_INITIALIZER };
 	struct sigaction sa, old;
 	struct mfs_progress prog;
-	pthread_t th;
+	struct mfs_job job;
 	int ret = 0;
 
 	mfs_progress_init(&prog, stdout, quiet);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sigaction(SIGINT, &sa, &old);
-	if (!t->online && pthread_create(&th, NULL, offline_thread, &run))
+	if (!t->online && mfs_job_start(&job, mfs_scrub_run, t->fs)) {
+		sigaction(SIGINT, &old, NULL);
 		return -EAGAIN;
+	}
 	for (;;) {
-		bool ended = scrub_tick(t, &run);
+		bool ended = scrub_tick(t, &job);
 
 		if (interrupted) {
 			interrupted = 0;
@@ -425,7 +389,7 @@ static int scrub_wait(struct mfs_target *t, struct mfs_ioctl_scrub_status *st, b
 		show_scrub_progress(&prog, st, devices);
 	}
 	if (!t->online) {
-		pthread_join(th, NULL);
+		mfs_job_join(&job);
 		scrub_status(t, st);
 	}
 	if (!ret)

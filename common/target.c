@@ -583,29 +583,81 @@ static void show_progress(struct mfs_progress *p, const struct mfs_ioctl_restrip
 		mfs_progress_update(p, what, st->bytes_done, st->bytes_total, moved, secs);
 }
 
-struct offline_run {
-	struct mfs_fs_info *fs;
-	int result;
-	int done;	/* atomic: polled by the progress loop */
-};
-
-static void *offline_thread(void *arg)
+static void *job_thread(void *arg)
 {
-	struct offline_run *r = arg;
+	struct mfs_job *job = arg;
+	int result = job->fn(job->fs);
 
-	r->result = mfs_restripe_run(r->fs);
-	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&job->lock);
+	job->result = result;
+	job->done = true;
+	pthread_cond_signal(&job->ended);
+	pthread_mutex_unlock(&job->lock);
 	return NULL;
 }
+
+int mfs_job_start(struct mfs_job *job, int (*fn)(struct mfs_fs_info *fs),
+		  struct mfs_fs_info *fs)
+{
+	int ret;
+
+	memset(job, 0, sizeof(*job));
+	job->fn = fn;
+	job->fs = fs;
+	pthread_mutex_init(&job->lock, NULL);
+	pthread_cond_init(&job->ended, NULL);
+	ret = pthread_create(&job->thread, NULL, job_thread, job);
+	if (ret) {
+		pthread_cond_destroy(&job->ended);
+		pthread_mutex_destroy(&job->lock);
+	}
+	return -ret;
+}
+
+bool mfs_job_wait(struct mfs_job *job, unsigned int ms)
+{
+	struct timespec ts;
+	bool done;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&job->lock);
+	while (!job->done && pthread_cond_timedwait(&job->ended, &job->lock, &ts) == 0)
+		;
+	done = job->done;
+	pthread_mutex_unlock(&job->lock);
+	return done;
+}
+
+int mfs_job_join(struct mfs_job *job)
+{
+	pthread_join(job->thread, NULL);
+	pthread_cond_destroy(&job->ended);
+	pthread_mutex_destroy(&job->lock);
+	return job->result;
+}
+
+/*
+ * A restripe's wait: its progress line every WAIT_SHOW_MS; online its
+ * status asked every WAIT_POLL_MS, so that the command returns soon after
+ * the daemon finished (a finished balance is not kept waiting for a tick).
+ */
+#define WAIT_SHOW_MS	200
+#define WAIT_POLL_MS	20
 
 int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 {
 	struct mfs_ioctl_restripe_status *st = calloc(1, sizeof(*st));
-	struct offline_run run = { .fs = t->fs };
 	struct sigaction sa, old;
 	struct mfs_progress prog;
-	pthread_t th;
+	struct mfs_job job;
 	u64 last_elapsed = 0;
+	unsigned int since_show = 0;
 	int ret = 0;
 
 	if (!st)
@@ -614,12 +666,19 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sigaction(SIGINT, &sa, &old);
-	if (!t->online && pthread_create(&th, NULL, offline_thread, &run)) {
+	if (!t->online && mfs_job_start(&job, mfs_restripe_run, t->fs)) {
+		sigaction(SIGINT, &old, NULL);
 		free(st);
 		return -EAGAIN;
 	}
 	for (;;) {
-		usleep(200000);
+		bool ended = false;
+
+		if (t->online)
+			usleep(WAIT_POLL_MS * 1000);
+		else
+			ended = mfs_job_wait(&job, WAIT_SHOW_MS);
+		since_show += t->online ? WAIT_POLL_MS : WAIT_SHOW_MS;
 		if (interrupted) {
 			/* Ctrl-C pauses; the state stays on disk for resume */
 			interrupted = 0;
@@ -635,7 +694,7 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 			}
 		} else {
 			mfs_target_restripe_status(t, st);
-			if (__atomic_load_n(&run.done, __ATOMIC_ACQUIRE))
+			if (ended)
 				break;
 		}
 		/* a finished run's status has no clock: the rate is of the run */
@@ -643,11 +702,13 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 			last_elapsed = st->elapsed_ns;
 		else
 			st->elapsed_ns = last_elapsed;
+		if (since_show < WAIT_SHOW_MS)
+			continue;
+		since_show = 0;
 		show_progress(&prog, st, false);
 	}
 	if (!t->online) {
-		pthread_join(th, NULL);
-		ret = run.result;
+		ret = mfs_job_join(&job);
 		mfs_target_restripe_status(t, st);
 	}
 	/* the rate over the whole run, not of a finished operation */

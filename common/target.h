@@ -7,6 +7,8 @@
 #define MFS_COMMON_TARGET_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include "kernel-shared/tree/ctree.h"
 #include "kernel-shared/format/ioctl.h"
 
@@ -108,5 +110,27 @@ bool mfs_find_mount_of_device_asked(const char *dev, char *mnt, size_t len, bool
  * beside it).
  */
 bool mfs_find_mount_of_member(const char *path, char *mnt, size_t len);
+
+/*
+ * An operation of an unmounted filesystem (restripe, scrub) run in a
+ * thread of its own while the command shows its progress and watches for
+ * Ctrl-C; the command sees its end at once, not at its next tick.
+ */
+struct mfs_job {
+	int (*fn)(struct mfs_fs_info *fs);
+	struct mfs_fs_info *fs;
+	int result;
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t ended;
+	pthread_t thread;
+};
+/* Start fn(fs) in its thread; 0 or -errno. */
+int mfs_job_start(struct mfs_job *job, int (*fn)(struct mfs_fs_info *fs),
+		  struct mfs_fs_info *fs);
+/* Until the job ends or ms milliseconds pass; whether it has ended. */
+bool mfs_job_wait(struct mfs_job *job, unsigned int ms);
+/* The ended job's thread joined; fn's result. */
+int mfs_job_join(struct mfs_job *job);
 
 #endif
