@@ -202,6 +202,16 @@ int cw_flush(struct chunk_writer *w)
 	return w->writing ? 0 : w->ret;
 }
 
+/*
+ * Whether stripe i's part of a window is never looked at: a kept mirror
+ * (no parity is computed over it, and with no fill nothing makes the
+ * window write every stripe). Such a part is neither zeroed nor filled.
+ */
+static bool slot_unused(const struct chunk_writer *w, int i)
+{
+	return w->keep && w->keep[i] && !w->fill && !mfs_profile(w->map->type)->nparity;
+}
+
 /* A new row of the window: as on disk when the writer fills rows, else zeros. */
 static void start_row(struct chunk_writer *w, struct window *win, u64 row)
 {
@@ -213,7 +223,8 @@ static void start_row(struct chunk_writer *w, struct window *win, u64 row)
 	if (w->fill && !w->fill(w->fill_arg, row, slots))
 		return;
 	for (i = 0; i < w->map->num_stripes; i++)
-		memset(slots[i], 0, w->map->stripe_len);
+		if (!slot_unused(w, i))
+			memset(slots[i], 0, w->map->stripe_len);
 	if (w->fill)
 		win->all = true;
 }
@@ -256,7 +267,8 @@ int cw_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
 			win->rows++;
 		}
 		for (i = 0; i < io.ncopies; i++)
-			memcpy(slot(w, win, io.stripe[i], row) + in_stripe % slen, buf, cnt);
+			if (!slot_unused(w, io.stripe[i]))
+				memcpy(slot(w, win, io.stripe[i], row) + in_stripe % slen, buf, cnt);
 		logical += cnt;
 		buf += cnt;
 		len -= cnt;
