@@ -371,8 +371,13 @@ int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64
 	return ret;
 }
 
-int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
-			 bool write)
+/*
+ * One vectored transfer: O_DIRECT when direct and every piece is aligned,
+ * else through the page cache - a write then has its writeback started at
+ * once, so that the flush of the next commit finds it under way.
+ */
+static int vec_transfer(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
+			bool write, bool direct)
 {
 	struct iovec v[n];
 	uintptr_t misalign = off;
@@ -386,7 +391,7 @@ int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n,
 	}
 	if (!in_device(dev, off, len))
 		return -EIO;
-	if (!(misalign & (MFS_IO_DIRECT_ALIGN - 1)))
+	if (direct && !(misalign & (MFS_IO_DIRECT_ALIGN - 1)))
 		fd = direct_fd(dev);
 	if (fault_hit(dev, write ? MFS_IO_WRITE : MFS_IO_READ))
 		return -EIO;
@@ -400,8 +405,23 @@ int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n,
 		for (i = 0; i < n; i++)
 			v[i] = iov[i];
 		ret = rw_vec(dev->fd, v, n, off, write);
+		fd = -1;
 	}
+	/* a hint: a file system without it writes back at the flush */
+	if (!ret && write && fd < 0 && len)
+		sync_file_range(dev->fd, off, len, SYNC_FILE_RANGE_WRITE);
 	return ret;
+}
+
+int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
+			 bool write)
+{
+	return vec_transfer(dev, iov, n, off, write, true);
+}
+
+int mfs_io_write_vec(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off)
+{
+	return vec_transfer(dev, iov, n, off, true, false);
 }
 
 int mfs_io_flush(struct mfs_io_dev *dev)

@@ -56,6 +56,14 @@ int mfs_io_flush(struct mfs_io_dev *dev);
  */
 int mfs_io_rw_vec_direct(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off,
 			 bool write);
+/*
+ * The same write through the page cache, its writeback started at once:
+ * the caller does not wait behind other requests queued on the device (a
+ * restripe's megabytes), and the next flush makes it durable. Never for a
+ * range a direct write may cover before that flush: a direct write cannot
+ * drop a dirty cached page, and the kernel then fails the next flush.
+ */
+int mfs_io_write_vec(struct mfs_io_dev *dev, const struct iovec *iov, int n, u64 off);
 int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64 off);
 /* A hint, neither counted nor logged: start reading [off, +len) into the page cache. */
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len);

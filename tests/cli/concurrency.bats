@@ -255,6 +255,40 @@ sys.exit(1 if bad or status else 0)
 	assert_success
 }
 
+@test "raid1: 4 KiB writes through the page cache beside 1 MiB direct ones, fsyncing" {
+	# writes of up to 64 KiB go through the page cache, larger ones
+	# around it, into the same chunks; a direct write that met a dirty
+	# cached page would fail the next flush of the block device (EIO at
+	# fsync, then read-only): each small writer syncs every block
+	local p pids=() loops=()
+	mkdir "$T/src"
+	gen_file "$T/src/f1" 4
+	gen_file "$T/src/f2" 4
+	gen_file "$T/src/f3" 64
+	gen_file "$T/src/f4" 64
+	sums "$T/src" >"$T/want"
+	make_images 2 1G
+	for p in 1 2; do
+		loops+=("$(make_loop "$T/img$p")")
+	done
+	mkfs.mfs -q -f -d raid1 -m raid1 "${loops[@]}"
+	mnt "${loops[@]}"
+	for p in 1 2; do
+		dd if="$T/src/f$p" of="$T/mnt/f$p" bs=4k oflag=dsync status=none &
+		pids+=($!)
+	done
+	for p in 3 4; do
+		dd if="$T/src/f$p" of="$T/mnt/f$p" bs=1M conv=fsync status=none &
+		pids+=($!)
+	done
+	wait_jobs "${pids[@]}"
+	verify_online
+	umnt
+	verify_offline "${loops[0]}"
+	run mfs check --check-data-csum "${loops[0]}"
+	assert_success
+}
+
 # A commit lets go of the filesystem lock while the devices flush and the
 # superblocks are written (a device flush can take tens of milliseconds,
 # more on a busy disk): held there by the test hook, file operations must
