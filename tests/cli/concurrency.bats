@@ -56,6 +56,16 @@ wait_jobs() {
 	return $bad
 }
 
+# verify_unmounted DEV: the files as written online, unmounted, offline
+# from DEV, and a clean check of every data checksum.
+verify_unmounted() {
+	verify_online
+	umnt
+	verify_offline "$1"
+	run mfs check --check-data-csum "$1"
+	assert_success
+}
+
 # data_profiles MNT: the profiles of the data chunks, one line each.
 data_profiles() {
 	mfs filesystem df "$1" | sed -n 's/^Data, \([^:]*\):.*/\1/p' | sort -u
@@ -248,11 +258,7 @@ sys.exit(1 if bad or status else 0)
 		pids+=($!)
 	done
 	wait_jobs "${pids[@]}"
-	verify_online
-	umnt
-	verify_offline "${loops[0]}"
-	run mfs check --check-data-csum "${loops[0]}"
-	assert_success
+	verify_unmounted "${loops[0]}"
 }
 
 @test "raid1: 4 KiB writes through the page cache beside 1 MiB direct ones, fsyncing" {
@@ -282,11 +288,7 @@ sys.exit(1 if bad or status else 0)
 		pids+=($!)
 	done
 	wait_jobs "${pids[@]}"
-	verify_online
-	umnt
-	verify_offline "${loops[0]}"
-	run mfs check --check-data-csum "${loops[0]}"
-	assert_success
+	verify_unmounted "${loops[0]}"
 }
 
 # A commit lets go of the filesystem lock while the devices flush and the
