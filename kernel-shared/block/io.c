@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/fs.h>
 #include <linux/falloc.h>
@@ -432,6 +433,19 @@ int mfs_io_flush(struct mfs_io_dev *dev)
 	if (fdatasync(dev->fd) < 0)
 		return -errno;
 	return 0;
+}
+
+#define BULK_ALIGN	(2U << 20)	/* a huge page on x86-64 and arm64 (4 KiB pages) */
+
+void *mfs_io_alloc_bulk(size_t bytes)
+{
+	void *p;
+
+	if (posix_memalign(&p, bytes >= BULK_ALIGN ? BULK_ALIGN : MFS_IO_DIRECT_ALIGN, bytes))
+		return NULL;
+	if (bytes >= BULK_ALIGN)
+		madvise(p, bytes, MADV_HUGEPAGE);	/* a hint: without it, small pages */
+	return p;
 }
 
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len)

@@ -143,8 +143,7 @@ static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows)
 	if (!w->off || !w->len || !w->errs || !w->bufs)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		if (s->needed[i] && posix_memalign((void **)&w->bufs[i], MFS_IO_DIRECT_ALIGN,
-						   rows * s->map->stripe_len))
+		if (s->needed[i] && !(w->bufs[i] = mfs_io_alloc_bulk(rows * s->map->stripe_len)))
 			return -ENOMEM;
 	return 0;
 }

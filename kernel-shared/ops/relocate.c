@@ -627,7 +627,7 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 
 	w.rows_max = max_t(u64, 1, RESTRIPE_WINDOW / (new->num_stripes * slen));
 	for (i = 0; i < 2; i++) {
-		w.win[i].buf = aligned_alloc(MFS_IO_DIRECT_ALIGN, new->num_stripes * w.rows_max * slen);
+		w.win[i].buf = mfs_io_alloc_bulk(new->num_stripes * w.rows_max * slen);
 		if (!w.win[i].buf)
 			ret = -ENOMEM;
 	}

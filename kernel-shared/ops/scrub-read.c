@@ -262,7 +262,7 @@ static int alloc_window(struct window *w, const struct mfs_chunk_map *map, u64 w
 		set->buf = calloc(n, sizeof(*set->buf));
 		set->n = set->buf ? n : 0;
 		for (s = 0; s < set->n; s++)
-			if (posix_memalign((void **)&set->buf[s], MFS_IO_DIRECT_ALIGN, bytes))
+			if (!(set->buf[s] = mfs_io_alloc_bulk(bytes)))
 				return -ENOMEM;
 		set->bytes = bytes;
 	}
