@@ -423,7 +423,7 @@ static int follow(struct mfs_target *t, bool quiet)
 	if (!t->online)
 		return mfs_target_restripe_wait(t, quiet);
 	while (!mfs_target_restripe_status(t, &st) && st.state == MFS_RESTRIPE_RUNNING)
-		usleep(20000);
+		usleep(MFS_TARGET_POLL_MS * 1000);
 	return 0;
 }
 

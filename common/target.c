@@ -644,11 +644,10 @@ int mfs_job_join(struct mfs_job *job)
 
 /*
  * A restripe's wait: its progress line every WAIT_SHOW_MS; online its
- * status asked every WAIT_POLL_MS, so that the command returns soon after
- * the daemon finished (a finished balance is not kept waiting for a tick).
+ * status asked every MFS_TARGET_POLL_MS (a finished balance is not kept
+ * waiting for a tick).
  */
 #define WAIT_SHOW_MS	200
-#define WAIT_POLL_MS	20
 
 int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 {
@@ -675,10 +674,10 @@ int mfs_target_restripe_wait(struct mfs_target *t, bool quiet)
 		bool ended = false;
 
 		if (t->online)
-			usleep(WAIT_POLL_MS * 1000);
+			usleep(MFS_TARGET_POLL_MS * 1000);
 		else
 			ended = mfs_job_wait(&job, WAIT_SHOW_MS);
-		since_show += t->online ? WAIT_POLL_MS : WAIT_SHOW_MS;
+		since_show += t->online ? MFS_TARGET_POLL_MS : WAIT_SHOW_MS;
 		if (interrupted) {
 			/* Ctrl-C pauses; the state stays on disk for resume */
 			interrupted = 0;

@@ -70,6 +70,12 @@ int mfs_target_replace_start(struct mfs_target *t, struct mfs_ioctl_replace_star
 int mfs_target_grow(struct mfs_target *t, u64 devid, u64 new_size);
 
 /*
+ * How often a command waiting for a mounted filesystem's restripe asks for
+ * its status: often enough that it returns soon after the daemon finished.
+ */
+#define MFS_TARGET_POLL_MS	20
+
+/*
  * Wait for the running restripe to stop (online: poll; offline: run it
  * here), printing progress unless quiet. Returns the operation's result:
  * 0 done, -EINTR paused, -ECANCELED cancelled, or -errno.
