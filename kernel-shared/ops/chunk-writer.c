@@ -3,6 +3,7 @@
  * parity per row, written by a thread while the next window fills
  * (chunk-writer.h).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,7 @@ static void *write_window(void *arg)
 	bool started[map->num_stripes];
 	int i, n = map->num_stripes, ret = 0;
 
-	if (mfs_profile(map->type)->nparity)
+	if (mfs_profile(map->type)->nparity && !w->as_filled)
 		ret = window_parity(w, w->writing);
 	if (ret)
 		n = 0;
@@ -212,8 +213,11 @@ static bool slot_unused(const struct chunk_writer *w, int i)
 	return w->keep && w->keep[i] && !w->fill && !mfs_profile(w->map->type)->nparity;
 }
 
-/* A new row of the window: as on disk when the writer fills rows, else zeros. */
-static void start_row(struct chunk_writer *w, struct window *win, u64 row)
+/*
+ * A new row of the window: as on disk when the writer fills rows, else
+ * zeros. -EIO: the fill must give it and could not.
+ */
+static int start_row(struct chunk_writer *w, struct window *win, u64 row)
 {
 	u8 *slots[w->map->num_stripes];
 	int i;
@@ -221,12 +225,15 @@ static void start_row(struct chunk_writer *w, struct window *win, u64 row)
 	for (i = 0; i < w->map->num_stripes; i++)
 		slots[i] = slot(w, win, i, row);
 	if (w->fill && !w->fill(w->fill_arg, row, slots))
-		return;
+		return 0;
+	if (w->as_filled)
+		return -EIO;
 	for (i = 0; i < w->map->num_stripes; i++)
 		if (!slot_unused(w, i))
 			memset(slots[i], 0, w->map->stripe_len);
 	if (w->fill)
 		win->all = true;
+	return 0;
 }
 
 /*
@@ -263,14 +270,16 @@ int cw_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len)
 		if (!win->rows)
 			win->row0 = row;
 		if (row == win->row0 + win->rows) {
-			start_row(w, win, row);
+			ret = start_row(w, win, row);
+			if (ret)
+				return ret;
 			win->rows++;
 		}
-		for (i = 0; i < io.ncopies; i++)
+		for (i = 0; i < io.ncopies && buf; i++)
 			if (!slot_unused(w, io.stripe[i]))
 				memcpy(slot(w, win, io.stripe[i], row) + in_stripe % slen, buf, cnt);
 		logical += cnt;
-		buf += cnt;
+		buf = buf ? buf + cnt : NULL;
 		len -= cnt;
 	}
 	return 0;

@@ -32,6 +32,12 @@ struct chunk_writer {
 	 */
 	int (*fill)(void *arg, u64 row, u8 **slots);
 	void *fill_arg;
+	/*
+	 * The fill gives the parts of the stripes written as they are to be
+	 * (a replace's column copied): no parity is computed, and a row it
+	 * cannot give is an error, never a row written anew.
+	 */
+	bool as_filled;
 	pthread_t thread;
 	int ret;		/* of the last window written */
 	u64 unflushed;		/* bytes per stripe written since the last flush */
@@ -44,7 +50,9 @@ int cw_flush(struct chunk_writer *w);
 /*
  * Place logical [logical, +len) of the new layout. Rows come in order;
  * a row is never split between windows, and rows left out (no data) are
- * not written at all. Bytes of a row that no range covers are zeros.
+ * not written at all. Bytes of a row that no range covers are zeros, or
+ * what the fill gives. buf NULL: the rows are written, their bytes as the
+ * fill gives them.
  */
 int cw_put(struct chunk_writer *w, u64 logical, const u8 *buf, u64 len);
 /*

@@ -22,6 +22,7 @@
 
 struct src_window {
 	u64 w0, w1;		/* rows of the chunk */
+	const bool *needed;	/* per stripe: read */
 	u64 lo, hi;		/* the logical bytes of those rows; lo == hi: none */
 	u64 *off, *len;		/* per stripe, from its start */
 	u8 **bufs;
@@ -34,9 +35,11 @@ struct reloc_source {
 	const struct mfs_chunk_map *map;
 	const struct mfs_range *r;
 	int n, next;		/* next: the first range not below pos */
+	int column;		/* the stripe read alone (a replace's source), or -1 */
 	u64 pos;		/* where the next window is planned from */
 	u64 row_bytes, wrows, nrows;
 	bool *needed;		/* per stripe: it holds part of the first copy */
+	bool *all;		/* every stripe: a row read whole */
 	/* window i in win[i % NWIN]: the current one, the next NWIN - 1 read ahead */
 	struct src_window win[NWIN];
 	int cur;
@@ -49,7 +52,7 @@ static void *read_rows(void *arg)
 {
 	struct src_window *w = arg;
 
-	w->ret = mfs_read_stripe_rows(w->src->map, w->w0, w->w1, w->src->needed, w->off, w->len,
+	w->ret = mfs_read_stripe_rows(w->src->map, w->w0, w->w1, w->needed, w->off, w->len,
 				      w->bufs, w->errs);
 	return NULL;
 }
@@ -101,9 +104,10 @@ static void advance(struct reloc_source *s)
 }
 
 /*
- * Which stripes are read: with parity every one (a column that cannot be
- * read is rebuilt from the others); of mirrors, for each part of a row,
- * the first copy in the map's order on a device in service.
+ * Which stripes are read: the column alone when one is asked for; else
+ * with parity every one (a column that cannot be read is rebuilt from the
+ * others); of mirrors, for each part of a row, the first copy in the
+ * map's order on a device in service.
  */
 static void mark_needed(struct reloc_source *s)
 {
@@ -111,6 +115,10 @@ static void mark_needed(struct reloc_source *s)
 	u64 off;
 	int i, c;
 
+	if (s->column >= 0) {
+		s->needed[s->column] = true;
+		return;
+	}
 	if (mfs_profile(map->type)->nparity) {
 		for (i = 0; i < map->num_stripes; i++)
 			s->needed[i] = true;
@@ -130,12 +138,14 @@ static void mark_needed(struct reloc_source *s)
 	}
 }
 
-/* w's arrays, and buffers of `rows` rows for the stripes read. */
-static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows)
+/* w's arrays, and buffers of `rows` rows for the stripes `needed` says. */
+static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows,
+			const bool *needed)
 {
 	int n = s->map->num_stripes, i;
 
 	w->src = s;
+	w->needed = needed;
 	w->off = calloc(n, sizeof(*w->off));
 	w->len = calloc(n, sizeof(*w->len));
 	w->errs = calloc(n, sizeof(*w->errs));
@@ -143,7 +153,7 @@ static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows)
 	if (!w->off || !w->len || !w->errs || !w->bufs)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		if (s->needed[i] && !(w->bufs[i] = mfs_io_alloc_bulk(rows * s->map->stripe_len)))
+		if (needed[i] && !(w->bufs[i] = mfs_io_alloc_bulk(rows * s->map->stripe_len)))
 			return -ENOMEM;
 	return 0;
 }
@@ -161,7 +171,7 @@ static void free_window(const struct reloc_source *s, struct src_window *w)
 }
 
 int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
-		   struct reloc_source **out)
+		   int column, struct reloc_source **out)
 {
 	struct reloc_source *s = calloc(1, sizeof(*s));
 	int ret = -ENOMEM, i, k = 0;
@@ -172,11 +182,14 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 	s->map = map;
 	s->r = r;
 	s->n = n;
+	s->column = column;
 	s->pos = max_t(u64, from, map->logical);
 	s->row_bytes = (u64)mfs_nr_data_stripes(map->type, map->num_stripes) * map->stripe_len;
 	s->nrows = map->length / s->row_bytes;
 	s->needed = calloc(map->num_stripes, sizeof(*s->needed));
-	if (s->needed) {
+	s->all = malloc(map->num_stripes * sizeof(*s->all));
+	if (s->needed && s->all) {
+		memset(s->all, true, map->num_stripes * sizeof(*s->all));
 		mark_needed(s);
 		for (i = 0; i < map->num_stripes; i++)
 			k += s->needed[i];
@@ -184,7 +197,7 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 					 map->stripe_len);
 		ret = 0;
 		for (i = 0; i < NWIN && !ret; i++)
-			ret = alloc_window(s, &s->win[i], s->wrows);
+			ret = alloc_window(s, &s->win[i], s->wrows, s->needed);
 	}
 	if (!ret && mfs_profile(map->type)->nparity &&
 	    !(s->scratch = malloc(mfs_profile(map->type)->nparity * map->stripe_len)))
@@ -213,6 +226,7 @@ void rs_source_close(struct reloc_source *s)
 	for (k = 0; k < NWIN; k++)
 		free_window(s, &s->win[k]);
 	free(s->needed);
+	free(s->all);
 	free(s->scratch);
 	free(s);
 }
@@ -232,8 +246,9 @@ u64 rs_source_span(struct reloc_source *s, u64 logical)
 
 /*
  * raid5/6: the columns of a row of window w, in column order
- * (data, P, Q) into blocks; those that could not be read rebuilt into
- * s->scratch. 0, or 1 when more failed than parity makes up for.
+ * (data, P, Q) into blocks; those that could not be read (or were not)
+ * rebuilt into s->scratch. 0, or 1 when more failed than parity makes up
+ * for.
  */
 static int row_blocks(struct reloc_source *s, const struct src_window *w, u64 row, void **blocks)
 {
@@ -244,7 +259,7 @@ static int row_blocks(struct reloc_source *s, const struct src_window *w, u64 ro
 	for (col = 0; col < n; col++) {
 		int st = mfs_row_stripe(map, row, col);
 
-		if (w->errs[st]) {
+		if (w->errs[st] || !w->bufs[st]) {
 			if (nfailed == a->nparity)
 				return 1;
 			blocks[col] = s->scratch + nfailed * map->stripe_len;
@@ -270,7 +285,7 @@ static const u8 *held_at(struct reloc_source *s, const struct mfs_io_map *io, u6
 		void *blocks[map->num_stripes];
 
 		st = io->stripe[0];
-		if (!w->errs[st])
+		if (w->bufs[st] && !w->errs[st])
 			return w->bufs[st] + (io->physical[0] - map->stripes[st].physical - w->off[st]);
 		if (row_blocks(s, w, io->row, blocks))
 			return NULL;
@@ -316,14 +331,15 @@ static void put_row(const struct mfs_chunk_map *map, u64 row, void **blocks, u8 
 }
 
 /*
- * Row `row` read from the disks alone, past the windows (a row they do
- * not hold: a tree block reaching past one), into slots.
+ * Row `row` read whole from the disks alone, past the windows (a row they
+ * do not hold: a tree block reaching past one; a column read alone that
+ * failed there), into slots.
  */
 static int fill_row_alone(struct reloc_source *s, u64 row, u8 **slots)
 {
 	struct src_window t = { .w0 = row, .w1 = row + 1 };
 	void *blocks[s->map->num_stripes];
-	int ret = alloc_window(s, &t, 1);
+	int ret = alloc_window(s, &t, 1, s->all);
 
 	if (!ret) {
 		read_rows(&t);
@@ -345,6 +361,13 @@ int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots)
 		return 1;
 	if (w->lo == w->hi || w->ret || row < w->w0 || row >= w->w1)
 		return fill_row_alone(s, row, slots);
+	if (s->column >= 0) {
+		if (w->errs[s->column])
+			return fill_row_alone(s, row, slots);
+		memcpy(slots[s->column], w->bufs[s->column] + (row - w->w0) * map->stripe_len,
+		       map->stripe_len);
+		return 0;
+	}
 	if (row_blocks(s, w, row, blocks))
 		return 1;
 	put_row(map, row, blocks, slots);

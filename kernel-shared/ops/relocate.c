@@ -433,10 +433,12 @@ static void readahead_ranges(struct mfs_chunk_map *map, const struct mfs_range *
  * its stripes in the order to try (a replace reads the source first, or
  * last with -r); old is read as it is when that fails. keep: stripes of
  * the new layout that already hold the data (NULL: write them all).
+ * column: a raid5/6 replace's source stripe, copied as it is (-1: none).
  */
 struct copy_plan {
 	struct mfs_chunk_map *old, *read;
 	const u8 *keep;
+	int column;
 	struct reloc_job *job;
 };
 
@@ -563,6 +565,43 @@ static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 
  */
 #define RESTRIPE_PIECE		(4 * SZ_1M)
 
+/*
+ * A raid5/6 replace's piece, copied column-wise: what lies in the source's
+ * column is read from it alone (checked against its checksums, rebuilt
+ * where it fails them); the rest of the piece only makes its rows part of
+ * the copy - the writer takes the source's part of each row (parity
+ * included) as it is, so the kept stripes are never read.
+ */
+static int copy_column(struct mfs_fs_info *fs, const struct copy_plan *plan,
+		       struct chunk_writer *w, struct reloc_source *src,
+		       const struct mfs_range *piece, const u8 *sums, u8 *buf)
+{
+	u64 pos, n;
+	int ret = 0;
+
+	for (pos = piece->start; pos < piece->start + piece->len && !ret; pos += n) {
+		struct mfs_range seg = *piece;
+		struct mfs_io_map io;
+		u64 off = pos - piece->start;
+
+		ret = mfs_map_block(plan->old, pos, &io);
+		if (ret)
+			break;
+		n = min_t(u64, io.length, piece->start + piece->len - pos);
+		if (io.stripe[0] != plan->column) {
+			ret = cw_put(w, pos, NULL, n);
+			continue;
+		}
+		seg.start = pos;
+		seg.len = n;
+		ret = read_good(fs, plan->read, src, &seg, sums ? sums + off / MFS_SECTOR *
+				fs->csum_size : NULL, buf + off);
+		if (!ret)
+			ret = cw_put(w, pos, buf + off, n);
+	}
+	return ret;
+}
+
 static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		      struct chunk_writer *w, struct reloc_source *src, const struct mfs_range *r,
 		      const u8 *csums, u8 *buf)
@@ -576,29 +615,40 @@ static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		struct mfs_range piece = *r;
 		const u8 *sums = csums ? csums + off / MFS_SECTOR * fs->csum_size : NULL;
 		u64 skip, held;
+		bool tree = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK;
 
 		/*
 		 * a tree block is read whole: its checksum covers all of it;
 		 * data in pieces, none reaching past the window read ahead
 		 */
-		cnt = r->flags & MFS_EXTENT_FLAG_TREE_BLOCK ? r->len :
-		      min_t(u64, r->len - off, RESTRIPE_PIECE);
+		cnt = tree ? r->len : min_t(u64, r->len - off, RESTRIPE_PIECE);
 		piece.start += off;
 		/* what a resumed copy has on disk already is not copied again */
 		if (piece.start + cnt <= job->from)
 			continue;
 		held = src ? rs_source_span(src, piece.start) : 0;
-		if (!(r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) && held)
+		if (!tree && held)
 			cnt = min_t(u64, cnt, held);
 		piece.len = cnt;
 		skip = job->from > piece.start ? job->from - piece.start : 0;
+		/*
+		 * Column-wise, data in every case; a tree block when it lies
+		 * in one stripe unit (always, as mfs places them; one from
+		 * another image may not: it is read whole below).
+		 */
+		if (plan->column >= 0 && !skip &&
+		    (!tree || piece.start % plan->old->stripe_len + cnt <= plan->old->stripe_len)) {
+			ret = copy_column(fs, plan, w, src, &piece, sums, buf);
+			goto counted;
+		}
 		ret = read_good(fs, plan->read, src, &piece, sums, buf);
 		if (ret && plan->read != plan->old)
 			ret = read_good(fs, plan->old, NULL, &piece, sums, buf);
-		if (ret == -EIO || ret == -EUCLEAN)
-			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
 		if (!ret)
 			ret = cw_put(w, piece.start + skip, buf + skip, cnt - skip);
+counted:
+		if (ret == -EIO || ret == -EUCLEAN)
+			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
 		job->since += cnt - skip;
 		if (!ret && job->since >= RESTRIPE_CHECKPOINT)
 			ret = checkpoint(plan, w, piece.start + cnt);
@@ -635,12 +685,13 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	if (!buf)
 		ret = -ENOMEM;
 	/* without a window read ahead, the page cache reads ahead */
-	if (!ret && n && rs_source_open(plan->read, r, n, plan->job->from, &src))
+	if (!ret && n && rs_source_open(plan->read, r, n, plan->job->from, plan->column, &src))
 		src = NULL;
 	/* parity kept: the rows as on disk come from the windows */
 	if (w.keep && mfs_profile(new->type)->nparity) {
 		w.fill = fill_row;
 		w.fill_arg = src;
+		w.as_filled = plan->column >= 0;
 		if (!src && n && !ret)
 			ret = -ENOMEM;
 	}
@@ -946,6 +997,49 @@ static int new_layout(struct mfs_fs_info *fs, const struct mfs_restripe_status *
 }
 
 /*
+ * Whether a device has a clean record: no error of any kind counted on
+ * it, ever (the counters persist until `device stats -z`).
+ */
+static bool dev_clean_record(struct mfs_device *dev)
+{
+	size_t k;
+
+	if (!mfs_dev_usable(dev) || mfs_dev_failing(dev))
+		return false;
+	for (k = 0; k < ARRAY_SIZE(dev->stats); k++)
+		if (__atomic_load_n(&dev->stats[k], __ATOMIC_RELAXED))
+			return false;
+	return true;
+}
+
+/*
+ * A raid5/6 replace whose source is in service with a clean record
+ * copies the source's column as it is, as md's replace does: one read of
+ * the source for each write of the target, where rebuilding every row
+ * reads all the columns. Its data is checked against the checksums (a
+ * sector that fails them is rebuilt from the others, and counted: the
+ * chunks after it are rebuilt row by row); its parity, of rows written
+ * whole, is that of the kept stripes. A source with errors on record is
+ * read row by row, every column, and the target's parity computed anew
+ * from the data: a device being replaced for its errors passes on none.
+ */
+static int source_column(const struct mfs_chunk_map *old, u64 from)
+{
+	int i, col = -1;
+
+	if (!mfs_profile(old->type)->nparity)
+		return -1;
+	for (i = 0; i < old->num_stripes; i++) {
+		if (old->stripes[i].devid != from)
+			continue;
+		if (col >= 0 || !dev_clean_record(old->stripes[i].dev))
+			return -1;
+		col = i;
+	}
+	return col;
+}
+
+/*
  * What the copy reads (a replace may avoid its source) and, without
  * parity, which stripes of a one-piece layout already hold their data.
  */
@@ -955,11 +1049,14 @@ static int plan_copy(const struct mfs_restripe_status *st, struct mfs_chunk_map 
 	int i;
 
 	plan->old = plan->read = old;
+	plan->column = -1;
 	if (st->args.op == MFS_RESTRIPE_OP_REPLACE) {
 		plan->read = replace_read_map(old, st->args.devids[0],
 					      st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
 		if (!plan->read)
 			return -ENOMEM;
+		if (!(st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS))
+			plan->column = source_column(old, st->args.devids[0]);
 	}
 	/*
 	 * With parity, a stripe keeps its place only in a layout of the same

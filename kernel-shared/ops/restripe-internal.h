@@ -55,11 +55,13 @@ bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
 
 /*
  * reloc-source.c: the first copy of a chunk's used ranges (sorted), read
- * ahead of a relocation's copy in large windows, from logical from on.
+ * ahead of a relocation's copy in large windows, from logical from on;
+ * raid5/6 with column >= 0: that stripe's part of the rows alone (a
+ * replace's source; the other columns are read only for a row it fails).
  */
 struct reloc_source;
 int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
-		   struct reloc_source **out);
+		   int column, struct reloc_source **out);
 void rs_source_close(struct reloc_source *s);
 /* Bytes from logical on that the window holding it holds; 0: none holds it. */
 u64 rs_source_span(struct reloc_source *s, u64 logical);
@@ -68,8 +70,9 @@ int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf);
 /*
  * raid5/6: row of the chunk as it is on disk, every stripe's part into
  * slots[stripe] (a part that could not be read rebuilt from the others;
- * a row the windows do not hold read alone): 0, or 1 when more failed
- * than parity makes up for.
+ * a row the windows do not hold read alone) - with a column read alone,
+ * that column's part at least: 0, or 1 when more failed than parity
+ * makes up for.
  */
 int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots);
 

@@ -419,3 +419,65 @@ read_without() {
 	verify_offline "$T/img1"
 	read_without "$T/img1" "$T/img2"
 }
+
+# damaged_raid5 COPIES: images img1..img5, raid5 data and metadata on
+# img1..img4 with populate's files (their sums in $T/want), then the
+# copies corrupt_copies --copy COPIES names damaged on devid 2
+damaged_raid5() {
+	make_images 5 1G
+	mkfs.mfs -q -f -d raid5 -m raid5 "$T/img1" "$T/img2" "$T/img3" "$T/img4"
+	mnt "$T/img1"
+	populate "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	run corrupt_copies --copy "$1" "$T/img1" 2
+	assert_success
+}
+
+@test "replace on raid5 copies a source with a clean record as it is: its damaged data is rebuilt, none passed on" {
+	# the source's column is read alone; where its data or tree blocks
+	# fail their checksums they are rebuilt from the others
+	damaged_raid5 1
+	assert_line --regexp '^damaged devid 2 data_sectors [1-9][0-9]* tree_blocks [1-9][0-9]*$'
+	run mfs replace start -B 2 "$T/img5" "$T/img1"
+	assert_success
+	replaced "$T/img1" "$T/img2" "$T/img5"
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	verify_offline "$T/img1"
+	# the target's parity agrees with the data beside it
+	read_without "$T/img1"
+	read_without "$T/img3"
+
+	# bad parity no read ever met, on a source with no error on record:
+	# copied as it is (md's replace does the same), for the next scrub
+	damaged_raid5 p
+	run mfs replace start -B 2 "$T/img5" "$T/img1"
+	assert_success
+	run mfs scrub start -B "$T/img1"
+	assert_success
+	assert_line --regexp '^Error summary: .*parity=[1-9]'
+	run mfs scrub start -B "$T/img1"
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+	verify_offline "$T/img1"
+}
+
+@test "replace on raid5 of a source with errors on record: every row rebuilt, the target's parity computed anew" {
+	# data and parity damaged on devid 2; reading every file meets the
+	# bad data (rebuilt, healed, counted on devid 2), never the parity
+	damaged_raid5 1,p
+	mnt "$T/img1"
+	verify_online
+	umnt
+	(($(dev_stat "$T/img1" 2 corruption_errs) > 0))
+	run mfs replace start -B 2 "$T/img5" "$T/img1"
+	assert_success
+	replaced "$T/img1" "$T/img2" "$T/img5"
+	# nothing bad was passed on: the parity was computed from the data
+	run mfs scrub start -B -r "$T/img1"
+	assert_success
+	assert_line --regexp '^Error summary: +no errors found$'
+	verify_offline "$T/img1"
+	read_without "$T/img1"
+}
