@@ -94,6 +94,23 @@ devid_path() {
 	whole "$T/img1" 3
 }
 
+@test "check of a degraded raid5: the missing member named once, the rebuilds it prevents not blamed on the others" {
+	# every data sector on a present member has a second copy, rebuilt
+	# from parity, which needs the missing column: that is no error of
+	# theirs (it was one per sector); a damaged sector still is
+	fs_with 3 1G 20 -d raid5 -m raid1
+	lose 3
+	run mfs check --check-data-csum "$T/img1" "$T/img2"
+	assert_failure
+	assert_line "ERROR: device 3 is missing"
+	assert_equal "$(grep -c '^ERROR' <<<"$output")" 1
+	run corrupt_copies --what data --max 4096 "$T/img1" 1
+	assert_success
+	run mfs check --check-data-csum "$T/img1" "$T/img2"
+	assert_failure
+	assert_line --regexp '^ERROR: data extent [0-9]+ sector [0-9]+ \(logical [0-9]+\): copy 1 \(on devid 1\): checksum mismatch$'
+}
+
 @test "raid6, two of six missing: both deleted in one go, offline" {
 	fs_with 6 1G 40 -d raid6 -m raid1c3
 	lose 2 5
