@@ -4,6 +4,7 @@
  * generation, and gets those writes from the other copies before it is
  * trusted again.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernel-shared/tree/ctree.h"
@@ -34,6 +35,9 @@ struct catchup {
 	/* raid5/6: rows of this chunk below row_done were already rebuilt */
 	const struct mfs_chunk_map *row_map;
 	u64 row_done;
+	/* raid5/6: column_current's answer for this chunk (-1: not asked yet) */
+	const struct mfs_chunk_map *judged_map;
+	int judged;
 	struct mfs_catchup_result *res;
 };
 
@@ -244,6 +248,112 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
  * raid6 has the parity for both.
  */
 /*
+ * Whether the device's copy of one used range verifies where it lies on
+ * the device (data sector by sector against the checksums, a tree block
+ * whole against its header): 1 yes, 0 no, 2 nothing of it is there
+ * (or only pieces of a tree block, which cannot be judged alone).
+ */
+static int dev_copy_verifies(struct catchup *c, const struct mfs_chunk_map *map,
+			     const struct mfs_range *r)
+{
+	struct mfs_fs_info *fs = c->fs;
+	u64 pos, n, s;
+	u8 *buf = NULL, *csums = NULL;
+	int ret = 2;
+
+	if (r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) {
+		struct mfs_tree_check chk = { .level = r->level, .owner = r->owner,
+					      .transid = r->gen };
+		struct mfs_io_map io;
+
+		if (mfs_map_block(map, r->start, &io) || io.length < r->len ||
+		    map->stripes[io.stripe[0]].dev != c->dev)
+			return 2;
+		buf = malloc(r->len);
+		if (!buf)
+			return -ENOMEM;
+		ret = !mfs_io_read(c->dev->io, buf, r->len, io.physical[0]) &&
+		      !mfs_verify_tree_block(fs, buf, r->start, &chk, NULL);
+		free(buf);
+		return ret;
+	}
+	ret = mfs_extent_csums(fs, r->start, r->len, &csums);
+	if (ret)
+		return ret == 1 ? 2 : ret == -ENOMEM ? ret : 0;	/* 1: no checksums (preallocated) */
+	ret = 2;
+	for (pos = r->start; pos < r->start + r->len && ret; pos += n) {
+		struct mfs_io_map io;
+
+		if (mfs_map_block(map, pos, &io)) {
+			ret = 0;
+			break;
+		}
+		n = min_t(u64, io.length, r->start + r->len - pos);
+		if (map->stripes[io.stripe[0]].dev != c->dev)
+			continue;
+		buf = realloc(buf, n);
+		if (!buf || mfs_io_read(c->dev->io, buf, n, io.physical[0])) {
+			ret = buf ? 0 : -ENOMEM;
+			break;
+		}
+		for (s = 0; s < n / MFS_SECTOR; s++) {
+			u8 got[MFS_CSUM_SIZE];
+			const u8 *want = csums + ((pos - r->start) / MFS_SECTOR + s) * fs->csum_size;
+
+			mfs_csum_compute(fs->csum_type, buf + s * MFS_SECTOR, MFS_SECTOR, got);
+			if (memcmp(got, want, fs->csum_size)) {
+				ret = 0;
+				break;
+			}
+		}
+		if (ret)
+			ret = 1;
+	}
+	free(buf);
+	free(csums);
+	return ret;
+}
+
+/*
+ * raid5/6: whether the device's stripe of the chunk is current, judged by
+ * what can be judged: every used data sector and tree block it holds
+ * verifies as it is on the device, and there is at least one. A stripe
+ * the device missed (placed there while it was away, or written then)
+ * holds old bytes that do not; one whose superblock alone is behind (a
+ * crash between a commit's superblock writes) holds the commit's rows,
+ * written whole - its parity columns with its data. 1 current, 0 not.
+ */
+static int column_current(struct catchup *c, const struct mfs_chunk_map *map)
+{
+	struct mfs_block_group *bg;
+	struct mfs_range *r = NULL;
+	int n = 0, i, ret, seen = 0;
+
+	if (c->judged_map == map)
+		return c->judged;
+	bg = mfs_lookup_block_group(c->fs, map->logical);
+	if (!bg || bg->start != map->logical)
+		return 0;
+	ret = mfs_bg_used_ranges(c->fs, bg, &r, &n);
+	for (i = 0; !ret && i < n; i++) {
+		int v = dev_copy_verifies(c, map, &r[i]);
+
+		if (v < 0)
+			ret = v;
+		else if (v == 0)
+			break;
+		else
+			seen |= v == 1;
+	}
+	free(r);
+	if (ret < 0)
+		return ret;
+	c->judged_map = map;
+	c->judged = i == n && seen;
+	return c->judged;
+}
+
+/*
  * A row with more columns on members that are behind than its parity
  * covers. Such members may well hold everything: a crash between the
  * superblock writes of a commit leaves members whose superblock alone is
@@ -252,7 +362,7 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
  * written while a member was away does not match its parity on that
  * member's old column. Read every column as it is: 0 when the parity
  * matches (the row is whole, nothing to rebuild), -EIO when it does not
- * or a column cannot be read.
+ * or a column cannot be read, -ENODEV when a column's device is gone.
  */
 static int row_whole_as_is(const struct mfs_chunk_map *map, u64 row)
 {
@@ -273,7 +383,7 @@ static int row_whole_as_is(const struct mfs_chunk_map *map, u64 row)
 
 		blocks[col] = tmp + (size_t)col * slen;
 		if (!mfs_dev_usable(s->dev))
-			ret = -EIO;
+			ret = -ENODEV;
 		else
 			ret = mfs_io_read(s->dev->io, blocks[col], slen, s->physical + row * slen);
 	}
@@ -310,7 +420,15 @@ static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 r
 		if (s->dev == c->dev || !mfs_dev_usable(s->dev) || s->dev->stale_gen) {
 			if (nlost == a->nparity) {
 				free(tmp);
-				return row_whole_as_is(map, row);
+				/*
+				 * with a column missing too the parity cannot say:
+				 * the device's column stands if all it holds of
+				 * the chunk verifies
+				 */
+				ret = row_whole_as_is(map, row);
+				if (ret == -ENODEV)
+					ret = column_current(c, map) == 1 ? 0 : -EIO;
+				return ret;
 			}
 			lost[nlost++] = col;
 			continue;
@@ -456,7 +574,8 @@ static int catch_up_chunk(struct catchup *c, u64 logical)
 int mfs_catch_up_device(struct mfs_fs_info *fs, struct mfs_device *dev,
 			struct mfs_catchup_result *res)
 {
-	struct catchup c = { .fs = fs, .dev = dev, .since = dev->stale_gen, .res = res };
+	struct catchup c = { .fs = fs, .dev = dev, .since = dev->stale_gen, .res = res,
+			     .judged = -1 };
 	int i, ret;
 
 	memset(res, 0, sizeof(*res));

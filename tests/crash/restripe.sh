@@ -393,8 +393,8 @@ replace_config() {
 	fi
 }
 replace_config "replace" raid1 2
-# raid5: only the target is written, the kept stripes' parity rows read
-# whole from the members (ops/reloc-source.c)
+# raid5: only the target is written, the source's column copied alone
+# (a clean record: ops/relocate.c source_column)
 replace_config "replace raid5" raid5 3
 # delete of a missing member: the fourth image is gone before the
 # operation, every state is opened without it (-o degraded), and it may
@@ -415,26 +415,32 @@ elif make_fs 4 -d raid1 -m raid1; then
 else
 	tap FAIL "$name: setup"
 fi
-# replace of a missing member: the same, onto a fifth image, blank before
-name="replace missing"
-if ! wanted "$name"; then
-	:
-elif make_fs 4 -d raid1 -m raid1; then
-	rm -f "$tmp/d4.img" "$tmp/b4.img"
-	truncate -s 512M "$tmp/d5.img" "$tmp/b5.img"
-	imgs=("$tmp/d1.img" "$tmp/d2.img" "$tmp/d3.img" "$tmp/d5.img")
-	MOUNT_EXTRA=degraded MISSING_DEVID=4
-	cp "$tmp/registry" "$tmp/op-registry"
-	if mount_images ro "${imgs[@]:0:3}" && layout >"$tmp/initial" && timeout 60 "$mfs" umount "$tmp/mnt"; then
-		run_config "$name" env MFS_REGISTRY="$tmp/op-registry" \
-			"$mfs" replace start -K missing "$tmp/d5.img" "${imgs[0]}"
+# replace_missing_config NAME DATA-PROFILE: replace of a missing member:
+# the same, onto a fifth image, blank before (raid5: the missing column
+# rebuilt column-wise)
+replace_missing_config() {
+	if ! wanted "$1"; then
+		:
+	elif make_fs 4 -d "$2" -m raid1; then
+		rm -f "$tmp/d4.img" "$tmp/b4.img"
+		truncate -s 512M "$tmp/d5.img" "$tmp/b5.img"
+		imgs=("$tmp/d1.img" "$tmp/d2.img" "$tmp/d3.img" "$tmp/d5.img")
+		MOUNT_EXTRA=degraded MISSING_DEVID=4
+		cp "$tmp/registry" "$tmp/op-registry"
+		if mount_images ro "${imgs[@]:0:3}" && layout >"$tmp/initial" &&
+			timeout 60 "$mfs" umount "$tmp/mnt"; then
+			run_config "$1" env MFS_REGISTRY="$tmp/op-registry" \
+				"$mfs" replace start -K missing "$tmp/d5.img" "${imgs[0]}"
+		else
+			tap FAIL "$1: setup"
+		fi
+		MOUNT_EXTRA="" MISSING_DEVID=""
 	else
-		tap FAIL "$name: setup"
+		tap FAIL "$1: setup"
 	fi
-	MOUNT_EXTRA="" MISSING_DEVID=""
-else
-	tap FAIL "$name: setup"
-fi
+}
+replace_missing_config "replace missing" raid1
+replace_missing_config "replace missing raid5" raid5
 crash_summary restripe.sh
 echo "1..$tests"
 [ $failures -eq 0 ]
