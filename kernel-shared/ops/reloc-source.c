@@ -35,7 +35,11 @@ struct reloc_source {
 	const struct mfs_chunk_map *map;
 	const struct mfs_range *r;
 	int n, next;		/* next: the first range not below pos */
-	int column;		/* the stripe read alone (a replace's source), or -1 */
+	/*
+	 * The one stripe a raid5/6 copy moves, or -1: read alone when its
+	 * device is in service, else rebuilt from all the others
+	 */
+	int column;
 	u64 pos;		/* where the next window is planned from */
 	u64 row_bytes, wrows, nrows;
 	bool *needed;		/* per stripe: it holds part of the first copy */
@@ -104,10 +108,10 @@ static void advance(struct reloc_source *s)
 }
 
 /*
- * Which stripes are read: the column alone when one is asked for; else
- * with parity every one (a column that cannot be read is rebuilt from the
- * others); of mirrors, for each part of a row, the first copy in the
- * map's order on a device in service.
+ * Which stripes are read: the column alone when one is asked for and its
+ * device is in service; else with parity every one (a column that cannot
+ * be read is rebuilt from the others); of mirrors, for each part of a
+ * row, the first copy in the map's order on a device in service.
  */
 static void mark_needed(struct reloc_source *s)
 {
@@ -115,13 +119,13 @@ static void mark_needed(struct reloc_source *s)
 	u64 off;
 	int i, c;
 
-	if (s->column >= 0) {
+	if (s->column >= 0 && mfs_dev_usable(map->stripes[s->column].dev)) {
 		s->needed[s->column] = true;
 		return;
 	}
 	if (mfs_profile(map->type)->nparity) {
 		for (i = 0; i < map->num_stripes; i++)
-			s->needed[i] = true;
+			s->needed[i] = i != s->column;
 		return;
 	}
 	for (off = 0; off < s->row_bytes; off += map->stripe_len) {
@@ -361,7 +365,8 @@ int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots)
 		return 1;
 	if (w->lo == w->hi || w->ret || row < w->w0 || row >= w->w1)
 		return fill_row_alone(s, row, slots);
-	if (s->column >= 0) {
+	/* the column read alone; rebuilt from the others when not read */
+	if (s->column >= 0 && w->bufs[s->column]) {
 		if (w->errs[s->column])
 			return fill_row_alone(s, row, slots);
 		memcpy(slots[s->column], w->bufs[s->column] + (row - w->w0) * map->stripe_len,

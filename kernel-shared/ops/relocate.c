@@ -433,7 +433,7 @@ static void readahead_ranges(struct mfs_chunk_map *map, const struct mfs_range *
  * its stripes in the order to try (a replace reads the source first, or
  * last with -r); old is read as it is when that fails. keep: stripes of
  * the new layout that already hold the data (NULL: write them all).
- * column: a raid5/6 replace's source stripe, copied as it is (-1: none).
+ * column: the one raid5/6 stripe that moves, copied alone (-1: none).
  */
 struct copy_plan {
 	struct mfs_chunk_map *old, *read;
@@ -566,11 +566,13 @@ static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 
 #define RESTRIPE_PIECE		(4 * SZ_1M)
 
 /*
- * A raid5/6 replace's piece, copied column-wise: what lies in the source's
- * column is read from it alone (checked against its checksums, rebuilt
- * where it fails them); the rest of the piece only makes its rows part of
- * the copy - the writer takes the source's part of each row (parity
- * included) as it is, so the kept stripes are never read.
+ * A raid5/6 piece copied column-wise (moving_column): what lies in the
+ * moving column is read from its old device alone, or rebuilt (checked
+ * against its checksums either way, rebuilt, or read from a replace's
+ * source, where that fails them); the rest of the piece only makes its
+ * rows part of the copy - the writer takes the column's part of each row
+ * (parity included) as the reloc source gives it, so the data of the
+ * kept stripes is not checked (a rebuild reads it).
  */
 static int copy_column(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		       struct chunk_writer *w, struct reloc_source *src,
@@ -583,6 +585,7 @@ static int copy_column(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		struct mfs_range seg = *piece;
 		struct mfs_io_map io;
 		u64 off = pos - piece->start;
+		const u8 *seg_sums;
 
 		ret = mfs_map_block(plan->old, pos, &io);
 		if (ret)
@@ -594,8 +597,10 @@ static int copy_column(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		}
 		seg.start = pos;
 		seg.len = n;
-		ret = read_good(fs, plan->read, src, &seg, sums ? sums + off / MFS_SECTOR *
-				fs->csum_size : NULL, buf + off);
+		seg_sums = sums ? sums + off / MFS_SECTOR * fs->csum_size : NULL;
+		ret = read_good(fs, plan->read, src, &seg, seg_sums, buf + off);
+		if (ret && plan->read != plan->old)
+			ret = read_good(fs, plan->old, NULL, &seg, seg_sums, buf + off);
 		if (!ret)
 			ret = cw_put(w, pos, buf + off, n);
 	}
@@ -1013,30 +1018,47 @@ static bool dev_clean_record(struct mfs_device *dev)
 }
 
 /*
- * A raid5/6 replace whose source is in service with a clean record
- * copies the source's column as it is, as md's replace does: one read of
- * the source for each write of the target, where rebuilding every row
- * reads all the columns. Its data is checked against the checksums (a
- * sector that fails them is rebuilt from the others, and counted: the
- * chunks after it are rebuilt row by row); its parity, of rows written
- * whole, is that of the kept stripes. A source with errors on record is
- * read row by row, every column, and the target's parity computed anew
- * from the data: a device being replaced for its errors passes on none.
+ * A raid5/6 layout that keeps every stripe but one in place (a replace's;
+ * a delete's beside the stripes that stay) is copied column-wise: the
+ * column that moves alone (the stripe returned; -1: every row whole). Its
+ * old device in service with a clean record is read as it is, as md's
+ * replace does: one read of it for each write of the target, where
+ * rebuilding every row read all the columns. Its data and tree blocks
+ * are checked against their checksums (what fails them is rebuilt from
+ * the others, and counted: the chunks after it are copied row by row);
+ * its parity, of rows written whole, is that of the kept stripes. A
+ * missing raid5 column is rebuilt from the others column-wise, its data
+ * checked the same way, its parity computed from the data beside it (a
+ * bad sector there is lost with or without the copy: the parity that
+ * could have rebuilt it was on the missing device). Row by row - every
+ * column read and checked, the target's parity computed from the good
+ * data - go: a device with errors on record (one replaced for its errors
+ * passes on none), a replace with -r (the source's copies can make up
+ * for a bad one elsewhere), and raid6 with the column missing (Q can).
  */
-static int source_column(const struct mfs_chunk_map *old, u64 from)
+static int moving_column(const struct copy_plan *plan, const struct mfs_chunk_map *new)
 {
+	struct mfs_device *dev;
 	int i, col = -1;
 
-	if (!mfs_profile(old->type)->nparity)
+	if (!mfs_profile(plan->old->type)->nparity || !plan->keep ||
+	    new->num_stripes != plan->old->num_stripes)
 		return -1;
-	for (i = 0; i < old->num_stripes; i++) {
-		if (old->stripes[i].devid != from)
+	for (i = 0; i < new->num_stripes; i++) {
+		if (plan->keep[i])
 			continue;
-		if (col >= 0 || !dev_clean_record(old->stripes[i].dev))
+		if (col >= 0)
 			return -1;
 		col = i;
 	}
-	return col;
+	if (col < 0)
+		return -1;
+	dev = plan->old->stripes[col].dev;
+	if (!mfs_dev_usable(dev))
+		return mfs_profile(plan->old->type)->nparity == 1 ? col : -1;
+	if (!plan->read->stripes[col].dev)
+		return -1;
+	return dev_clean_record(dev) ? col : -1;
 }
 
 /*
@@ -1055,8 +1077,6 @@ static int plan_copy(const struct mfs_restripe_status *st, struct mfs_chunk_map 
 					      st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS);
 		if (!plan->read)
 			return -ENOMEM;
-		if (!(st->args.flags & MFS_BALANCE_REPLACE_READ_OTHERS))
-			plan->column = source_column(old, st->args.devids[0]);
 	}
 	/*
 	 * With parity, a stripe keeps its place only in a layout of the same
@@ -1071,6 +1091,7 @@ static int plan_copy(const struct mfs_restripe_status *st, struct mfs_chunk_map 
 	for (i = 0; i < new[0]->num_stripes; i++)
 		if (((*keep)[i] = mfs_stripe_holds_old(old, new[0], i)))
 			plan->keep = *keep;
+	plan->column = moving_column(plan, new[0]);
 	return 0;
 }
 

@@ -56,8 +56,9 @@ bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
 /*
  * reloc-source.c: the first copy of a chunk's used ranges (sorted), read
  * ahead of a relocation's copy in large windows, from logical from on;
- * raid5/6 with column >= 0: that stripe's part of the rows alone (a
- * replace's source; the other columns are read only for a row it fails).
+ * raid5/6 with column >= 0: that stripe's part of the rows alone, read
+ * from its device (the other columns only for a row it fails) or, when
+ * the device is out of service, rebuilt from the others.
  */
 struct reloc_source;
 int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,

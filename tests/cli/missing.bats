@@ -94,6 +94,41 @@ devid_path() {
 	whole "$T/img1" 3
 }
 
+@test "raid5 on three of four devices, one missing: delete missing rebuilds its column alone on the fourth" {
+	# the chunks keep their stripes on the two present members; the
+	# missing one's column is rebuilt from them onto the fourth device
+	fs_with -n 3 4 1G 40 -d raid5 -m raid1
+	mfs device add "$T/img4" "$T/img1"
+	chunk_layout "$T/img1" | awk '$2 ~ /^Data/' >"$T/before"
+	[ -s "$T/before" ]
+	lose 3
+	degraded_write 10
+	mfs device delete missing "$T/mnt"
+	verify_online
+	umnt
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n2\n4')"
+	whole "$T/img1" 3
+	# every data chunk that was on 1, 2 and 3 kept its stripes on 1 and 2
+	chunk_layout "$T/img1" >"$T/after"
+	while read -r logical type stripes; do
+		for s in $stripes; do
+			case $s in
+			1:* | 2:*)
+				grep -qE "^$logical .* $s( |\$)" "$T/after" ||
+					fail "chunk $logical ($type) lost its stripe $s"
+				;;
+			esac
+		done
+	done <"$T/before"
+	# the rebuilt parity agrees with the data beside it: every file reads
+	# back with another member gone
+	mv "$T/img1" "$T/gone1"
+	mnt -o degraded,ro "$T/img2"
+	verify_online
+	umnt
+}
+
 @test "check of a degraded raid5: the missing member named once, the rebuilds it prevents not blamed on the others" {
 	# every data sector on a present member has a second copy, rebuilt
 	# from parity, which needs the missing column: that is no error of

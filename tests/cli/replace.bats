@@ -481,3 +481,27 @@ damaged_raid5() {
 	verify_offline "$T/img1"
 	read_without "$T/img1"
 }
+
+@test "device delete on raid5 beside a fourth device moves the leaving column alone: its damaged data rebuilt" {
+	# chunks on devids 1-3, a fourth device added after: the delete of
+	# devid 2 keeps the stripes on 1 and 3 and copies 2's column to 4
+	make_images 4 1G
+	mkfs.mfs -q -f -d raid5 -m raid5 "$T/img1" "$T/img2" "$T/img3"
+	mnt "$T/img1"
+	populate "$T/mnt"
+	sums "$T/mnt" >"$T/want"
+	umnt
+	mfs device add "$T/img4" "$T/img1"
+	run corrupt_copies --copy 1 "$T/img1" 2
+	assert_success
+	assert_line --regexp '^damaged devid 2 data_sectors [1-9][0-9]* tree_blocks [1-9][0-9]*$'
+	run mfs device delete 2 "$T/img1"
+	assert_success
+	run devids_in_chunks "$T/img1"
+	assert_output "$(printf '1\n3\n4')"
+	run mfs check --check-data-csum "$T/img1"
+	assert_success
+	verify_offline "$T/img1"
+	read_without "$T/img1"
+	read_without "$T/img3"
+}
