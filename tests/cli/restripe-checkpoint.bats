@@ -58,11 +58,30 @@ convert_paused_at_checkpoint() {
 	wait $!
 }
 
+# resumed_at_second_checkpoint: the images, left by a daemon killed after
+# a chunk's second checkpoint, check clean; the mount resumes the copy
+# from that checkpoint (past 128 MiB, and the 200 MiB file is not done),
+# not from the chunk's start; every file as written, online and offline
+resumed_at_second_checkpoint() {
+	local in
+
+	run mfs check "$T/img1"
+	assert_success
+	export MFS_LOG="$T/log"
+	mnt "$T/img1"
+	wait_done "$T/mnt"
+	in=$(sed -n 's/.*its copy goes on from its checkpoint, \([0-9]*\) MiB in$/\1/p' "$T/log")
+	((in >= 128 && in < 200))
+	verify_online
+	umnt
+	verify_offline "$T/img1"
+}
+
 # crash_mid_chunk PROFILE N TARGET: convert the data of an N-device
 # PROFILE filesystem to TARGET, SIGKILL the daemon after the chunk's second
 # checkpoint, then check what the next mount makes of it.
 crash_mid_chunk() {
-	local before after recorded in to=$3
+	local before after recorded to=$3
 
 	big_chunk_fs "$2" "$1"
 	hold_ckpt 2
@@ -84,18 +103,7 @@ crash_mid_chunk() {
 	recorded=$(mfs inspect-internal dump-tree -t root "$T/img1" |
 		awk '/BALANCE_CHUNK/ { getline; print $4 }')
 	((recorded >= (before - 10) * 1024))
-	run mfs check "$T/img1"
-	assert_success
-	# the mount resumes it from the checkpoint, not from the chunk's start
-	export MFS_LOG="$T/log"
-	mnt "$T/img1"
-	wait_done "$T/mnt"
-	# (two checkpoints: past 128 MiB, and the 200 MiB file is not done)
-	in=$(sed -n 's/.*its copy goes on from its checkpoint, \([0-9]*\) MiB in$/\1/p' "$T/log")
-	((in >= 128 && in < 200))
-	verify_online
-	umnt
-	verify_offline "$T/img1"
+	resumed_at_second_checkpoint
 	run mfs inspect-internal dump-tree -t root "$T/img1"
 	refute_output --partial "BALANCE_CHUNK"
 	run mfs filesystem df "$T/img1"
@@ -207,7 +215,7 @@ crash_mid_chunk() {
 }
 
 @test "replace on raid5: a crash mid-chunk resumes its column copy at the checkpoint" {
-	local before in
+	local before
 
 	# the source's column alone is copied (a clean record); the resumed
 	# copy starts inside the chunk, in the middle of a row of extents
@@ -220,16 +228,7 @@ crash_mid_chunk() {
 	((before >= 128 * 1024))
 	kill_daemon
 	release_ckpt
-	run mfs check "$T/img1"
-	assert_success
-	export MFS_LOG="$T/log"
-	mnt "$T/img1"
-	wait_done "$T/mnt"
-	in=$(sed -n 's/.*its copy goes on from its checkpoint, \([0-9]*\) MiB in$/\1/p' "$T/log")
-	((in >= 128 && in < 200))
-	verify_online
-	umnt
-	verify_offline "$T/img1"
+	resumed_at_second_checkpoint
 	run mfs filesystem show "$T/img1"
 	assert_output --partial "$T/new"
 	refute_output --partial "$T/img2"
