@@ -22,7 +22,7 @@
 
 struct src_window {
 	u64 w0, w1;		/* rows of the chunk */
-	const bool *needed;	/* per stripe: read */
+	const bool *needed;	/* per stripe: read (NULL: every one) */
 	u64 lo, hi;		/* the logical bytes of those rows; lo == hi: none */
 	u64 *off, *len;		/* per stripe, from its start */
 	u8 **bufs;
@@ -43,7 +43,6 @@ struct reloc_source {
 	u64 pos;		/* where the next window is planned from */
 	u64 row_bytes, wrows, nrows;
 	bool *needed;		/* per stripe: it holds part of the first copy */
-	bool *all;		/* every stripe: a row read whole */
 	/* window i in win[i % NWIN]: the current one, the next NWIN - 1 read ahead */
 	struct src_window win[NWIN];
 	int cur;
@@ -142,7 +141,7 @@ static void mark_needed(struct reloc_source *s)
 	}
 }
 
-/* w's arrays, and buffers of `rows` rows for the stripes `needed` says. */
+/* w's arrays, and buffers of `rows` rows for the stripes `needed` says (NULL: all). */
 static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows,
 			const bool *needed)
 {
@@ -157,7 +156,8 @@ static int alloc_window(struct reloc_source *s, struct src_window *w, u64 rows,
 	if (!w->off || !w->len || !w->errs || !w->bufs)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		if (needed[i] && !(w->bufs[i] = mfs_io_alloc_bulk(rows * s->map->stripe_len)))
+		if ((!needed || needed[i]) &&
+		    !(w->bufs[i] = mfs_io_alloc_bulk(rows * s->map->stripe_len)))
 			return -ENOMEM;
 	return 0;
 }
@@ -191,9 +191,7 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 	s->row_bytes = (u64)mfs_nr_data_stripes(map->type, map->num_stripes) * map->stripe_len;
 	s->nrows = map->length / s->row_bytes;
 	s->needed = calloc(map->num_stripes, sizeof(*s->needed));
-	s->all = malloc(map->num_stripes * sizeof(*s->all));
-	if (s->needed && s->all) {
-		memset(s->all, true, map->num_stripes * sizeof(*s->all));
+	if (s->needed) {
 		mark_needed(s);
 		for (i = 0; i < map->num_stripes; i++)
 			k += s->needed[i];
@@ -230,7 +228,6 @@ void rs_source_close(struct reloc_source *s)
 	for (k = 0; k < NWIN; k++)
 		free_window(s, &s->win[k]);
 	free(s->needed);
-	free(s->all);
 	free(s->scratch);
 	free(s);
 }
@@ -343,7 +340,7 @@ static int fill_row_alone(struct reloc_source *s, u64 row, u8 **slots)
 {
 	struct src_window t = { .w0 = row, .w1 = row + 1 };
 	void *blocks[s->map->num_stripes];
-	int ret = alloc_window(s, &t, 1, s->all);
+	int ret = alloc_window(s, &t, 1, NULL);
 
 	if (!ret) {
 		read_rows(&t);

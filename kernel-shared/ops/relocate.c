@@ -565,6 +565,17 @@ static int checkpoint(const struct copy_plan *plan, struct chunk_writer *w, u64 
  */
 #define RESTRIPE_PIECE		(4 * SZ_1M)
 
+/* Piece r of the old layout into buf, read as the plan says, the old layout itself if that fails. */
+static int read_piece(struct mfs_fs_info *fs, const struct copy_plan *plan, struct reloc_source *src,
+		      const struct mfs_range *r, const u8 *sums, u8 *buf)
+{
+	int ret = read_good(fs, plan->read, src, r, sums, buf);
+
+	if (ret && plan->read != plan->old)
+		ret = read_good(fs, plan->old, NULL, r, sums, buf);
+	return ret;
+}
+
 /*
  * A raid5/6 piece copied column-wise (moving_column): what lies in the
  * moving column is read from its old device alone, or rebuilt (checked
@@ -585,7 +596,6 @@ static int copy_column(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		struct mfs_range seg = *piece;
 		struct mfs_io_map io;
 		u64 off = pos - piece->start;
-		const u8 *seg_sums;
 
 		ret = mfs_map_block(plan->old, pos, &io);
 		if (ret)
@@ -597,10 +607,8 @@ static int copy_column(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		}
 		seg.start = pos;
 		seg.len = n;
-		seg_sums = sums ? sums + off / MFS_SECTOR * fs->csum_size : NULL;
-		ret = read_good(fs, plan->read, src, &seg, seg_sums, buf + off);
-		if (ret && plan->read != plan->old)
-			ret = read_good(fs, plan->old, NULL, &seg, seg_sums, buf + off);
+		ret = read_piece(fs, plan, src, &seg,
+				 sums ? sums + off / MFS_SECTOR * fs->csum_size : NULL, buf + off);
 		if (!ret)
 			ret = cw_put(w, pos, buf + off, n);
 	}
@@ -644,14 +652,11 @@ static int copy_range(struct mfs_fs_info *fs, const struct copy_plan *plan,
 		if (plan->column >= 0 && !skip &&
 		    (!tree || piece.start % plan->old->stripe_len + cnt <= plan->old->stripe_len)) {
 			ret = copy_column(fs, plan, w, src, &piece, sums, buf);
-			goto counted;
+		} else {
+			ret = read_piece(fs, plan, src, &piece, sums, buf);
+			if (!ret)
+				ret = cw_put(w, piece.start + skip, buf + skip, cnt - skip);
 		}
-		ret = read_good(fs, plan->read, src, &piece, sums, buf);
-		if (ret && plan->read != plan->old)
-			ret = read_good(fs, plan->old, NULL, &piece, sums, buf);
-		if (!ret)
-			ret = cw_put(w, piece.start + skip, buf + skip, cnt - skip);
-counted:
 		if (ret == -EIO || ret == -EUCLEAN)
 			__atomic_add_fetch(&st->read_errs, 1, __ATOMIC_RELAXED);
 		job->since += cnt - skip;
