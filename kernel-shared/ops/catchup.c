@@ -35,7 +35,7 @@ struct catchup {
 	/* raid5/6: rows of this chunk below row_done were already rebuilt */
 	const struct mfs_chunk_map *row_map;
 	u64 row_done;
-	/* raid5/6: column_current's answer for this chunk (-1: not asked yet) */
+	/* raid5/6: column_current's answer for judged_map (NULL: none yet) */
 	const struct mfs_chunk_map *judged_map;
 	int judged;
 	struct mfs_catchup_result *res;
@@ -242,12 +242,6 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
 }
 
 /*
- * raid5/6: the device's column of one row, rebuilt from the other columns.
- * A column on a device that is gone or itself stale (raid6 with two
- * members back from a degraded period) is rebuilt alongside, never read:
- * raid6 has the parity for both.
- */
-/*
  * Whether the device's copy of one used range verifies where it lies on
  * the device (data sector by sector against the checksums, a tree block
  * whole against its header): 1 yes, 0 no, 2 nothing of it is there
@@ -280,6 +274,12 @@ static int dev_copy_verifies(struct catchup *c, const struct mfs_chunk_map *map,
 	ret = mfs_extent_csums(fs, r->start, r->len, &csums);
 	if (ret)
 		return ret == 1 ? 2 : ret == -ENOMEM ? ret : 0;	/* 1: no checksums (preallocated) */
+	/* a piece mfs_map_block gives lies in one stripe unit */
+	buf = malloc(map->stripe_len);
+	if (!buf) {
+		free(csums);
+		return -ENOMEM;
+	}
 	ret = 2;
 	for (pos = r->start; pos < r->start + r->len && ret; pos += n) {
 		struct mfs_io_map io;
@@ -291,9 +291,8 @@ static int dev_copy_verifies(struct catchup *c, const struct mfs_chunk_map *map,
 		n = min_t(u64, io.length, r->start + r->len - pos);
 		if (map->stripes[io.stripe[0]].dev != c->dev)
 			continue;
-		buf = realloc(buf, n);
-		if (!buf || mfs_io_read(c->dev->io, buf, n, io.physical[0])) {
-			ret = buf ? 0 : -ENOMEM;
+		if (mfs_io_read(c->dev->io, buf, n, io.physical[0])) {
+			ret = 0;
 			break;
 		}
 		for (s = 0; s < n / MFS_SECTOR; s++) {
@@ -399,6 +398,12 @@ out:
 	return ret;
 }
 
+/*
+ * raid5/6: the device's column of one row, rebuilt from the other columns.
+ * A column on a device that is gone or itself stale (raid6 with two
+ * members back from a degraded period) is rebuilt alongside, never read:
+ * raid6 has the parity for both.
+ */
 static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 row)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
@@ -426,8 +431,10 @@ static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 r
 				 * the chunk verifies
 				 */
 				ret = row_whole_as_is(map, row);
-				if (ret == -ENODEV)
-					ret = column_current(c, map) == 1 ? 0 : -EIO;
+				if (ret == -ENODEV) {
+					ret = column_current(c, map);
+					ret = ret == 1 ? 0 : ret ? ret : -EIO;
+				}
 				return ret;
 			}
 			lost[nlost++] = col;
@@ -574,8 +581,7 @@ static int catch_up_chunk(struct catchup *c, u64 logical)
 int mfs_catch_up_device(struct mfs_fs_info *fs, struct mfs_device *dev,
 			struct mfs_catchup_result *res)
 {
-	struct catchup c = { .fs = fs, .dev = dev, .since = dev->stale_gen, .res = res,
-			     .judged = -1 };
+	struct catchup c = { .fs = fs, .dev = dev, .since = dev->stale_gen, .res = res };
 	int i, ret;
 
 	memset(res, 0, sizeof(*res));
