@@ -35,9 +35,10 @@ struct catchup {
 	/* raid5/6: rows of this chunk below row_done were already rebuilt */
 	const struct mfs_chunk_map *row_map;
 	u64 row_done;
-	/* raid5/6: column_current's answer for judged_map (NULL: none yet) */
-	const struct mfs_chunk_map *judged_map;
-	int judged;
+	/* raid5/6: the used ranges of ranges_map's chunk (row_verifies_as_is) */
+	const struct mfs_chunk_map *ranges_map;
+	struct mfs_range *ranges;
+	int nranges;
 	struct mfs_catchup_result *res;
 };
 
@@ -241,115 +242,119 @@ static void choose_sectors(struct catchup *c, u64 logical, u8 *rebuilt, const u8
 	}
 }
 
-/*
- * Whether the device's copy of one used range verifies where it lies on
- * the device (data sector by sector against the checksums, a tree block
- * whole against its header): 1 yes, 0 no, 2 nothing of it is there
- * (or only pieces of a tree block, which cannot be judged alone).
- */
-static int dev_copy_verifies(struct catchup *c, const struct mfs_chunk_map *map,
-			     const struct mfs_range *r)
+/* The used ranges of map's chunk, read once per chunk into c->ranges. */
+static int chunk_ranges(struct catchup *c, const struct mfs_chunk_map *map)
 {
-	struct mfs_fs_info *fs = c->fs;
-	u64 pos, n, s;
-	u8 *buf = NULL, *csums = NULL;
-	int ret = 2;
+	struct mfs_block_group *bg;
+	int ret;
+
+	if (c->ranges_map == map)
+		return 0;
+	free(c->ranges);
+	c->ranges = NULL;
+	c->nranges = 0;
+	c->ranges_map = NULL;
+	bg = mfs_lookup_block_group(c->fs, map->logical);
+	if (!bg || bg->start != map->logical)
+		return -EUCLEAN;
+	ret = mfs_bg_used_ranges(c->fs, bg, &c->ranges, &c->nranges);
+	if (!ret)
+		c->ranges_map = map;
+	return ret;
+}
+
+/*
+ * Whether what is used of r inside [start, end) verifies in buf, the bytes
+ * of [start, end): data sectors against their checksums, a tree block
+ * against its header. 0 yes, -EIO no (a tree block only partly inside
+ * cannot be judged: no).
+ */
+static int range_verifies(struct mfs_fs_info *fs, const struct mfs_range *r, const u8 *buf,
+			  u64 start, u64 end)
+{
+	u64 from = max_t(u64, r->start, start), to = min_t(u64, r->start + r->len, end), pos;
+	u8 *csums = NULL;
+	int ret;
 
 	if (r->flags & MFS_EXTENT_FLAG_TREE_BLOCK) {
 		struct mfs_tree_check chk = { .level = r->level, .owner = r->owner,
 					      .transid = r->gen };
-		struct mfs_io_map io;
 
-		if (mfs_map_block(map, r->start, &io) || io.length < r->len ||
-		    map->stripes[io.stripe[0]].dev != c->dev)
-			return 2;
-		buf = malloc(r->len);
-		if (!buf)
-			return -ENOMEM;
-		ret = !mfs_io_read(c->dev->io, buf, r->len, io.physical[0]) &&
-		      !mfs_verify_tree_block(fs, buf, r->start, &chk, NULL);
-		free(buf);
-		return ret;
+		if (from != r->start || to != r->start + r->len ||
+		    mfs_verify_tree_block(fs, buf + (from - start), r->start, &chk, NULL))
+			return -EIO;
+		return 0;
 	}
 	ret = mfs_extent_csums(fs, r->start, r->len, &csums);
 	if (ret)
-		return ret == 1 ? 2 : ret == -ENOMEM ? ret : 0;	/* 1: no checksums (preallocated) */
-	/* a piece mfs_map_block gives lies in one stripe unit */
-	buf = malloc(map->stripe_len);
-	if (!buf) {
-		free(csums);
-		return -ENOMEM;
-	}
-	ret = 2;
-	for (pos = r->start; pos < r->start + r->len && ret; pos += n) {
-		struct mfs_io_map io;
+		return ret == 1 ? 0 : ret;	/* 1: never written (preallocated) */
+	for (pos = from; pos < to && !ret; pos += MFS_SECTOR) {
+		u8 got[MFS_CSUM_SIZE];
 
-		if (mfs_map_block(map, pos, &io)) {
-			ret = 0;
-			break;
-		}
-		n = min_t(u64, io.length, r->start + r->len - pos);
-		if (map->stripes[io.stripe[0]].dev != c->dev)
-			continue;
-		if (mfs_io_read(c->dev->io, buf, n, io.physical[0])) {
-			ret = 0;
-			break;
-		}
-		for (s = 0; s < n / MFS_SECTOR; s++) {
-			u8 got[MFS_CSUM_SIZE];
-			const u8 *want = csums + ((pos - r->start) / MFS_SECTOR + s) * fs->csum_size;
-
-			mfs_csum_compute(fs->csum_type, buf + s * MFS_SECTOR, MFS_SECTOR, got);
-			if (memcmp(got, want, fs->csum_size)) {
-				ret = 0;
-				break;
-			}
-		}
-		if (ret)
-			ret = 1;
+		mfs_csum_compute(fs->csum_type, buf + (pos - start), MFS_SECTOR, got);
+		if (memcmp(got, csums + (pos - r->start) / MFS_SECTOR * fs->csum_size,
+			   fs->csum_size))
+			ret = -EIO;
 	}
-	free(buf);
 	free(csums);
 	return ret;
 }
 
 /*
- * raid5/6: whether the device's stripe of the chunk is current, judged by
- * what can be judged: every used data sector and tree block it holds
- * verifies as it is on the device, and there is at least one. A stripe
- * the device missed (placed there while it was away, or written then)
- * holds old bytes that do not; one whose superblock alone is behind (a
- * crash between a commit's superblock writes) holds the commit's rows,
- * written whole - its parity columns with its data. 1 current, 0 not.
+ * raid5/6: a row that has a column on a device that is gone, beside the
+ * stale device's, so the parity cannot say whether the stale column is
+ * current; the checksums can (see row_whole_as_is for why a member that
+ * is behind may well hold everything). The gone columns are rebuilt from the
+ * others as they are (the stale device's included) and everything used
+ * in the row is verified: 0 when it all does (the row stands as it is,
+ * whether the device's column is data or parity - parity that rebuilds
+ * nothing used cannot matter), -EIO when something does not (a column
+ * the device missed holds old bytes: its data does not verify, nor does
+ * what its old parity rebuilds) or more columns are gone than the parity
+ * covers.
  */
-static int column_current(struct catchup *c, const struct mfs_chunk_map *map)
+static int row_verifies_as_is(struct catchup *c, const struct mfs_chunk_map *map, u64 row)
 {
-	struct mfs_block_group *bg;
-	struct mfs_range *r = NULL;
-	int n = 0, i, ret, seen = 0;
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, col, nlost = 0, lo, hi, ret;
+	int lost[2];	/* at most nparity */
+	u64 slen = map->stripe_len, start = map->logical + row * ndata * slen;
+	u64 end = start + ndata * slen;
+	void *blocks[n];
+	u8 *tmp;
 
-	if (c->judged_map == map)
-		return c->judged;
-	bg = mfs_lookup_block_group(c->fs, map->logical);
-	if (!bg || bg->start != map->logical)
-		return 0;
-	ret = mfs_bg_used_ranges(c->fs, bg, &r, &n);
-	for (i = 0; !ret && i < n; i++) {
-		int v = dev_copy_verifies(c, map, &r[i]);
-
-		if (v < 0)
-			ret = v;
-		else if (v == 0)
-			break;
-		else
-			seen |= v == 1;
-	}
-	free(r);
-	if (ret < 0)
+	ret = chunk_ranges(c, map);
+	if (ret)
 		return ret;
-	c->judged_map = map;
-	c->judged = i == n && seen;
-	return c->judged;
+	tmp = malloc((size_t)n * slen);
+	if (!tmp)
+		return -ENOMEM;
+	for (col = 0; col < n && !ret; col++) {
+		const struct mfs_map_stripe *s = &map->stripes[(col + row % n) % n];
+
+		blocks[col] = tmp + (size_t)col * slen;
+		if (mfs_dev_usable(s->dev))
+			ret = mfs_io_read(s->dev->io, blocks[col], slen, s->physical + row * slen);
+		else if (nlost < a->nparity)
+			lost[nlost++] = col;
+		else
+			ret = -EIO;
+	}
+	if (!ret && nlost)
+		ret = mfs_raid56_rebuild(ndata, a->nparity, slen, blocks, nlost, lost);
+	/* the data columns lie in tmp in logical order: the ranges in the row */
+	for (lo = 0, hi = c->nranges; lo < hi;) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (c->ranges[mid].start + c->ranges[mid].len <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; !ret && lo < c->nranges && c->ranges[lo].start < end; lo++)
+		ret = range_verifies(c->fs, &c->ranges[lo], tmp, start, end);
+	free(tmp);
+	return ret;
 }
 
 /*
@@ -425,17 +430,9 @@ static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 r
 		if (s->dev == c->dev || !mfs_dev_usable(s->dev) || s->dev->stale_gen) {
 			if (nlost == a->nparity) {
 				free(tmp);
-				/*
-				 * with a column missing too the parity cannot say:
-				 * the device's column stands if all it holds of
-				 * the chunk verifies
-				 */
+				/* with a column gone too the checksums must say */
 				ret = row_whole_as_is(map, row);
-				if (ret == -ENODEV) {
-					ret = column_current(c, map);
-					ret = ret == 1 ? 0 : ret ? ret : -EIO;
-				}
-				return ret;
+				return ret == -ENODEV ? row_verifies_as_is(c, map, row) : ret;
 			}
 			lost[nlost++] = col;
 			continue;
@@ -595,6 +592,7 @@ int mfs_catch_up_device(struct mfs_fs_info *fs, struct mfs_device *dev,
 	if (!ret)
 		ret = mfs_io_flush(dev->io);
 	free(c.chunks);
+	free(c.ranges);
 	if (!ret && !res->lost)
 		dev->stale_gen = 0;	/* current: read like any member, its superblock rewritten */
 	return ret;

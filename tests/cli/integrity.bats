@@ -124,6 +124,54 @@ stale_member_caught_up() {
 	mfs umount "$T/mnt"
 }
 
+# A crash between the superblock writes of a commit on a degraded raid5:
+# a present member's superblock is behind while its data is all there.
+# With a column of every old row gone, its parity cannot judge the stale
+# column; the checksums do, and the member is caught up, not dropped
+# (dropping it lost every chunk that also had a stripe on the missing one).
+@test "degraded raid5: a member whose superblock alone is behind is caught up, not dropped" {
+	local o
+
+	make_images 3
+	mkfs.mfs -q -f -d raid5 -m raid1 $(imgs 3)
+	mfs_mount "$T/img1" "$T/mnt"
+	head -c 4096 /dev/urandom >"$T/mnt/old"
+	mfs umount "$T/mnt"
+	mv "$T/img3" "$T/gone"
+	mfs_mount -o degraded "$T/img1" "$T/img2" "$T/mnt" 2>/dev/null
+	mfs filesystem sync "$T/mnt"
+	# the superblock copies (64 KiB, 64 MiB) of devid 1 before the next commit
+	for o in 16 16384; do
+		dd if="$T/img1" of="$T/sb.$o" bs=4096 skip=$o count=1 status=none
+	done
+	# (new chunks: the dev tree leaf of the old chunk's stripes is rewritten)
+	files new 2 300000
+	mfs filesystem sync "$T/mnt"
+	tree_sums "$T/mnt" >"$T/sums"
+	mfs umount "$T/mnt"
+	for o in 16 16384; do
+		dd if="$T/sb.$o" of="$T/img1" bs=4096 seek=$o count=1 conv=notrunc status=none
+	done
+	run --separate-stderr mfs mount -o degraded "$T/img1" "$T/img2" "$T/mnt" 3>&-
+	echo "$T/mnt" >>"$T/.mfs_mounts"
+	assert_success
+	assert_stderr_regex "^WARNING: device 1 \($T/img1\) was behind \(generation [0-9]+, the filesystem [0-9]+\): caught up"
+	run tree_sums "$T/mnt"
+	assert_output "$(cat "$T/sums")"
+	echo more >"$T/mnt/more"
+	run mfs umount "$T/mnt"
+	assert_success
+	# nothing but the missing member is wrong, and devid 1 serves what it holds
+	run mfs check --check-data-csum "$T/img1" "$T/img2"
+	assert_output --partial "ERROR: device 3 is missing"
+	refute_output --regexp "ERROR: (superblock|.*copy)"
+	mfs_mount -o ro,degraded "$T/img1" "$T/img2" "$T/mnt"
+	run cat "$T/mnt/more"
+	assert_output more
+	run tree_sums "$T/mnt"
+	assert_output --partial "$(cat "$T/sums")"
+}
+
 @test "copies of the members never mix with the original; change-uuid lets them live beside it" {
 	make_images 2
 	mkfs.mfs -q -f -d raid1 -m raid1 $(imgs 2)
