@@ -24,18 +24,7 @@ POINTS=${MFS_CRASH_STALE_POINTS:-4}
 
 # The final state must be what a mount of the current devices shows.
 check_final() {	# check_final WHAT OPTIONS
-	local what=$1 opts=$2
-	if ! timeout 120 "$mfs" mount -o "$opts" "${cur[@]}" "$tmp/vmnt" 2>"$tmp/mount.err"; then
-		echo "$what: mount -o $opts failed: $(head -1 "$tmp/mount.err")"
-		return 1
-	fi
-	snapshot "$tmp/vmnt" >"$tmp/seen"
-	timeout 120 "$mfs" umount "$tmp/vmnt" || { echo "$what: umount failed"; return 1; }
-	if ! diff -u "$tmp/state.final" "$tmp/seen" >"$tmp/diff"; then
-		echo "$what: the files differ from the final state"
-		sed 's/^/# /' "$tmp/diff" | head -20 >&2
-		return 1
-	fi
+	mounted_tree_is "$1" "$2" "$tmp/state.final" "${cur[@]}"
 }
 
 # Member S as it was at crash point K, the others final; caught up at mount.

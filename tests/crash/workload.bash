@@ -79,6 +79,24 @@ log_count() {
 	[ -n "$c" ] && echo "$c" | awk '{ print $2, $6 }'
 }
 
+# Mount IMAGE... at $tmp/vmnt with OPTIONS and require there the tree of
+# the snapshot file EXPECTED. Prints why not.
+mounted_tree_is() {	# mounted_tree_is WHAT OPTIONS EXPECTED IMAGE...
+	local what=$1 opts=$2 expected=$3
+	shift 3
+	if ! timeout 120 "$mfs" mount -o "$opts" "$@" "$tmp/vmnt" 2>"$tmp/mount.err"; then
+		echo "$what: mount -o $opts failed: $(head -1 "$tmp/mount.err")"
+		return 1
+	fi
+	snapshot "$tmp/vmnt" >"$tmp/seen"
+	timeout 120 "$mfs" umount "$tmp/vmnt" || { echo "$what: umount failed"; return 1; }
+	if ! diff -u "$expected" "$tmp/seen" >"$tmp/diff"; then
+		echo "$what: the tree differs from the one expected ($(basename "$expected"))"
+		sed 's/^/# /' "$tmp/diff" | head -20 >&2
+		return 1
+	fi
+}
+
 # fsync every entry of the filesystem, noting the crash points around it
 durable_point() {	# durable_point ROUND
 	local before after
@@ -189,7 +207,8 @@ abandon() {	# abandon WHY
 	fi
 }
 
-# Mount with the write log, run the rounds, unmount. Globals: devs.
+# Mount with the write log, run the rounds, unmount. Globals: devs (the
+# members mounted); MISSING, if set, a devid absent from the logged mount.
 run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 	local seed=$1 ndev=$2 r i before
 	shift 2
@@ -203,15 +222,26 @@ run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 		devs+=("$tmp/d$i.img")
 	done
 	timeout 60 "$mkfs" -q -f -K "$@" "${devs[@]}" || { echo "mkfs.mfs failed"; return 1; }
+	RANDOM=$seed
+	if [ -n "${MISSING:-}" ]; then
+		# round 0 fills chunks striped over every member; then member
+		# MISSING is gone and the logged rounds run degraded
+		timeout 60 "$mfs" mount "${devs[@]}" "$tmp/mnt" || { echo "mount failed"; return 1; }
+		one_round 0 || { abandon "round 0 failed"; return 1; }
+		snapshot "$tmp/mirror" >"$tmp/state.0"
+		timeout 120 "$mfs" umount "$tmp/mnt" || { abandon "umount failed"; return 1; }
+		unset "devs[$((MISSING - 1))]"
+		devs=("${devs[@]}")
+		rm "$tmp/d$MISSING.img"	# (the device registry would find it)
+	fi
 	for i in $(seq 1 "$ndev"); do
-		cp --sparse=always "$tmp/d$i.img" "$tmp/b$i.img"
+		[ "$i" = "${MISSING:-}" ] || cp --sparse=always "$tmp/d$i.img" "$tmp/b$i.img"
 	done
 	# no timer commits: the fsyncs (and the unmount) decide the durable states
-	MFS_WRITE_LOG=$tmp/log timeout 60 "$mfs" mount -o commit=86400 "${devs[@]}" "$tmp/mnt" ||
-		{ echo "mount failed"; return 1; }
+	MFS_WRITE_LOG=$tmp/log timeout 60 "$mfs" mount -o commit=86400${MISSING:+,degraded} \
+		"${devs[@]}" "$tmp/mnt" || { echo "mount failed"; return 1; }
 	before=$(log_count) || { abandon "cannot read the log"; return 1; }
 	echo "0 $before $before" | awk '{ print $1, $2, $4, $3, $5 }' >>"$tmp/rounds"
-	RANDOM=$seed
 	for r in $(seq 1 "$ROUNDS"); do
 		one_round "$r" || { abandon "round $r failed"; return 1; }
 		durable_point "$r" || { abandon "fsync of round $r failed"; return 1; }
