@@ -79,6 +79,12 @@ log_count() {
 	[ -n "$c" ] && echo "$c" | awk '{ print $2, $6 }'
 }
 
+# Whether devid I is one of MISSING.
+is_missing() {	# is_missing I
+	case " ${MISSING:-} " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
 # Mount IMAGE... at $tmp/vmnt with OPTIONS and require there the tree of
 # the snapshot file EXPECTED. Prints why not.
 mounted_tree_is() {	# mounted_tree_is WHAT OPTIONS EXPECTED IMAGE...
@@ -208,7 +214,8 @@ abandon() {	# abandon WHY
 }
 
 # Mount with the write log, run the rounds, unmount. Globals: devs (the
-# members mounted); MISSING, if set, a devid absent from the logged mount.
+# members mounted); MISSING, if set, the devids (space-separated) absent
+# from the logged mount.
 run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 	local seed=$1 ndev=$2 r i before
 	shift 2
@@ -225,17 +232,19 @@ run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 	RANDOM=$seed
 	if [ -n "${MISSING:-}" ]; then
 		# round 0 fills chunks striped over every member; then member
-		# MISSING is gone and the logged rounds run degraded
+		# the members MISSING are gone and the logged rounds run degraded
 		timeout 60 "$mfs" mount "${devs[@]}" "$tmp/mnt" || { echo "mount failed"; return 1; }
 		one_round 0 || { abandon "round 0 failed"; return 1; }
 		snapshot "$tmp/mirror" >"$tmp/state.0"
 		timeout 120 "$mfs" umount "$tmp/mnt" || { abandon "umount failed"; return 1; }
-		unset "devs[$((MISSING - 1))]"
+		for i in $MISSING; do
+			unset "devs[$((i - 1))]"
+			rm "$tmp/d$i.img"	# (the device registry would find it)
+		done
 		devs=("${devs[@]}")
-		rm "$tmp/d$MISSING.img"	# (the device registry would find it)
 	fi
 	for i in $(seq 1 "$ndev"); do
-		[ "$i" = "${MISSING:-}" ] || cp --sparse=always "$tmp/d$i.img" "$tmp/b$i.img"
+		is_missing "$i" || cp --sparse=always "$tmp/d$i.img" "$tmp/b$i.img"
 	done
 	# no timer commits: the fsyncs (and the unmount) decide the durable states
 	MFS_WRITE_LOG=$tmp/log timeout 60 "$mfs" mount -o commit=86400${MISSING:+,degraded} \
