@@ -514,5 +514,9 @@ int main(int argc, char **argv)
 	for (d = 0; d < ndevs; d++)
 		if (devs[d].fd >= 0 && close(devs[d].fd) < 0)
 			die("cannot write %s", devs[d].target);
+	for (d = 0; d < nmaps; d++)
+		free(orig[d]);
+	free(orig);
+	free(target);
 	return 0;
 }
