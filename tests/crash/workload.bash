@@ -239,7 +239,8 @@ run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 		timeout 120 "$mfs" umount "$tmp/mnt" || { abandon "umount failed"; return 1; }
 		for i in $MISSING; do
 			unset "devs[$((i - 1))]"
-			rm "$tmp/d$i.img"	# (the device registry would find it)
+			# (out of the device registry's sight: it would find it)
+			mv "$tmp/d$i.img" "$tmp/gone$i.img"
 		done
 		devs=("${devs[@]}")
 	fi
