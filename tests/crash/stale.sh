@@ -6,7 +6,11 @@
 # Mounted read-only, the files must be exactly the final state (the stale
 # member is never what is served); the first read-write mount catches it
 # up; afterwards `mfs check --check-data-csum` is clean and the files are
-# still the final state. One TAP line per configuration; every engine run
+# still the final state. The first stale state of each configuration (the
+# first four in full mode) is caught up with its writes logged, and the
+# catch-up is cut short at the crash points of that log: each state must
+# hold the final files, read-only and read-write, and check clean after
+# (verify_catchup_crashes). One TAP line per configuration; every engine run
 # has a time limit. Full mode (lib.bash) puts a member back at every
 # crash point but the last, sampled mode at the first, the one before the
 # last, one in each commit's stretch of the log and more drawn at random
@@ -40,6 +44,10 @@ verify_stale() {	# verify_stale S K COUNT NDEV
 	maps[$((2 * s - 1))]="$tmp/d$s.img=$tmp/c$s.img"
 	"$replay" "$tmp/log" "${maps[@]}" --upto "$k" || { echo "crash point $k: replay failed"; return 1; }
 	check_final "devid $s stale at crash point $k of $count, read-only" ro || return 1
+	if [ "$catchups" -gt 0 ]; then
+		catchups=$((catchups - 1))
+		verify_catchup_crashes "devid $s stale at crash point $k of $count" "$ndev" || return 1
+	fi
 	check_final "devid $s stale at crash point $k of $count, read-write" rw || return 1
 	if ! out=$(timeout 120 "$mfs" check --check-data-csum "${cur[@]}" 2>&1); then
 		echo "devid $s stale at crash point $k of $count: mfs check is not clean after the catch-up"
@@ -47,6 +55,56 @@ verify_stale() {	# verify_stale S K COUNT NDEV
 		return 1
 	fi
 	check_final "devid $s stale at crash point $k of $count, after the catch-up" ro
+}
+
+# The catch-up itself cut short: the stale state (cur) mounted read-write
+# with its writes logged - the catch-up, then the commits of the mount and
+# the unmount - and that log's crash points (all in full mode, a sample
+# otherwise, each also with writes in flight reordered) replayed onto the
+# stale state. At each the files must be the final ones read-only and
+# read-write (that mount catches up what is left), and the check clean.
+verify_catchup_crashes() {	# verify_catchup_crashes WHAT NDEV
+	local what=$1 ndev=$2 i k r count out maps=() imgs=()
+	local points=$LOG_POINTS commits=$LOG_COMMITS unflushed=$LOG_UNFLUSHED supers=$LOG_SUPERS
+	for i in $(seq 1 "$ndev"); do
+		cp --sparse=always "$tmp/c$i.img" "$tmp/p$i.img"
+		maps+=(--map "$tmp/c$i.img=$tmp/q$i.img")
+		imgs+=("$tmp/q$i.img")
+	done
+	rm -f "$tmp/clog"
+	if ! MFS_WRITE_LOG=$tmp/clog timeout 120 "$mfs" mount "${cur[@]}" "$tmp/vmnt" 2>"$tmp/mount.err"; then
+		echo "$what: the logged read-write mount failed: $(head -1 "$tmp/mount.err")"
+		return 1
+	fi
+	timeout 120 "$mfs" umount "$tmp/vmnt" || { echo "$what: umount failed"; return 1; }
+	log_stats "$tmp/clog" || { echo "$what: replay --stats of the catch-up failed"; return 1; }
+	count=$LOG_POINTS
+	for k in $(choose_points "$count" "$CATCHUP_POINTS" "$what"); do
+		for r in $(seq 0 "$CATCHUP_REORDERS"); do
+			for i in $(seq 1 "$ndev"); do
+				cp --sparse=always "$tmp/p$i.img" "$tmp/q$i.img"
+			done
+			"$replay" "$tmp/clog" "${maps[@]}" --upto "$k" ||
+				{ echo "$what, catch-up crash point $k: replay failed"; return 1; }
+			if [ "$r" -gt 0 ] && ! "$replay" "$tmp/clog" "${maps[@]}" --from "$k" --upto "$k" \
+					--reorder "$(reorder_seed "$what" "$k" "$r")"; then
+				echo "$what, catch-up crash point $k: replay --reorder failed"
+				return 1
+			fi
+			state_replayed
+			mounted_tree_is "$what, catch-up crash point $k of $count (reordering $r), read-only" \
+				ro "$tmp/state.final" "${imgs[@]}" || return 1
+			mounted_tree_is "$what, catch-up crash point $k of $count (reordering $r), read-write" \
+				rw "$tmp/state.final" "${imgs[@]}" || return 1
+			if ! out=$(timeout 120 "$mfs" check --check-data-csum "${imgs[@]}" 2>&1); then
+				echo "$what, catch-up crash point $k of $count (reordering $r): mfs check is not clean after"
+				echo "$out" | sed 's/^/# /' | head -20 >&2
+				return 1
+			fi
+		done
+	done
+	# (the workload's log figures again, for the caller)
+	LOG_POINTS=$points LOG_COMMITS=$commits LOG_UNFLUSHED=$unflushed LOG_SUPERS=$supers
 }
 
 run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
@@ -75,11 +133,13 @@ run_config() {	# run_config NAME SEED NDEV MKFS-OPTIONS...
 	# (not the last point: a member as it is there is not stale)
 	points=$(choose_points $((count - 1)) "$POINTS" "$name")
 	RANDOM=$seed
+	catchups=$CATCHUP_STATES
 	for k in $points; do
 		s=$((1 + RANDOM % ndev))
 		n=$((n + 1))
 		state_replayed
-		if ! why=$(verify_stale "$s" "$k" "$count" "$ndev"); then
+		if ! verify_stale "$s" "$k" "$count" "$ndev" >"$tmp/why"; then
+			why=$(cat "$tmp/why")
 			why=${why:-"devid $s stale at crash point $k: verification failed"}
 			break
 		fi
@@ -101,6 +161,14 @@ if [ ! -x "$replay" ] || [ ! -x "$mfs" ]; then
 fi
 
 REORDERS=0	# a stale member is a durable state: nothing in flight
+# the catch-up cut short: for how many stale states per configuration, at
+# how many of its crash points (full mode: all), with how many reorderings
+if [ "$CRASH_MODE" = full ]; then
+	CATCHUP_STATES=${MFS_CRASH_CATCHUP_STATES:-4} CATCHUP_REORDERS=${MFS_CRASH_REORDERS:-4}
+else
+	CATCHUP_STATES=${MFS_CRASH_CATCHUP_STATES:-1} CATCHUP_REORDERS=${MFS_CRASH_REORDERS:-1}
+fi
+CATCHUP_POINTS=${MFS_CRASH_CATCHUP_POINTS:-6}
 crash_mode_banner stale.sh
 run_config "stale member, -d raid1 -m raid1, 2 devices" 31 2 -d raid1 -m raid1
 run_config "stale member, -d raid5 -m raid1, 3 devices" 32 3 -d raid5 -m raid1
