@@ -300,26 +300,45 @@ static int range_verifies(struct mfs_fs_info *fs, const struct mfs_range *r, con
 	return ret;
 }
 
+/* Whether what is used of [start, +len) verifies in buf, its bytes (range_verifies). */
+static int span_verifies(struct catchup *c, const u8 *buf, u64 start, u64 len)
+{
+	int lo = 0, hi = c->nranges, ret = 0;
+
+	while (lo < hi) {	/* the first range that ends past start */
+		int mid = lo + (hi - lo) / 2;
+
+		if (c->ranges[mid].start + c->ranges[mid].len <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; !ret && lo < c->nranges && c->ranges[lo].start < start + len; lo++)
+		ret = range_verifies(c->fs, &c->ranges[lo], buf, start, start + len);
+	return ret;
+}
+
 /*
  * raid5/6: a row that has a column on a device that is gone, beside the
  * stale device's, so the parity cannot say whether the stale column is
  * current; the checksums can (see row_whole_as_is for why a member that
- * is behind may well hold everything). The gone columns are rebuilt from the
- * others as they are (the stale device's included) and everything used
- * in the row is verified: 0 when it all does (the row stands as it is,
- * whether the device's column is data or parity - parity that rebuilds
- * nothing used cannot matter), -EIO when something does not (a column
- * the device missed holds old bytes: its data does not verify, nor does
- * what its old parity rebuilds) or more columns are gone than the parity
- * covers.
+ * is behind may well hold everything). The gone columns are rebuilt from
+ * the others as they are (the stale device's included) and what the
+ * device's column answers for is verified - its own data, and the data
+ * of the gone columns: 0 when all that is used there does (the row stands
+ * as it is, whether the device's column is data or parity - parity that
+ * rebuilds nothing used cannot matter), -EIO when something does not (a
+ * column the device missed holds old bytes: its data does not verify, nor
+ * does what its old parity rebuilds) or more columns are gone than the
+ * parity covers.
  */
 static int row_verifies_as_is(struct catchup *c, const struct mfs_chunk_map *map, u64 row)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	int n = map->num_stripes, ndata = n - a->nparity, col, nlost = 0, lo, hi, ret;
+	int n = map->num_stripes, ndata = n - a->nparity, col, nlost = 0, ret;
 	int lost[2];	/* at most nparity */
 	u64 slen = map->stripe_len, start = map->logical + row * ndata * slen;
-	u64 end = start + ndata * slen;
+	bool judged[n];
 	void *blocks[n];
 	u8 *tmp;
 
@@ -333,6 +352,8 @@ static int row_verifies_as_is(struct catchup *c, const struct mfs_chunk_map *map
 		const struct mfs_map_stripe *s = &map->stripes[(col + row % n) % n];
 
 		blocks[col] = tmp + (size_t)col * slen;
+		/* what the device's column says: its data, and what it rebuilds */
+		judged[col] = s->dev == c->dev || !mfs_dev_usable(s->dev);
 		if (mfs_dev_usable(s->dev))
 			ret = mfs_io_read(s->dev->io, blocks[col], slen, s->physical + row * slen);
 		else if (nlost < a->nparity)
@@ -342,17 +363,10 @@ static int row_verifies_as_is(struct catchup *c, const struct mfs_chunk_map *map
 	}
 	if (!ret && nlost)
 		ret = mfs_raid56_rebuild(ndata, a->nparity, slen, blocks, nlost, lost);
-	/* the data columns lie in tmp in logical order: the ranges in the row */
-	for (lo = 0, hi = c->nranges; lo < hi;) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (c->ranges[mid].start + c->ranges[mid].len <= start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; !ret && lo < c->nranges && c->ranges[lo].start < end; lo++)
-		ret = range_verifies(c->fs, &c->ranges[lo], tmp, start, end);
+	/* (a bad sector on another member's column is not this device's to answer for) */
+	for (col = 0; col < ndata && !ret; col++)
+		if (judged[col])
+			ret = span_verifies(c, blocks[col], start + col * slen, slen);
 	free(tmp);
 	return ret;
 }
@@ -399,6 +413,61 @@ static int row_whole_as_is(const struct mfs_chunk_map *map, u64 row)
 		ret = -EIO;
 out:
 	free(stored);
+	free(tmp);
+	return ret;
+}
+
+/*
+ * The device's column of a row is parity, computed anew from the data
+ * columns in blocks (the others' parity too). Parity computed from a
+ * data sector that went bad on its device would make the bad bytes the
+ * only ones left: when a data column does not verify, the device's own
+ * parity is tried on it first (the member may be behind in its superblock
+ * alone, its parity current). 1: the device's parity rebuilds the bad
+ * column's used data so that it verifies - keep it (the bad copy is the
+ * scrub's to repair); 0: write the computed parity; -errno.
+ */
+static int parity_is_current(struct catchup *c, const struct mfs_chunk_map *map, u64 row,
+			     void **blocks, int failed, u64 physical)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, col, bad = -1, lost[2], nlost = 0;
+	u64 slen = map->stripe_len, start = map->logical + row * ndata * slen;
+	void *mine[n];
+	u8 *tmp;
+	int ret = chunk_ranges(c, map);
+
+	for (col = 0; !ret && col < ndata; col++) {
+		int v = span_verifies(c, blocks[col], start + col * slen, slen);
+
+		if (v == -EIO && bad < 0)
+			bad = col;
+		else if (v == -EIO)
+			return 0;	/* two bad: beyond what one parity can tell */
+		else if (v)
+			ret = v;
+	}
+	if (ret || bad < 0)
+		return ret;
+	tmp = malloc((size_t)n * slen);
+	if (!tmp)
+		return -ENOMEM;
+	/* the device's parity as it is, the bad column (and any other parity) rebuilt from it */
+	for (col = 0; col < n; col++) {
+		mine[col] = tmp + (size_t)col * slen;
+		if (col == failed)
+			ret = mfs_io_read(c->dev->io, mine[col], slen, physical) ? -EIO : ret;
+		else
+			memcpy(mine[col], blocks[col], slen);
+		if (col == bad || (col >= ndata && col != failed))
+			lost[nlost++] = col;
+	}
+	if (!ret)
+		ret = mfs_raid56_rebuild(ndata, a->nparity, slen, mine, nlost, lost);
+	if (!ret)
+		ret = span_verifies(c, mine[bad], start + bad * slen, slen) ? 0 : 1;
+	else if (ret == -EIO)
+		ret = 0;
 	free(tmp);
 	return ret;
 }
@@ -454,8 +523,15 @@ static int rebuild_row(struct catchup *c, const struct mfs_chunk_map *map, u64 r
 			choose_sectors(c, map->logical + (row * ndata + failed) * slen,
 				       blocks[failed], cur, cur_read, slen);
 			free(cur);
+		} else if (nlost == 1) {
+			ret = parity_is_current(c, map, row, blocks, failed, physical);
+			if (ret == 1) {
+				free(tmp);
+				return 0;
+			}
 		}
-		ret = mfs_io_write(c->dev->io, blocks[failed], slen, physical);
+		if (ret >= 0)
+			ret = mfs_io_write(c->dev->io, blocks[failed], slen, physical);
 	}
 	free(tmp);
 	return ret;

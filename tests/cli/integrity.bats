@@ -129,7 +129,10 @@ stale_member_caught_up() {
 # With a column of every old row gone, its parity cannot judge the stale
 # column; the checksums do, and the member is caught up, not dropped
 # (dropping it lost every chunk that also had a stripe on the missing one).
-@test "degraded raid5: a member whose superblock alone is behind is caught up, not dropped" {
+# torn_degraded_raid5: raid5 on three images, devid 3 gone, files written
+# degraded (sums in $T/sums), devid 1's superblocks put back as they were
+# one commit before the last.
+torn_degraded_raid5() {
 	local o
 
 	make_images 3
@@ -152,10 +155,19 @@ stale_member_caught_up() {
 	for o in 16 16384; do
 		dd if="$T/sb.$o" of="$T/img1" bs=4096 seek=$o count=1 conv=notrunc status=none
 	done
+}
+
+# mount_caught_up: mounted -o degraded, devid 1 is caught up (not dropped)
+mount_caught_up() {
 	run --separate-stderr mfs mount -o degraded "$T/img1" "$T/img2" "$T/mnt" 3>&-
 	echo "$T/mnt" >>"$T/.mfs_mounts"
 	assert_success
 	assert_stderr_regex "^WARNING: device 1 \($T/img1\) was behind \(generation [0-9]+, the filesystem [0-9]+\): caught up"
+}
+
+@test "degraded raid5: a member whose superblock alone is behind is caught up, not dropped" {
+	torn_degraded_raid5
+	mount_caught_up
 	run tree_sums "$T/mnt"
 	assert_output "$(cat "$T/sums")"
 	echo more >"$T/mnt/more"
@@ -170,6 +182,23 @@ stale_member_caught_up() {
 	assert_output more
 	run tree_sums "$T/mnt"
 	assert_output --partial "$(cat "$T/sums")"
+}
+
+@test "degraded raid5: bad sectors on another member do not get the member that is behind dropped" {
+	torn_degraded_raid5
+	# every data column devid 2 holds damaged: what devid 1 answers for
+	# (its own columns, what its parity rebuilds) still verifies
+	run corrupt_copies --what data "$T/img1" 2
+	assert_success
+	assert_output --regexp "damaged devid 2 data_sectors [1-9]"
+	mount_caught_up
+	# the new files have their copy on devid 1 (raid5 on the two present)
+	for f in new1 new2; do
+		run sha256sum "$T/mnt/$f"
+		assert_output "$(grep " ./$f\$" "$T/sums" | cut -d' ' -f1)  $T/mnt/$f"
+	done
+	run mfs umount "$T/mnt"
+	assert_success
 }
 
 @test "copies of the members never mix with the original; change-uuid lets them live beside it" {
