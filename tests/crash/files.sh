@@ -17,9 +17,9 @@
 # holds exactly the final state, and the unmount leaves every write
 # durable. Each state is then mounted read-write (a copy of it: the open
 # catches up a member a torn commit left behind) and must show the same
-# tree and check clean after. Two configurations run their rounds degraded
-# (raid5 with a member gone, raid6 with two, over chunks filled with them
-# there), so the catch-up meets rows with columns missing; their states
+# tree and check clean after. Three configurations run their rounds
+# degraded (raid5 and raid10 with a member gone, raid6 with two, over
+# chunks filled with them there), so the catch-up meets rows with columns missing; their states
 # are then mounted with the gone members back too (caught up from their
 # first round on), the same tree and a clean check required. lib.bash says which points (full or sampled mode). One TAP line
 # per configuration, with the states replayed. Every engine run has a time
@@ -241,6 +241,7 @@ run_config "files -d raid5 -m raid1, 3 devices" 22 3 -d raid5 -m raid1
 # chunks a first round filled on all three; a torn commit leaves a present
 # member a generation behind beside the missing one
 MISSING=3 run_config "files -d raid5 -m raid1, 3 devices, devid 3 missing" 23 3 -d raid5 -m raid1
+MISSING=4 run_config "files -d raid10 -m raid1, 4 devices, devid 4 missing" 25 4 -d raid10 -m raid1
 MISSING="3 4" run_config "files -d raid6 -m raid1c3, 4 devices, devids 3 and 4 missing" 24 4 \
 	-d raid6 -m raid1c3
 crash_summary files.sh
