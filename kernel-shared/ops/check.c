@@ -440,6 +440,12 @@ static void check_block_copies(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl
 		if (mfs_profile(map->type)->nparity && m > 1)
 			where = "rebuilt from parity, data on devid";
 		ret = mfs_read_logical(fs, bytenr, buf, fs->nodesize, m);
+		/*
+		 * a rebuild that needs a missing column says nothing of the
+		 * others; the member is reported missing, once, in phase 1
+		 */
+		if (ret && mfs_profile(map->type)->nparity && m > 1 && mfs_chunk_degraded(map))
+			continue;
 		if (ret)
 			what = strerror(-ret);
 		else
