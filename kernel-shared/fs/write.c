@@ -492,6 +492,20 @@ static int start_write_transaction(struct mfs_fs_info *fs, u64 ino, u64 off, u64
 }
 
 /*
+ * A raid5/6 row that could not be written whole holds data that earlier
+ * writes already pointed their files at (their pieces wait in the row for
+ * it to fill): what the running transaction would commit is not all on
+ * disk, so it is aborted and the filesystem keeps its last commit, as
+ * after a commit whose writes failed. fs->lock held.
+ */
+static void rows_failed(struct mfs_fs_info *fs, int err)
+{
+	if (!fs->fatal_error)
+		fs->fatal_error = err;
+	mfs_abort_transaction(fs);
+}
+
+/*
  * A write of whole sectors (nothing old to merge in): the data goes to
  * disk without fs->lock, so writers of other ranges and readers proceed
  * meanwhile and a single file's parallel writeback runs in parallel.
@@ -502,7 +516,7 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	struct mfs_inode_item ii;
 	struct write_piece *pieces;
 	struct mfs_open_row *full = NULL;
-	int npieces = 0, i, ret;
+	int npieces = 0, i, ret, rows_err = 0;
 	u8 *buf = NULL;
 	u64 done;
 
@@ -529,7 +543,10 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 	ret = mfs_end_transaction_ret(trans, ret);
 	if (ret) {
 		/* rows this write filled may hold other writers' data: they go out */
-		mfs_write_full_rows(fs, full);
+		int err = mfs_write_full_rows(fs, full);
+
+		if (err)
+			rows_failed(fs, err);
 		mfs_release_full_rows(fs, full);
 		goto undo;
 	}
@@ -543,15 +560,15 @@ static int write_sectors(struct mfs_fs_info *fs, u64 ino, u64 off, u64 len, cons
 			ret = mfs_write_logical_unlocked(fs, pieces[i].bytenr, buf + done,
 							 pieces[i].len);
 	}
-	if (full) {
-		int err = mfs_write_full_rows(fs, full);
-
-		if (!ret)
-			ret = err;
-	}
+	if (full)
+		rows_err = mfs_write_full_rows(fs, full);
+	if (!ret)
+		ret = rows_err;
 
 	pthread_rwlock_unlock(&fs->map_lock);
 	pthread_mutex_lock(&fs->lock);
+	if (rows_err)
+		rows_failed(fs, rows_err);
 	mfs_release_full_rows(fs, full);
 	if (ret)
 		goto undo;
