@@ -449,17 +449,21 @@ static int parity_is_current(struct catchup *c, const struct mfs_chunk_map *map,
 	}
 	if (ret || bad < 0)
 		return ret;
-	tmp = malloc((size_t)n * slen);
+	/*
+	 * the device's parity as it is, the bad column (and any other
+	 * parity) rebuilt from it into buffers of their own: blocks keeps
+	 * the computed parity for the write; the rest is only read
+	 */
+	tmp = malloc((size_t)(a->nparity + 1) * slen);
 	if (!tmp)
 		return -ENOMEM;
-	/* the device's parity as it is, the bad column (and any other parity) rebuilt from it */
 	for (col = 0; col < n; col++) {
-		mine[col] = tmp + (size_t)col * slen;
+		mine[col] = blocks[col];
+		if (col == failed || col == bad || col >= ndata)
+			mine[col] = tmp + (size_t)(col == failed ? 0 : 1 + nlost) * slen;
 		if (col == failed)
 			ret = mfs_io_read(c->dev->io, mine[col], slen, physical) ? -EIO : ret;
-		else
-			memcpy(mine[col], blocks[col], slen);
-		if (col == bad || (col >= ndata && col != failed))
+		else if (col == bad || col >= ndata)
 			lost[nlost++] = col;
 	}
 	if (!ret)
