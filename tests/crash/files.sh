@@ -19,9 +19,10 @@
 # catches up a member a torn commit left behind) and must show the same
 # tree and check clean after. Three configurations run their rounds
 # degraded (raid5 and raid10 with a member gone, raid6 with two, over
-# chunks filled with them there), so the catch-up meets rows with columns missing; their states
-# are then mounted with the gone members back too (caught up from their
-# first round on), the same tree and a clean check required. lib.bash says which points (full or sampled mode). One TAP line
+# chunks filled with them there), so the catch-up meets rows with columns
+# missing; their states are then mounted with the gone members back too
+# (caught up from their first round on), the same tree and a clean check
+# required. lib.bash says which points (full or sampled mode). One TAP line
 # per configuration, with the states replayed. Every engine run has a time
 # limit.
 set -u
@@ -122,8 +123,7 @@ check_images() {	# check_images WHAT IMAGE...
 	shift
 	out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1) || rc=$?
 	[ $rc -eq 0 ] && return 0
-	if [ -n "${MISSING:-}" ] && [ $rc -ne 124 ] && ! echo "$out" | grep '^ERROR' |
-		grep -vqE "^ERROR: device (${MISSING// /|}) is missing\$"; then
+	if [ -n "${MISSING:-}" ] && [ $rc -ne 124 ] && only_missing_named "$out" "${MISSING// /|}"; then
 		return 0
 	fi
 	echo "$what: mfs check --check-data-csum is not clean (exit status $rc)"

@@ -180,6 +180,12 @@ too_few_states() {	# too_few_states N MIN
 	fi
 }
 
+# Whether the only errors mfs check printed (OUT) name members missing,
+# devids matching the regex DEVIDS: a degraded filesystem's clean check.
+only_missing_named() {	# only_missing_named OUT DEVIDS
+	! grep '^ERROR' <<<"$1" | grep -vqE "^ERROR: device ($2) is missing\$"
+}
+
 # The seed of reordering R at point K of configuration KEY.
 reorder_seed() {	# reorder_seed KEY K R
 	echo $(( $(cksum <<<"$1 $CRASH_SEED" | cut -d' ' -f1) * 1000003 + $2 * 1000 + $3 ))

@@ -31,9 +31,19 @@ check_final() {	# check_final WHAT OPTIONS
 	mounted_tree_is "$1" "$2" "$tmp/state.final" "${cur[@]}"
 }
 
+# mfs check --check-data-csum of IMAGE... clean; else WHY and its output.
+check_clean() {	# check_clean WHY IMAGE...
+	local why=$1 out
+	shift
+	out=$(timeout 120 "$mfs" check --check-data-csum "$@" 2>&1) && return 0
+	echo "$why"
+	echo "$out" | sed 's/^/# /' | head -20 >&2
+	return 1
+}
+
 # Member S as it was at crash point K, the others final; caught up at mount.
 verify_stale() {	# verify_stale S K COUNT NDEV
-	local s=$1 k=$2 count=$3 ndev=$4 i out maps=()
+	local s=$1 k=$2 count=$3 ndev=$4 i maps=()
 	cur=()
 	for i in $(seq 1 "$ndev"); do
 		cp --sparse=always "$tmp/w$i.img" "$tmp/c$i.img"
@@ -49,11 +59,8 @@ verify_stale() {	# verify_stale S K COUNT NDEV
 		verify_catchup_crashes "devid $s stale at crash point $k of $count" "$ndev" || return 1
 	fi
 	check_final "devid $s stale at crash point $k of $count, read-write" rw || return 1
-	if ! out=$(timeout 120 "$mfs" check --check-data-csum "${cur[@]}" 2>&1); then
-		echo "devid $s stale at crash point $k of $count: mfs check is not clean after the catch-up"
-		echo "$out" | sed 's/^/# /' | head -20 >&2
-		return 1
-	fi
+	check_clean "devid $s stale at crash point $k of $count: mfs check is not clean after the catch-up" \
+		"${cur[@]}" || return 1
 	check_final "devid $s stale at crash point $k of $count, after the catch-up" ro
 }
 
@@ -64,7 +71,7 @@ verify_stale() {	# verify_stale S K COUNT NDEV
 # stale state. At each the files must be the final ones read-only and
 # read-write (that mount catches up what is left), and the check clean.
 verify_catchup_crashes() {	# verify_catchup_crashes WHAT NDEV
-	local what=$1 ndev=$2 i k r count out maps=() imgs=()
+	local what=$1 ndev=$2 i k r count maps=() imgs=()
 	local points=$LOG_POINTS commits=$LOG_COMMITS unflushed=$LOG_UNFLUSHED supers=$LOG_SUPERS
 	for i in $(seq 1 "$ndev"); do
 		cp --sparse=always "$tmp/c$i.img" "$tmp/p$i.img"
@@ -96,11 +103,8 @@ verify_catchup_crashes() {	# verify_catchup_crashes WHAT NDEV
 				ro "$tmp/state.final" "${imgs[@]}" || return 1
 			mounted_tree_is "$what, catch-up crash point $k of $count (reordering $r), read-write" \
 				rw "$tmp/state.final" "${imgs[@]}" || return 1
-			if ! out=$(timeout 120 "$mfs" check --check-data-csum "${imgs[@]}" 2>&1); then
-				echo "$what, catch-up crash point $k of $count (reordering $r): mfs check is not clean after"
-				echo "$out" | sed 's/^/# /' | head -20 >&2
-				return 1
-			fi
+			check_clean "$what, catch-up crash point $k of $count (reordering $r): mfs check is not clean after" \
+				"${imgs[@]}" || return 1
 		done
 	done
 	# (the workload's log figures again, for the caller)

@@ -231,8 +231,8 @@ run_workload() {	# run_workload SEED NDEV MKFS-OPTIONS...
 	timeout 60 "$mkfs" -q -f -K "$@" "${devs[@]}" || { echo "mkfs.mfs failed"; return 1; }
 	RANDOM=$seed
 	if [ -n "${MISSING:-}" ]; then
-		# round 0 fills chunks striped over every member; then member
-		# the members MISSING are gone and the logged rounds run degraded
+		# round 0 fills chunks striped over every member; then the
+		# members MISSING are gone and the logged rounds run degraded
 		timeout 60 "$mfs" mount "${devs[@]}" "$tmp/mnt" || { echo "mount failed"; return 1; }
 		one_round 0 || { abandon "round 0 failed"; return 1; }
 		snapshot "$tmp/mirror" >"$tmp/state.0"

@@ -305,8 +305,7 @@ check_images() {
 	local rc=0
 	out=$(timeout 120 "$mfs" check --check-data-csum "${imgs[@]}" 2>&1) || rc=$?
 	[ $rc -eq 0 ] && return 0
-	[ -n "${GONE:-}" ] && [ $rc -ne 124 ] &&
-		! echo "$out" | grep '^ERROR' | grep -vqE "^ERROR: device [0-9]+ is missing\$"
+	[ -n "${GONE:-}" ] && [ $rc -ne 124 ] && only_missing_named "$out" "[0-9]+"
 }
 
 # After a faulted run: resume, catch up, check, layout, files. Prints why
