@@ -264,6 +264,10 @@ static void explain_open_error(const char *path, int ret, const struct mfs_open_
 	case -EOPNOTSUPP:
 		error("filesystem on %s uses features this version does not support", path);
 		break;
+	case -ELIBACC:
+		error("filesystem on %s uses a checksum (sha256 or blake2) that needs OpenSSL's libcrypto (libcrypto.so.3), which cannot be loaded",
+		      path);
+		break;
 	default:
 		error("cannot open filesystem on %s: %s", path, strerror(-ret));
 	}

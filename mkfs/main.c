@@ -362,13 +362,21 @@ static int parse_value_option(int c, const char *arg, struct mkfs_opts *o)
 			return -EINVAL;
 		}
 		return 0;
-	case OPT_CSUM:
+	case OPT_CSUM: {
+		u8 sum[MFS_CSUM_SIZE];
+
 		o->csum_type = mfs_csum_parse(arg);
 		if (o->csum_type < 0) {
 			error("unknown checksum type %s (valid: crc32c, xxhash, sha256, blake2)", arg);
 			return -EINVAL;
 		}
+		if (mfs_csum_compute(o->csum_type, "", 0, sum) == -ELIBACC) {
+			error("checksum %s needs OpenSSL's libcrypto (libcrypto.so.3), which cannot be loaded",
+			      mfs_csum_name(o->csum_type));
+			return -ELIBACC;
+		}
 		return 0;
+	}
 	}
 	return -ENOENT;
 }

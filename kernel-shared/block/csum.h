@@ -18,6 +18,10 @@ enum mfs_csum_type {
 int mfs_csum_size(int type);
 const char *mfs_csum_name(int type);
 int mfs_csum_parse(const char *name);
+/*
+ * 0, -EINVAL (no such type), -ELIBACC (sha256 and blake2b: libcrypto
+ * cannot be loaded) or -ENOMEM; out is zeroed on failure.
+ */
 int mfs_csum_compute(int type, const void *data, size_t len,
 		     u8 out[MFS_CSUM_SIZE]);
 

@@ -140,12 +140,15 @@ int mfs_make_fs(struct mfs_mkfs_params *p)
 	struct mfs_trans_handle *trans;
 	struct mfs_block_group *bg;
 	static const u8 zero_fsid[MFS_FSID_SIZE];
+	u8 sum[MFS_CSUM_SIZE];
 	int i, ret;
 
 	if (p->npaths < 1 || p->npaths > (int)ARRAY_SIZE(p->dev_size))
 		return -EINVAL;
-	if (mfs_csum_size(p->csum_type) < 0)
-		return -EINVAL;
+	/* a checksum whose library cannot be loaded: -ELIBACC before anything is written */
+	ret = mfs_csum_compute(p->csum_type, "", 0, sum);
+	if (ret)
+		return ret;
 	fs = mfs_alloc_fs_info();
 	if (!fs)
 		return -ENOMEM;

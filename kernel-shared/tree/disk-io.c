@@ -38,13 +38,16 @@ int mfs_check_super(const struct mfs_super_block *sb, u64 bytenr)
 	int csum_type = le16_to_cpu(sb->csum_type);
 	u32 nodesize = le32_to_cpu(sb->nodesize);
 	u32 sectorsize = le32_to_cpu(sb->sectorsize);
+	int ret;
 
 	if (le64_to_cpu(sb->magic) != MFS_MAGIC)
 		return -ENOENT;
 	if (mfs_csum_size(csum_type) < 0)
 		return -EUCLEAN;
-	mfs_csum_compute(csum_type, (const u8 *)sb + MFS_CSUM_FIELD_SIZE,
-			 MFS_SUPER_INFO_SIZE - MFS_CSUM_FIELD_SIZE, out);
+	ret = mfs_csum_compute(csum_type, (const u8 *)sb + MFS_CSUM_FIELD_SIZE,
+			       MFS_SUPER_INFO_SIZE - MFS_CSUM_FIELD_SIZE, out);
+	if (ret == -ELIBACC)
+		return ret;	/* an algorithm whose library cannot be loaded */
 	if (memcmp(out, sb->csum, MFS_CSUM_FIELD_SIZE))
 		return -EUCLEAN;
 	if (le64_to_cpu(sb->bytenr) != bytenr)
@@ -126,7 +129,7 @@ enum mfs_sb_copy_state mfs_super_copy_state(struct mfs_fs_info *fs, struct mfs_d
 int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirror)
 {
 	struct mfs_super_block tmp;
-	int i, best = -1, seen_mfs = 0, ret;
+	int i, best = -1, seen_mfs = 0, unusable = 0, ret;
 	u64 best_gen = 0;
 
 	for (i = 0; i < MFS_SUPER_MIRROR_MAX; i++) {
@@ -134,6 +137,9 @@ int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirro
 		if (ret == -ENOENT)
 			continue;
 		seen_mfs = 1;
+		/* sound, but of features or a checksum this build cannot handle */
+		if (ret == -EOPNOTSUPP || ret == -ELIBACC)
+			unusable = ret;
 		if (ret)
 			continue;
 		if (best < 0 || le64_to_cpu(tmp.generation) > best_gen) {
@@ -143,7 +149,7 @@ int mfs_read_super(struct mfs_io_dev *io, struct mfs_super_block *sb, int *mirro
 		}
 	}
 	if (best < 0)
-		return seen_mfs ? -EUCLEAN : -ENOENT;
+		return unusable ? unusable : seen_mfs ? -EUCLEAN : -ENOENT;
 	if (mirror)
 		*mirror = best;
 	return 0;

@@ -327,6 +327,81 @@ min_devs() {
 	assert_no_registry
 }
 
+# run_without_libcrypto CMD...: CMD with libcrypto.so.3 unloadable (a mount
+# namespace of its own, /dev/null bound over the library)
+run_without_libcrypto() {
+	run unshare -m sh -c 'mount --bind /dev/null "$0" && exec "$@"' "$crypto_lib" "$@"
+}
+
+@test "mkfs: sha256 and blake2 load libcrypto when used; without it mkfs and open refuse" {
+	crypto_lib=$(ldconfig -p | awk '$1 == "libcrypto.so.3" { print $NF; exit }')
+	[ -n "$crypto_lib" ] || skip "libcrypto.so.3 is not installed"
+	make_images 2
+	run mkfs.mfs -q -f --csum sha256 "$T/img1"
+	assert_success
+	# the default needs no libcrypto: mkfs, mount and check go on without it
+	run_without_libcrypto mkfs.mfs -q -f "$T/img2"
+	assert_success
+	run_without_libcrypto mfs check "$T/img2"
+	assert_success
+	seed_image "$T/img2"
+	fp=$(fingerprint "$T/img2")
+	run_without_libcrypto mkfs.mfs -f --csum blake2 "$T/img2"
+	assert_failure 1
+	assert_output "ERROR: checksum blake2b needs OpenSSL's libcrypto (libcrypto.so.3), which cannot be loaded"
+	assert_untouched "$T/img2" "$fp"
+	# a sha256 filesystem is not taken for a damaged one
+	run_without_libcrypto mfs check "$T/img1"
+	assert_failure 1
+	assert_output --partial "ERROR: filesystem on $T/img1 uses a checksum (sha256 or blake2) that needs OpenSSL's libcrypto"
+	refute_output --partial "damaged"
+	run mfs check "$T/img1"
+	assert_success
+}
+
+# set_unknown_incompat IMG: incompat bit 62 in each superblock copy of IMG
+# that is there, its crc32c checksum recomputed (a future version's feature)
+set_unknown_incompat() {
+	python3 - "$1" <<-'PY'
+		import os, struct, sys
+		t = []
+		for n in range(256):
+		    c = n
+		    for _ in range(8):
+		        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+		    t.append(c)
+		def crc32c(b):
+		    c = 0xFFFFFFFF
+		    for x in b:
+		        c = t[(c ^ x) & 0xFF] ^ (c >> 8)
+		    return c ^ 0xFFFFFFFF
+		fd = os.open(sys.argv[1], os.O_RDWR)
+		for off in (65536, 67108864):
+		    sb = bytearray(os.pread(fd, 4096, off))
+		    if len(sb) < 4096 or sb[64:72] != b"_MFS_v1!":
+		        continue
+		    flags = struct.unpack_from("<Q", sb, 128)[0] | (1 << 62)
+		    struct.pack_into("<Q", sb, 128, flags)
+		    struct.pack_into("<I", sb, 0, crc32c(bytes(sb[32:])))
+		    os.pwrite(fd, bytes(sb), off)
+		os.close(fd)
+	PY
+}
+
+@test "open: a superblock with a feature bit this version does not know is refused as such, not as damage" {
+	make_images 1
+	mkfs.mfs -q -f "$T/img1"
+	set_unknown_incompat "$T/img1"
+	run mfs check "$T/img1"
+	assert_failure 1
+	assert_output --partial "ERROR: filesystem on $T/img1 uses features this version does not support"
+	refute_output --partial "damaged"
+	mkdir -p "$T/mnt"
+	run mfs mount "$T/img1" "$T/mnt" 3>&-
+	assert_failure
+	assert_output --partial "uses features this version does not support"
+}
+
 @test "mkfs: -O list-all lists the features; an unknown feature is refused" {
 	run --separate-stderr mkfs.mfs -O list-all
 	assert_success
