@@ -490,6 +490,9 @@ static int walk_tree(struct mfs_fs_info *fs, struct mfs_check_ctl *ctl, u64 owne
 	mfs_check_progress(ctl, fs->nodesize);
 	n = eb_nritems(eb);
 	if (level > 0) {
+		/* every copy of the children asked for at once: the walk finds them read */
+		for (i = 0; i < n; i++)
+			mfs_readahead_logical(fs, node_blockptr(eb, i), fs->nodesize, true);
 		for (i = 0; i < n; i++) {
 			node_key(eb, i, &key);
 			ret = walk_tree(fs, ctl, owner, node_blockptr(eb, i), level - 1,

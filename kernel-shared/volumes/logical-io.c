@@ -856,6 +856,22 @@ static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 	return read_mirror(map, &io, logical, buf, len, mirror);
 }
 
+void mfs_readahead_logical(struct mfs_fs_info *fs, u64 logical, u64 len, bool every_copy)
+{
+	struct mfs_chunk_map *map = mfs_find_chunk(fs, logical);
+	struct mfs_io_map io;
+	int c;
+
+	if (!map || mfs_map_block(map, logical, &io))
+		return;
+	for (c = 0; c < (every_copy ? io.ncopies : 1); c++) {
+		struct mfs_device *dev = map->stripes[io.stripe[c]].dev;
+
+		if (mfs_dev_usable(dev))
+			mfs_io_readahead(dev->io, io.physical[c], min_t(u64, len, io.length));
+	}
+}
+
 int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror)
 {
 	u8 *p = buf;

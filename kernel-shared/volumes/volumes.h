@@ -94,6 +94,13 @@ void mfs_unplace_chunk(struct mfs_fs_info *fs, struct mfs_chunk_map *map);
  */
 #define MFS_MIRROR_PREFERRED (-1)
 int mfs_read_logical(struct mfs_fs_info *fs, u64 logical, void *buf, u32 len, int mirror);
+/*
+ * Start reading the copies of [logical, +len) (within one stripe unit)
+ * into the page cache without waiting: every mirror when every_copy, else
+ * the first; raid5/6 the data column. A hint: a walk asks for a node's
+ * children before it reads them one by one.
+ */
+void mfs_readahead_logical(struct mfs_fs_info *fs, u64 logical, u64 len, bool every_copy);
 int mfs_write_logical(struct mfs_fs_info *fs, u64 logical, const void *buf, u32 len);
 /*
  * The same without fs->lock, with fs->map_lock held shared: writes for
