@@ -27,8 +27,9 @@
 #
 # During balance, convert, replace and delete a probe creates, writes,
 # stats and deletes a small file every 10 ms; the table gives its slowest
-# and 99th-percentile time (ms) on each filesystem: how long a user's file
-# operation stalls while the filesystem restripes.
+# and 99.9th-percentile time (ms) on each filesystem: how long a user's file
+# operation stalls while the filesystem restripes (issue 23's goal: under 100
+# ms worst and 50 ms at the 99.9th percentile).
 #
 # Every timed step starts with cold caches (sync + drop_caches; mfs keeps its
 # tree-block cache) unless BENCH_DROP_CACHES=0. The mfs daemon's user and
@@ -136,7 +137,7 @@ declare -A WALL CPU MOVED WRITTEN RAW RAWRW STALL
 
 # A live filesystem must keep serving while a restripe runs. The probe
 # creates, writes (4 KiB), stats and deletes a small file every 10 ms
-# until told to stop, and keeps the slowest and the 99th percentile of
+# until told to stop, and keeps the slowest and the 99.9th percentile of
 # those operations, in ms: how long a user's file operation can stall.
 probe_start() {
 	rm -f "$tmp/probe.stop" "$tmp/probe.out"
@@ -159,7 +160,7 @@ os.rmdir(d)
 lat.sort()
 with open(out, "w") as f:
     if lat:
-        f.write("%.0f/%.0f\n" % (lat[-1] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000))
+        f.write("%.0f/%.0f\n" % (lat[-1] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.999))] * 1000))
     else:
         f.write("-\n")
 EOF
@@ -334,8 +335,10 @@ cat <<'EOF'
 # relocates; MiB wr: what their new layout stores. raw s: a loop-device copy
 # of MiB mv at the raw copy rate; rw s: reading MiB mv plus writing MiB wr at
 # the raw read and write rates. mfs u/s: CPU seconds of the mfs daemon.
-# stall: slowest/99th percentile ms of a create+write+stat+unlink probe run
-# every 10 ms during the step (the filesystem serving while it restripes).
+# stall: slowest/99.9th percentile ms of a create+write+stat+unlink probe run
+# every 10 ms during the step (the filesystem serving while it restripes;
+# with fewer than 1000 rounds the 99.9th percentile is the slowest); goals:
+# < 100 ms slowest, < 50 ms 99.9th percentile.
 # replace: MiB mv and MiB wr are what the source holds (one stripe's share
 # of each of its chunks): the floor of a device copy.
 # delete: both delete the replace target (holding what device 2 held).
