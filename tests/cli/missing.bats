@@ -235,6 +235,22 @@ devid_path() {
 	whole "$T/img2" 5
 }
 
+@test "replace missing offline: a start that fails once the target joined is resumed (the target is registered)" {
+	fs_with 4 1G 40 -d raid5 -m raid1
+	lose 4
+	truncate -s 1G "$T/new4"
+	# the third flush on img1 after the open: the commit the target joins in
+	run --separate-stderr env MFS_FAULT="flush:+3@/img1" mfs replace start -K 4 "$T/new4" "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: ioctl(DEV_REPLACE_START) failed on \"$T/img1\": Input/output error"
+	assert_stderr_line "$T/new4 joined the filesystem before the error: 'mfs replace status $T/img1' shows where the replace stands, 'mfs replace resume $T/img1' retries it, 'mfs replace cancel $T/img1' ends it"
+	grep -qxF "$T/new4" "$MFS_REGISTRY"
+	run mfs replace resume "$T/img1"
+	assert_success
+	assert_equal "$(devid_path "$T/img1" 4)" "$T/new4"
+	whole "$T/img1" 4
+}
+
 @test "offline replace of a missing raid1 member: the progress counts the convert of the reduced chunks too" {
 	fs_with 2 1G 30 -d raid1 -m raid1
 	lose 2

@@ -10,7 +10,8 @@
 # replace -B. The write runs also go degraded (GONE: the last member gone
 # before the run, the mount -o degraded, check allowed to name it
 # missing, and only the devices of the layout compared - chunks a second
-# failure made reduced stay so until the member is back). After each
+# failure made reduced stay so until the member is back), and so do the
+# offline delete and replace of that gone member. After each
 # faulted run:
 #  - the operation succeeded, or failed cleanly (non-zero exit and an
 #    ERROR: line, or a write refused with EIO/EROFS/ENOSPC), or left a
@@ -130,6 +131,7 @@ make_fs() {
 	umount_images || return 1
 	if [ -n "${GONE:-}" ]; then
 		# the last member is gone from here on: everything runs degraded
+		gone_devid=$n
 		rm "$tmp/img/d$n.img"
 		unset "imgs[$((n - 1))]"
 		mount_images ro && layout >"$tmp/initial" && umount_images || return 1
@@ -195,12 +197,17 @@ run_op() {	# run_op KIND PREFIX...
 		"$@" timeout 60 "$mfs" device delete -q "${#imgs[@]}" "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
 	replace)
 		"$@" timeout 60 "$mfs" replace start -B -K 2 "$target" "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
+	delete-missing)
+		"$@" timeout 60 "$mfs" device delete -q missing "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
+	replace-missing)
+		"$@" timeout 60 "$mfs" replace start -B -K "$gone_devid" "$target" "${imgs[0]}" \
+			>/dev/null 2>"$tmp/op.err" ;;
 	esac
 }
 
 # The resume command of an interrupted operation of KIND.
 resume_op() {	# resume_op KIND
-	if [ "$1" = replace ]; then
+	if [ "$1" = replace ] || [ "$1" = replace-missing ]; then
 		timeout 120 "$mfs" replace resume "${imgs[0]}"
 	else
 		timeout 120 "$mfs" balance resume "${imgs[@]}"
@@ -375,7 +382,7 @@ check_counter() {	# check_counter DEVICE OP
 	value=$(timeout 60 "$mfs" device stats --offline "${imgs[0]}" 2>/dev/null |
 		awk -v k="/$dev].${op}_io_errs" 'length($1) >= length(k) && substr($1, length($1) - length(k) + 1) == k { print $2 }')
 	# a device deleted, or a replace's source, has no counter any more
-	if [ -z "$value" ] && { [ "$kind" = delete ] || [ "$kind" = replace ]; }; then
+	if [ -z "$value" ] && [[ $kind = delete* || $kind = replace* ]]; then
 		gone=$((gone + 1))
 		return 0
 	fi
@@ -414,9 +421,9 @@ run_config() {
 		return 0
 	fi
 	target=""
-	[ "$kind" = replace ] && target=$tmp/img/d$((ndev + 1)).img
+	[[ $kind = replace* ]] && target=$tmp/img/d$((ndev + 1)).img
 	with_devices=0
-	case $kind in delete|replace) with_devices=1 ;; esac
+	case $kind in delete* | replace*) with_devices=1 ;; esac
 	if ! make_fs "$ndev" "$profile" "$target"; then
 		tap FAIL "$name: setup"
 		return
@@ -522,6 +529,12 @@ run_config "device delete, raid6" delete 5 raid6
 run_config "replace, raid1" replace 4 raid1
 run_config "replace, raid5" replace 4 raid5
 run_config "replace, raid6" replace 4 raid6
+# the day a disk dies, offline: the gone member deleted or replaced, with
+# an EIO on one that is left
+GONE=1 run_config "delete missing, raid5 with a member gone" delete-missing 4 raid5
+GONE=1 run_config "delete missing, raid1 with a member gone" delete-missing 3 raid1
+GONE=1 run_config "replace missing, raid6 with a member gone" replace-missing 4 raid6
+GONE=1 run_config "replace missing, raid5 with a member gone" replace-missing 4 raid5
 echo "# faults injected: $injected, bytes verified: $verified_bytes, failures: $failures ($(($(date +%s) - start)) s)"
 echo "1..$tests"
 [ $failures -eq 0 ]
