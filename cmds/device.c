@@ -387,6 +387,10 @@ static int cmd_device_add(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 		if (err) {
 			error("error adding device '%s': %s", dev, strerror(-err));
+			/* failed after it joined: a member all the same */
+			if (mfs_target_register_joined(&t, dev))
+				fprintf(stderr, "%s joined the filesystem before the error: it is a member ('mfs device delete %s %s' takes it out again)\n",
+					dev, dev, t.mnt);
 			ret = 1;
 			continue;
 		}

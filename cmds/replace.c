@@ -169,14 +169,6 @@ static int check_replace_devices(struct mfs_target *t, const char *src, const ch
 	return mfs_check_new_device(tgt, force, 0, NULL, &size) ? -1 : 0;
 }
 
-/* Does tgt now hold a superblock of the filesystem t is? */
-static bool target_joined(const struct mfs_target *t, const char *tgt)
-{
-	struct mfs_super_block sb;
-
-	return mfs_probe_super(tgt, &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE);
-}
-
 /* Why the engine refused to start the replace. */
 static void replace_refused(struct mfs_target *t, int err, const struct mfs_ioctl_replace_start *r)
 {
@@ -265,11 +257,9 @@ static int cmd_replace_start(const struct cmd_struct *cmd, int argc, char **argv
 		 * failed after the target joined (an I/O error in the commit
 		 * that made it a member): resume must find it like the others
 		 */
-		if (!t.online && target_joined(&t, tgt)) {
-			mfs_registry_add(tgt);
+		if (mfs_target_register_joined(&t, tgt))
 			fprintf(stderr, "%s joined the filesystem before the error: 'mfs replace status %s' shows where the replace stands, 'mfs replace resume %s' retries it, 'mfs replace cancel %s' ends it\n",
 				tgt, where, where, where);
-		}
 		goto out;
 	}
 	mfs_registry_add(tgt);

@@ -300,6 +300,16 @@ int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int fl
 	return ret;
 }
 
+bool mfs_target_register_joined(const struct mfs_target *t, const char *path)
+{
+	struct mfs_super_block sb;
+
+	if (t->online || mfs_probe_super(path, &sb) || memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE))
+		return false;
+	mfs_registry_add(path);
+	return true;
+}
+
 int mfs_target_close(struct mfs_target *t)
 {
 	int ret = 0;

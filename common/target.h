@@ -53,6 +53,14 @@ int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int fl
 			  struct mfs_target *t);
 /* Offline: commit and close. */
 int mfs_target_close(struct mfs_target *t);
+/*
+ * Offline, after an operation that makes a device a member (device add, a
+ * replace's target) failed: if path now holds a superblock of t's
+ * filesystem - the error came after the commit it joined in - it is
+ * registered, so that the next commands find it like the other members.
+ * Whether it was.
+ */
+bool mfs_target_register_joined(const struct mfs_target *t, const char *path);
 
 int mfs_target_space(struct mfs_target *t, struct mfs_space *sp);
 /* The members' states and the redundancy left (MFS_IOC_HEALTH). */

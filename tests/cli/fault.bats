@@ -206,3 +206,23 @@ many"
 	# the relocation's own flush was among them
 	[ "$seen" -gt 0 ]
 }
+
+@test "fault: a device add that fails after the device joined leaves it registered, a member" {
+	make_images 2
+	mkfs.mfs -q -f -K img1
+	# the third flush of img1 after the open: the commit the new device joins in
+	run --separate-stderr env MFS_FAULT="flush:+3@img1" mfs device add -K "$T/img2" "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: error adding device '$T/img2': Input/output error"
+	assert_stderr_line "$T/img2 joined the filesystem before the error: it is a member ('mfs device delete $T/img2 $T/img1' takes it out again)"
+	grep -qxF "$T/img2" "$MFS_REGISTRY"
+	run mfs filesystem show "$T/img1"
+	assert_line --partial "Total devices 2 "
+	refute_output --partial "missing"
+	run mfs check "$T/img1"
+	assert_success
+	run mfs device delete "$T/img2" "$T/img1"
+	assert_success
+	run mfs filesystem show "$T/img1"
+	assert_line --partial "Total devices 1 "
+}
