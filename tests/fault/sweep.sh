@@ -6,8 +6,8 @@
 # with EIO (MFS_FAULT="OP:+N@DEVICE", N swept over those counts; a
 # replace's target is opened outside the open and is not faulted). The
 # operations: files written to a mount whose daemon runs under the fault,
-# then the umount; offline full balance, convert, device delete and
-# replace -B. The write runs also go degraded (GONE: the last member gone
+# then the umount; offline full balance, convert, device add, device
+# delete and replace -B. The write runs also go degraded (GONE: the last member gone
 # before the run, the mount -o degraded, check allowed to name it
 # missing, and only the devices of the layout compared - chunks a second
 # failure made reduced stay so until the member is back), and so do the
@@ -160,7 +160,9 @@ layout() {
 	{
 		awk -F'[,:] *' '$1 != "GlobalReserve" { print $1 ":" $2 }' <<<"$df" | sort -u
 		echo "|"
-		awk '$1 == "devid" { n = split($NF, p, "/"); print $2 ":" p[n] }
+		# the path is the field after "path" (a state may follow it)
+		awk '$1 == "devid" { for (i = 1; i < NF && $i != "path"; i++) ;
+				     n = split($(i + 1), p, "/"); print $2 ":" p[n] }
 		     /missing/ { print "missing" }' <<<"$show" | sort
 	} | tr '\n' ' '
 	echo
@@ -197,6 +199,8 @@ run_op() {	# run_op KIND PREFIX...
 		"$@" timeout 60 "$mfs" device delete -q "${#imgs[@]}" "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
 	replace)
 		"$@" timeout 60 "$mfs" replace start -B -K 2 "$target" "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
+	add)
+		"$@" timeout 60 "$mfs" device add -K "$target" "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
 	delete-missing)
 		"$@" timeout 60 "$mfs" device delete -q missing "${imgs[0]}" >/dev/null 2>"$tmp/op.err" ;;
 	replace-missing)
@@ -421,9 +425,9 @@ run_config() {
 		return 0
 	fi
 	target=""
-	[[ $kind = replace* ]] && target=$tmp/img/d$((ndev + 1)).img
+	[[ $kind = replace* || $kind = add ]] && target=$tmp/img/d$((ndev + 1)).img
 	with_devices=0
-	case $kind in delete* | replace*) with_devices=1 ;; esac
+	case $kind in add | delete* | replace*) with_devices=1 ;; esac
 	if ! make_fs "$ndev" "$profile" "$target"; then
 		tap FAIL "$name: setup"
 		return
@@ -529,6 +533,8 @@ run_config "device delete, raid6" delete 5 raid6
 run_config "replace, raid1" replace 4 raid1
 run_config "replace, raid5" replace 4 raid5
 run_config "replace, raid6" replace 4 raid6
+run_config "device add, single" add 1 single
+run_config "device add, raid5" add 3 raid5
 # the day a disk dies, offline: the gone member deleted or replaced, with
 # an EIO on one that is left
 GONE=1 run_config "delete missing, raid5 with a member gone" delete-missing 4 raid5
