@@ -218,6 +218,11 @@ main() {
 		echo "== image fuzzing corpus under ASan+UBSan"
 		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay -m 300 \
 			tests/fuzz/corpus tests/fuzz/regress
+		# the failure paths of the day a disk dies are where leaks hide
+		echo "== fault sweep of the degraded configurations under ASan+UBSan (sampled)"
+		run_tap "fault/sweep.sh (ASan, a member gone)" "$TIMEOUT_FAULT" \
+			env MFS_BUILD="$top/build-san" MFS_FAULT_ONLY="with a member gone" \
+			bash tests/fault/sweep.sh
 		# the regression inputs and two seeds that mount, unmutated (make
 		# security-test runs every input and mutants)
 		echo "== crafted images against the daemon and commands under ASan+UBSan (sampled)"

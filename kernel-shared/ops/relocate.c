@@ -1149,14 +1149,19 @@ static int swap_in(struct reloc_job *job)
 	}
 	if (!ret && job->recorded)
 		ret = rs_reloc_delete(trans, old->logical);
-	if (ret)
-		return mfs_end_transaction_abort(trans, ret);
+	if (ret) {
+		ret = mfs_end_transaction_abort(trans, ret);
+		/* swapped out of the table already (the pieces' may fail before) */
+		if (mfs_find_chunk(fs, old->logical) != old)
+			free(old);
+		return ret;
+	}
 	ret = commit_progress(trans, st, job->base + job->counted0 +
 					 used_between(job, job->from, old->logical + old->length));
-	if (!ret) {
+	/* a failed commit keeps the old places (the disk still points there) */
+	if (!ret)
 		release_old_extents(fs, old, new, nnew);
-		free(old);
-	}
+	free(old);	/* out of the table since the swap, whether the commit held */
 	return ret;
 }
 
