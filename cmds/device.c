@@ -299,11 +299,10 @@ static int check_new_devices(struct mfs_target *t, char **devs, int ndev, bool f
 		 * rather than that it is busy. One that left it is overwritten
 		 * with -f, as any other filesystem.
 		 */
-		if (mfs_probe_super(devs[i], &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE)) {
-			if (check_own_fsid_device(t, devs[i], &sb, force, false)) {
-				ret = 1;
-				continue;
-			}
+		if (mfs_target_holds_super(t, devs[i], &sb) &&
+		    check_own_fsid_device(t, devs[i], &sb, force, false)) {
+			ret = 1;
+			continue;
 		}
 		/* the same checks as mkfs */
 		if (mfs_check_new_device(devs[i], force, 0, NULL, &size))

@@ -163,8 +163,7 @@ static int check_replace_devices(struct mfs_target *t, const char *src, const ch
 	 * a member is held open by the filesystem: say what it is rather than
 	 * busy; one that left it is overwritten with -f
 	 */
-	if (mfs_probe_super(tgt, &sb) == 0 && !memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE) &&
-	    check_own_fsid_device(t, tgt, &sb, force, true))
+	if (mfs_target_holds_super(t, tgt, &sb) && check_own_fsid_device(t, tgt, &sb, force, true))
 		return -1;
 	return mfs_check_new_device(tgt, force, 0, NULL, &size) ? -1 : 0;
 }

@@ -300,11 +300,17 @@ int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int fl
 	return ret;
 }
 
+bool mfs_target_holds_super(const struct mfs_target *t, const char *path,
+			    struct mfs_super_block *sb)
+{
+	return mfs_probe_super(path, sb) == 0 && !memcmp(sb->fsid, t->fsid, MFS_FSID_SIZE);
+}
+
 bool mfs_target_register_joined(const struct mfs_target *t, const char *path)
 {
 	struct mfs_super_block sb;
 
-	if (t->online || mfs_probe_super(path, &sb) || memcmp(sb.fsid, t->fsid, MFS_FSID_SIZE))
+	if (t->online || !mfs_target_holds_super(t, path, &sb))
 		return false;
 	mfs_registry_add(path);
 	return true;

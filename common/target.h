@@ -53,6 +53,9 @@ int mfs_target_open_flags(const char * const *paths, int npaths, unsigned int fl
 			  struct mfs_target *t);
 /* Offline: commit and close. */
 int mfs_target_close(struct mfs_target *t);
+/* Whether path holds a superblock (into *sb) of t's filesystem. */
+bool mfs_target_holds_super(const struct mfs_target *t, const char *path,
+			    struct mfs_super_block *sb);
 /*
  * Offline, after an operation that makes a device a member (device add, a
  * replace's target) failed: if path now holds a superblock of t's
