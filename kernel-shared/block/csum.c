@@ -60,6 +60,14 @@ int mfs_csum_parse(const char *name)
 	return -EINVAL;
 }
 
+int mfs_csum_available(int type)
+{
+	u8 sum[MFS_CSUM_SIZE];
+	int ret = mfs_csum_compute(type, "", 0, sum);
+
+	return ret == -ENOMEM ? 0 : ret;	/* there, only short of memory now */
+}
+
 u32 mfs_crc32c(u32 seed, const void *data, size_t len)
 {
 	const u8 *p = data;

@@ -18,6 +18,8 @@ enum mfs_csum_type {
 int mfs_csum_size(int type);
 const char *mfs_csum_name(int type);
 int mfs_csum_parse(const char *name);
+/* 0 when this build can compute type; -EINVAL (no such type) or -ELIBACC. */
+int mfs_csum_available(int type);
 /*
  * 0, -EINVAL (no such type), -ELIBACC (sha256 and blake2b: libcrypto
  * cannot be loaded) or -ENOMEM; out is zeroed on failure.

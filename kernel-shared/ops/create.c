@@ -140,13 +140,12 @@ int mfs_make_fs(struct mfs_mkfs_params *p)
 	struct mfs_trans_handle *trans;
 	struct mfs_block_group *bg;
 	static const u8 zero_fsid[MFS_FSID_SIZE];
-	u8 sum[MFS_CSUM_SIZE];
 	int i, ret;
 
 	if (p->npaths < 1 || p->npaths > (int)ARRAY_SIZE(p->dev_size))
 		return -EINVAL;
 	/* a checksum whose library cannot be loaded: -ELIBACC before anything is written */
-	ret = mfs_csum_compute(p->csum_type, "", 0, sum);
+	ret = mfs_csum_available(p->csum_type);
 	if (ret)
 		return ret;
 	fs = mfs_alloc_fs_info();
