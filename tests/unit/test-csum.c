@@ -136,6 +136,17 @@ static void test_parse(void)
 	CHECK_EQ(mfs_csum_parse(NULL), -EINVAL);
 }
 
+/* (the build's unit tests run where libcrypto is installed: all four are there) */
+static void test_available(void)
+{
+	int t;
+
+	for (t = MFS_CSUM_CRC32C; t <= MFS_CSUM_BLAKE2; t++)
+		CHECK_EQ(mfs_csum_available(t), 0);
+	CHECK_EQ(mfs_csum_available(4), -EINVAL);
+	CHECK_EQ(mfs_csum_available(-1), -EINVAL);
+}
+
 static void test_compute_errors(void)
 {
 	u8 out[MFS_CSUM_SIZE];
@@ -173,6 +184,7 @@ int main(void)
 	RUN(test_blake2_vector);
 	RUN(test_sizes_and_names);
 	RUN(test_parse);
+	RUN(test_available);
 	RUN(test_compute_errors);
 	RUN(test_sector_bitflip);
 	UNIT_EXIT();
