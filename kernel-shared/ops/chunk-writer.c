@@ -222,8 +222,9 @@ static int start_row(struct chunk_writer *w, struct window *win, u64 row)
 	u8 *slots[w->map->num_stripes];
 	int i;
 
+	/* as filled, a kept stripe's part is never written: the fill need not give it */
 	for (i = 0; i < w->map->num_stripes; i++)
-		slots[i] = slot(w, win, i, row);
+		slots[i] = w->as_filled && w->keep[i] ? NULL : slot(w, win, i, row);
 	if (w->fill && !w->fill(w->fill_arg, row, slots))
 		return 0;
 	if (w->as_filled)

@@ -35,7 +35,8 @@ struct chunk_writer {
 	/*
 	 * The fill gives the parts of the stripes written as they are to be
 	 * (a replace's column copied): no parity is computed, and a row it
-	 * cannot give is an error, never a row written anew.
+	 * cannot give is an error, never a row written anew. The slots of
+	 * the kept stripes are then NULL: nothing of them is written.
 	 */
 	bool as_filled;
 	pthread_t thread;

@@ -49,6 +49,13 @@ struct reloc_source {
 	pthread_t tid[NWIN];
 	bool reading[NWIN];	/* win[k] is being read by tid[k] */
 	u8 *scratch;		/* raid5/6: room to rebuild the columns of a row */
+	/*
+	 * What scratch holds: the row of the window rebuilt last (NULL: none)
+	 * - a copy asks for each row twice, for the piece it checks and for
+	 * the row it writes, and rebuilds it once
+	 */
+	const struct src_window *built_w;
+	u64 built_row;
 };
 
 static void *read_rows(void *arg)
@@ -86,6 +93,8 @@ static void read_ahead(struct reloc_source *s, int k)
 {
 	struct src_window *w = &s->win[k];
 
+	if (s->built_w == w)
+		s->built_w = NULL;	/* its rows are read anew */
 	plan_window(s, w);
 	if (w->lo == w->hi)
 		return;
@@ -202,7 +211,7 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 			ret = alloc_window(s, &s->win[i], s->wrows, s->needed);
 	}
 	if (!ret && mfs_profile(map->type)->nparity &&
-	    !(s->scratch = malloc(mfs_profile(map->type)->nparity * map->stripe_len)))
+	    !(s->scratch = mfs_io_alloc_bulk(mfs_profile(map->type)->nparity * map->stripe_len)))
 		ret = -ENOMEM;
 	if (ret) {
 		rs_source_close(s);
@@ -255,7 +264,7 @@ static int row_blocks(struct reloc_source *s, const struct src_window *w, u64 ro
 {
 	const struct mfs_chunk_map *map = s->map;
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
-	int n = map->num_stripes, failed[2], nfailed = 0, col;
+	int n = map->num_stripes, failed[2], nfailed = 0, col, k;
 
 	for (col = 0; col < n; col++) {
 		int st = mfs_row_stripe(map, row, col);
@@ -269,9 +278,18 @@ static int row_blocks(struct reloc_source *s, const struct src_window *w, u64 ro
 		}
 		blocks[col] = w->bufs[st] + (row - w->w0) * map->stripe_len;
 	}
-	if (nfailed && mfs_raid56_rebuild(n - a->nparity, a->nparity, map->stripe_len, blocks,
-					  nfailed, failed))
+	if (!nfailed || (w == s->built_w && row == s->built_row))
+		return 0;
+	/* a window of the copy's own is remembered; one read for a row alone is not */
+	s->built_w = NULL;
+	if (mfs_raid56_rebuild(n - a->nparity, a->nparity, map->stripe_len, blocks, nfailed, failed))
 		return 1;
+	for (k = 0; k < NWIN; k++) {
+		if (w == &s->win[k]) {
+			s->built_w = w;
+			s->built_row = row;
+		}
+	}
 	return 0;
 }
 
@@ -322,13 +340,17 @@ int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf)
 	return 0;
 }
 
-/* The row's columns (blocks, in column order) into slots, by stripe. */
+/* The row's columns (blocks, in column order) into slots, by stripe (NULL: not wanted). */
 static void put_row(const struct mfs_chunk_map *map, u64 row, void **blocks, u8 **slots)
 {
 	int col;
 
-	for (col = 0; col < map->num_stripes; col++)
-		memcpy(slots[mfs_row_stripe(map, row, col)], blocks[col], map->stripe_len);
+	for (col = 0; col < map->num_stripes; col++) {
+		u8 *to = slots[mfs_row_stripe(map, row, col)];
+
+		if (to)
+			memcpy(to, blocks[col], map->stripe_len);
+	}
 }
 
 /*

@@ -70,10 +70,10 @@ u64 rs_source_span(struct reloc_source *s, u64 logical);
 int rs_source_read(struct reloc_source *s, u64 logical, u64 len, u8 *buf);
 /*
  * raid5/6: row of the chunk as it is on disk, every stripe's part into
- * slots[stripe] (a part that could not be read rebuilt from the others;
- * a row the windows do not hold read alone) - with a column read alone,
- * that column's part at least: 0, or 1 when more failed than parity
- * makes up for.
+ * slots[stripe] unless that is NULL (a part that could not be read
+ * rebuilt from the others; a row the windows do not hold read alone) -
+ * with a column read alone, that column's part at least: 0, or 1 when
+ * more failed than parity makes up for.
  */
 int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots);
 
