@@ -5,8 +5,12 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <poll.h>
+#include <time.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <uuid/uuid.h>
 #include "common/open.h"
 #include "common/messages.h"
@@ -14,6 +18,7 @@
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/block/io.h"
 #include "kernel-shared/ops/open.h"
+#include "kernel-shared/format/ioctl.h"
 
 static const char *registry_path(void)
 {
@@ -273,11 +278,103 @@ static void explain_open_error(const char *path, int ret, const struct mfs_open_
 	}
 }
 
+/* Whether process pid has the file st (stat of path) open. */
+static bool holds_file(const char *pid, const struct stat *st)
+{
+	char dir[300], fdpath[600];
+	struct dirent *d;
+	bool found = false;
+	DIR *fds;
+
+	snprintf(dir, sizeof(dir), "/proc/%s/fd", pid);
+	fds = opendir(dir);
+	if (!fds)
+		return false;
+	while (!found && (d = readdir(fds))) {
+		struct stat fst;
+
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", dir, d->d_name);
+		if (d->d_name[0] == '.' || stat(fdpath, &fst))
+			continue;
+		found = S_ISBLK(st->st_mode) ?
+			S_ISBLK(fst.st_mode) && fst.st_rdev == st->st_rdev :
+			fst.st_dev == st->st_dev && fst.st_ino == st->st_ino;
+	}
+	closedir(fds);
+	return found;
+}
+
+/* The pid of a server that lost its mount and holds path (0: none). */
+static pid_t unmounting_holder(const char *path)
+{
+	struct stat st;
+	struct dirent *d;
+	pid_t pid = 0;
+	DIR *proc;
+
+	if (stat(path, &st) || !(proc = opendir("/proc")))
+		return 0;
+	while (!pid && (d = readdir(proc))) {
+		char comm_path[300], comm[32] = "";
+		FILE *f;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(comm_path, sizeof(comm_path), "/proc/%s/comm", d->d_name);
+		f = fopen(comm_path, "re");
+		if (!f)
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		if (!strcmp(comm, MFS_SERVER_UNMOUNTING_NAME) && holds_file(d->d_name, &st))
+			pid = atoi(d->d_name);
+	}
+	closedir(proc);
+	return pid;
+}
+
+#define UNMOUNTING_WAIT_MS	120000	/* a last commit on a slow disk; a hung server is given up on */
+
+/*
+ * path is busy: when the holder is the server of a mount that is gone
+ * (a plain umount(8) returns before the server has written its last
+ * commit and exited), wait for it to exit, saying so after a second.
+ * Returns whether it did - the open is worth trying again.
+ */
+static bool wait_unmounting_server(const char *path)
+{
+	pid_t pid = unmounting_holder(path);
+	struct pollfd p = { .events = POLLIN };
+	int waited = 0, r;
+
+	if (!pid)
+		return false;
+	p.fd = syscall(SYS_pidfd_open, pid, 0);
+	if (p.fd < 0)
+		return errno == ESRCH;	/* gone already */
+	for (;;) {
+		int step = waited ? UNMOUNTING_WAIT_MS - waited : 1000;
+
+		r = poll(&p, 1, step);
+		if (r != 0 || waited)
+			break;
+		waited = step;
+		fprintf(stderr, "waiting for the server of the previous mount (pid %d) to finish writing and let go of %s\n",
+			(int)pid, path);
+	}
+	close(p.fd);
+	if (r <= 0)
+		warning("the server of the previous mount (pid %d) still holds %s", (int)pid, path);
+	return r > 0;
+}
+
 static int open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
 			int mirror, const struct mfs_open_ctl *hooks, struct mfs_fs_info **out)
 {
 	struct mfs_super_block sb;
-	struct mfs_open_ctl ctl = { 0 };
+	struct mfs_open_ctl ctl = { 0 }, first;
 	struct mfs_scan scan;
 	const char **cand;
 	int ncand = 0, i, ret;
@@ -359,7 +456,12 @@ static int open_for_cmd(const char * const *paths, int npaths, unsigned int flag
 		ctl.trees_loaded = hooks->trees_loaded;
 		ctl.hook_arg = hooks->hook_arg;
 	}
+	first = ctl;
 	ret = mfs_open_fs(&ctl, out);
+	if (ret == -EBUSY && ctl.failed_path && wait_unmounting_server(ctl.failed_path)) {
+		ctl = first;
+		ret = mfs_open_fs(&ctl, out);
+	}
 	if (ret)
 		explain_open_error(ctl.failed_path ? ctl.failed_path : paths[0], ret, &ctl);
 	else if (ctl.note[0])

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <errno.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/xattr.h>
 #include <syslog.h>
 #include "fuse/server-internal.h"
@@ -24,6 +25,7 @@
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/tree/disk-io.h"
 #include "kernel-shared/ops/open.h"
+#include "kernel-shared/format/ioctl.h"
 
 /*
  * How long the kernel may trust what we told it. Names: as long as it
@@ -1051,6 +1053,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	ret = fuse_session_loop_mt(s->se, cfg) ? 1 : 0;
+	/* the mount is gone (or going: a signal): say so to a command that waits for the devices */
+	prctl(PR_SET_NAME, MFS_SERVER_UNMOUNTING_NAME);
 	fuse_loop_cfg_destroy(cfg);
 	stop_background(s);
 	fuse_remove_signal_handlers(s->se);

@@ -10,6 +10,14 @@
 
 #define MFS_IOCTL_MAGIC 0xE5
 
+/*
+ * The name (comm) the server takes once its mount is gone: it still
+ * writes its last commit and holds the devices, and a command that finds
+ * one of them busy waits for it (common/open.c) - a plain umount(8) of a
+ * FUSE mount returns before the server is done.
+ */
+#define MFS_SERVER_UNMOUNTING_NAME "mfs-unmounting"
+
 struct mfs_ioctl_fs_info {
 	uint64_t daemon_pid;
 	uint8_t fsid[16];

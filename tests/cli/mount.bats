@@ -70,6 +70,46 @@ btrfs_mount() {
 	assert_output --partial "is not a mounted mfs filesystem"
 }
 
+# waiting_or_gone PID OUT: the command PID said it waits (in OUT), or exited
+waiting_or_gone() {
+	grep -q "^waiting for the server" "$2" || ! kill -0 "$1" 2>/dev/null
+}
+
+@test "after a plain umount, a command waits for the server still writing its last commit" {
+	mfs_fs raid1 2
+	for cmd in check mount; do
+		mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
+		head -c $((3 * MiB)) /dev/urandom >"$T/mnt/$cmd"
+		sum=$(sha256sum <"$T/mnt/$cmd")
+		# umount(8) returns before the server is done: its last commit is
+		# held (the test hook), the devices still its own
+		echo 1 >"$T/hold-commit"
+		umount "$T/mnt"
+		wait_for_file "$T/hold-commit.held" 600
+		if [ $cmd = check ]; then
+			mfs check "$T/img1" >"$T/cmd.out" 2>&1 &
+		else
+			mfs mount "$T/img1" "$T/mnt" >"$T/cmd.out" 2>&1 &
+		fi
+		pid=$!
+		# it waits (and says so) instead of finding the images busy
+		wait_until 600 waiting_or_gone $pid "$T/cmd.out"
+		run cat "$T/cmd.out"
+		assert_line --regexp "^waiting for the server of the previous mount \(pid [0-9]+\) to finish writing and let go of $T/img[12]\$"
+		rm -f "$T/hold-commit" "$T/hold-commit.held"
+		wait $pid
+		run cat "$T/cmd.out"
+		refute_output --partial "ERROR"
+		if [ $cmd = check ]; then
+			assert_output --partial "no error found"
+		else
+			run sha256sum <"$T/mnt/$cmd"
+			assert_output "$sum"
+			mfs umount "$T/mnt"
+		fi
+	done
+}
+
 @test "SIGTERM to the server unmounts, the mount point given relative or not" {
 	# the server works from /: it looked for a relative mount point there
 	# and left the mount behind, dead ("Transport endpoint is not connected")
