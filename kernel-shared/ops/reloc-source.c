@@ -32,6 +32,7 @@ struct src_window {
 };
 
 struct reloc_source {
+	struct mfs_fs_info *fs;
 	const struct mfs_chunk_map *map;
 	const struct mfs_range *r;
 	int n, next;		/* next: the first range not below pos */
@@ -103,6 +104,29 @@ static void read_ahead(struct reloc_source *s, int k)
 		read_rows(w);
 }
 
+/*
+ * Reads of window w that a device in service failed: counted against it
+ * and logged, once for the window (what it held is read again row by row,
+ * or piece by piece, and a failure there is counted again: each is a read
+ * the device failed).
+ */
+static void count_read_errors(struct reloc_source *s, const struct src_window *w)
+{
+	const struct mfs_chunk_map *map = s->map;
+	int st;
+
+	for (st = 0; st < map->num_stripes; st++) {
+		struct mfs_device *dev = map->stripes[st].dev;
+
+		if (!w->errs[st] || w->errs[st] == -ENODEV || !mfs_dev_usable(dev))
+			continue;
+		mfs_dev_count_error(s->fs, dev, MFS_DEV_STAT_READ_ERRS);
+		mfs_log(s->fs, "devid %llu (%s): read error while copying chunk %llu (rows %llu-%llu): %s",
+			(unsigned long long)dev->devid, dev->path, (unsigned long long)map->logical,
+			(unsigned long long)w->w0, (unsigned long long)w->w1 - 1, strerror(-w->errs[st]));
+	}
+}
+
 /* The next window becomes the current one; the current one's buffers take another. */
 static void advance(struct reloc_source *s)
 {
@@ -112,6 +136,8 @@ static void advance(struct reloc_source *s)
 	if (s->reading[s->cur])
 		pthread_join(s->tid[s->cur], NULL);
 	s->reading[s->cur] = false;
+	if (s->win[s->cur].lo != s->win[s->cur].hi)
+		count_read_errors(s, &s->win[s->cur]);
 	read_ahead(s, old);
 }
 
@@ -183,8 +209,8 @@ static void free_window(const struct reloc_source *s, struct src_window *w)
 	free(w->errs);
 }
 
-int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
-		   int column, struct reloc_source **out)
+int rs_source_open(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+		   const struct mfs_range *r, int n, u64 from, int column, struct reloc_source **out)
 {
 	struct reloc_source *s = calloc(1, sizeof(*s));
 	int ret = -ENOMEM, i, k = 0;
@@ -192,6 +218,7 @@ int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, i
 	*out = NULL;
 	if (!s)
 		return -ENOMEM;
+	s->fs = fs;
 	s->map = map;
 	s->r = r;
 	s->n = n;
@@ -366,6 +393,7 @@ static int fill_row_alone(struct reloc_source *s, u64 row, u8 **slots)
 
 	if (!ret) {
 		read_rows(&t);
+		count_read_errors(s, &t);
 		ret = t.ret ? t.ret : row_blocks(s, &t, row, blocks);
 	}
 	if (!ret)
@@ -392,8 +420,9 @@ int rs_source_fill_row(struct reloc_source *s, u64 row, u8 **slots)
 		       map->stripe_len);
 		return 0;
 	}
+	/* a window read failed somewhere: this row read again alone may not */
 	if (row_blocks(s, w, row, blocks))
-		return 1;
+		return fill_row_alone(s, row, slots);
 	put_row(map, row, blocks, slots);
 	return 0;
 }

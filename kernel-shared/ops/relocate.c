@@ -304,15 +304,29 @@ static int read_good(struct mfs_fs_info *fs, struct mfs_chunk_map *old, struct r
 	 */
 	ret = read_copy(old, src, r, buf, 1);
 	if (ret) {
+		struct mfs_device *blame = NULL;
+		bool degraded = mfs_chunk_degraded(old);
+
 		/*
 		 * With a member missing, a range reaching its column fails
 		 * by design: it says nothing of the device where the range
 		 * starts (counted, a degraded raid5 rebuild failed both
 		 * survivors past fail_threshold)
 		 */
-		if (!mfs_chunk_degraded(old))
+		if (!degraded)
 			count_bad_copy(fs, old, r->start, 1, MFS_DEV_STAT_READ_ERRS);
-		ret = mfs_read_map(old, r->start, buf, r->len, 0);
+		ret = mfs_read_map_blamed(old, r->start, buf, r->len, 0, &blame);
+		/*
+		 * Read from no copy: where a device in service failed a
+		 * read the rebuild needed, that one is named and counted
+		 * (a degraded chunk has no other copy to tell it by)
+		 */
+		if (ret && degraded && blame) {
+			mfs_dev_count_error(fs, blame, MFS_DEV_STAT_READ_ERRS);
+			mfs_log(fs, "devid %llu (%s): read error while copying chunk %llu, which has a member missing: logical %llu cannot be rebuilt",
+				(unsigned long long)blame->devid, blame->path,
+				(unsigned long long)old->logical, (unsigned long long)r->start);
+		}
 	}
 	if (ret)
 		memset(buf, 0, r->len);
@@ -695,7 +709,7 @@ static int copy_chunk(struct mfs_fs_info *fs, const struct copy_plan *plan,
 	if (!buf)
 		ret = -ENOMEM;
 	/* without a window read ahead, the page cache reads ahead */
-	if (!ret && n && rs_source_open(plan->read, r, n, plan->job->from, plan->column, &src))
+	if (!ret && n && rs_source_open(fs, plan->read, r, n, plan->job->from, plan->column, &src))
 		src = NULL;
 	/* parity kept: the rows as on disk come from the windows */
 	if (w.keep && mfs_profile(new->type)->nparity) {

@@ -58,11 +58,12 @@ bool rs_last_of_type(struct mfs_fs_info *fs, const struct mfs_block_group *bg);
  * ahead of a relocation's copy in large windows, from logical from on;
  * raid5/6 with column >= 0: that stripe's part of the rows alone, read
  * from its device (the other columns only for a row it fails) or, when
- * the device is out of service, rebuilt from the others.
+ * the device is out of service, rebuilt from the others. A read a device
+ * in service fails is counted against it (fs) and logged.
  */
 struct reloc_source;
-int rs_source_open(const struct mfs_chunk_map *map, const struct mfs_range *r, int n, u64 from,
-		   int column, struct reloc_source **out);
+int rs_source_open(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
+		   const struct mfs_range *r, int n, u64 from, int column, struct reloc_source **out);
 void rs_source_close(struct reloc_source *s);
 /* Bytes from logical on that the window holding it holds; 0: none holds it. */
 u64 rs_source_span(struct reloc_source *s, u64 logical);

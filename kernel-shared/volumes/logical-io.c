@@ -122,6 +122,17 @@ static int read_stripe(struct mfs_map_stripe *s, void *buf, u64 len, u64 physica
 	return mfs_io_read(s->dev->io, buf, len, physical);
 }
 
+/* read_stripe, naming in *blame (when not NULL) a device in service that failed it. */
+static int read_stripe_blamed(struct mfs_map_stripe *s, void *buf, u64 len, u64 physical,
+			      struct mfs_device **blame)
+{
+	int ret = read_stripe(s, buf, len, physical);
+
+	if (ret && blame && mfs_dev_usable(s->dev))
+		*blame = s->dev;
+	return ret;
+}
+
 /* Stripe index of data column d / parity in a row (rotation as mfs_map_block). */
 int mfs_row_stripe(const struct mfs_chunk_map *map, u64 row, int col)
 {
@@ -772,7 +783,7 @@ int mfs_read_mirrors(struct mfs_chunk_map *map, u64 logical, u64 len, u8 **bufs,
  * lost_parity additionally treats P as unreadable (so Q is used).
  */
 static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_map *io,
-			       u64 col_off, u8 *buf, u64 len, int also_bad)
+			       u64 col_off, u8 *buf, u64 len, int also_bad, struct mfs_device **blame)
 {
 	const struct mfs_raid_attr *a = mfs_profile(map->type);
 	int n = map->num_stripes, ndata = n - a->nparity, i, ret = 0;
@@ -792,7 +803,8 @@ static int raid56_rebuild_read(struct mfs_chunk_map *map, const struct mfs_io_ma
 		blocks[i] = tmp + (size_t)i * len;
 		if (i == io->data_index || i == also_bad)
 			continue;
-		ret = read_stripe(s, blocks[i], len, s->physical + io->row * map->stripe_len + col_off);
+		ret = read_stripe_blamed(s, blocks[i], len,
+					 s->physical + io->row * map->stripe_len + col_off, blame);
 		if (ret)
 			goto out;
 	}
@@ -807,32 +819,35 @@ out:
 	return ret;
 }
 
-/* Read one piece that does not cross a stripe boundary. */
-/* Copy `mirror` of one piece that does not cross a stripe boundary, from the disks. */
+/*
+ * Copy `mirror` of one piece that does not cross a stripe boundary, from
+ * the disks; a device in service that failed it into *blame (NULL: not asked).
+ */
 static int read_mirror(struct mfs_chunk_map *map, const struct mfs_io_map *io, u64 logical,
-		       u8 *buf, u64 len, int mirror)
+		       u8 *buf, u64 len, int mirror, struct mfs_device **blame)
 {
 	if (mfs_profile(map->type)->nparity) {
 		u64 col_off = (logical - map->logical) % map->stripe_len;
 		int k = mirror - 3;
 
 		if (mirror <= 1)
-			return read_stripe(&map->stripes[io->stripe[0]], buf, len, io->physical[0]);
+			return read_stripe_blamed(&map->stripes[io->stripe[0]], buf, len,
+						  io->physical[0], blame);
 		if (mirror == 2)
-			return raid56_rebuild_read(map, io, col_off, buf, len, -1);
+			return raid56_rebuild_read(map, io, col_off, buf, len, -1, blame);
 		/* mirror 3.. : the k-th other column is assumed bad as well */
 		if (k >= io->data_index)
 			k++;
 		if (k >= map->num_stripes)
 			return -EINVAL;
-		return raid56_rebuild_read(map, io, col_off, buf, len, k);
+		return raid56_rebuild_read(map, io, col_off, buf, len, k, blame);
 	}
 	if (mirror < 1)
 		mirror = 1;
 	if (mirror > io->ncopies)
 		return -EINVAL;
-	return read_stripe(&map->stripes[io->stripe[mirror - 1]], buf, len,
-			   io->physical[mirror - 1]);
+	return read_stripe_blamed(&map->stripes[io->stripe[mirror - 1]], buf, len,
+				  io->physical[mirror - 1], blame);
 }
 
 /* Read one piece: a raid5/6 row still in memory is served from there. */
@@ -853,7 +868,7 @@ static int read_piece(struct mfs_fs_info *fs, struct mfs_chunk_map *map,
 			return 0;
 		}
 	}
-	return read_mirror(map, &io, logical, buf, len, mirror);
+	return read_mirror(map, &io, logical, buf, len, mirror, NULL);
 }
 
 void mfs_readahead_logical(struct mfs_fs_info *fs, u64 logical, u64 len, bool every_copy)
@@ -1118,9 +1133,11 @@ out:
  * Read through a given map (no open rows: the range takes no writes).
  * mirror 0: each piece from the first copy that reads, so that a range
  * across columns of a raid5/6 row with one column missing (the others
- * read directly, the missing one rebuilt) reads whole.
+ * read directly, the missing one rebuilt) reads whole. On failure, a
+ * device in service whose read failed into *blame (when not NULL).
  */
-int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror)
+int mfs_read_map_blamed(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror,
+			struct mfs_device **blame)
 {
 	int copies = mfs_num_copies(map);
 	u8 *p = buf;
@@ -1134,10 +1151,10 @@ int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int
 			return ret;
 		n = min_t(u64, len, io.length);
 		if (mirror)
-			ret = read_mirror(map, &io, logical, p, n, mirror);
+			ret = read_mirror(map, &io, logical, p, n, mirror, blame);
 		else
 			for (m = 1, ret = -EIO; ret && m <= copies; m++)
-				ret = read_mirror(map, &io, logical, p, n, m);
+				ret = read_mirror(map, &io, logical, p, n, m, blame);
 		if (ret)
 			return ret;
 		logical += n;
@@ -1145,6 +1162,11 @@ int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int
 		len -= n;
 	}
 	return 0;
+}
+
+int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror)
+{
+	return mfs_read_map_blamed(map, logical, buf, len, mirror, NULL);
 }
 
 /* Write through a given map; raid5/6 maps take whole rows only. */

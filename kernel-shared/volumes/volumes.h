@@ -272,6 +272,9 @@ bool mfs_stripe_holds_old(const struct mfs_chunk_map *old, const struct mfs_chun
 bool mfs_stripe_kept(const struct mfs_chunk_map *old, int i, const struct mfs_chunk_map *new);
 /* mirror 0: each piece from the first copy that reads (missing devices, rebuilds) */
 int mfs_read_map(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror);
+/* Same; on failure, a device in service whose read failed into *blame (left alone when none). */
+int mfs_read_map_blamed(struct mfs_chunk_map *map, u64 logical, void *buf, u64 len, int mirror,
+			struct mfs_device **blame);
 int mfs_write_map(struct mfs_chunk_map *map, u64 logical, const void *buf, u64 len);
 u64 mfs_map_stripe_size(const struct mfs_chunk_map *map);
 

@@ -251,6 +251,37 @@ devid_path() {
 	whole "$T/img1" 4
 }
 
+@test "replace missing (raid5): a read error on a survivor is retried row by row, named and counted" {
+	fs_with 4 1G 40 -d raid5 -m raid1
+	lose 3
+	truncate -s 1G "$T/new3"
+	# the first read of img2 after the open: the rebuild's first window
+	# (4 MiB of img2's column) - once; the rows read again alone succeed
+	run --separate-stderr env MFS_FAULT="read:+1@/img2" mfs replace start 3 "$T/new3" "$T/img1"
+	assert_success
+	assert_stderr_regex "WARNING: devid 2 \($T/img2\): read error while copying chunk [0-9]+ \(rows [0-9]+-[0-9]+\): Input/output error"
+	run mfs device stats --offline "$T/img1"
+	assert_line --regexp "^\[$T/img2\]\.read_io_errs +1$"
+	whole "$T/img1" 4
+
+	# every read of img2 failing: the rows its column is needed for cannot
+	# be rebuilt; the replace stops, naming img2 (counted), nothing lost
+	# that was there
+	fs_with 4 1G 40 -d raid5 -m raid1
+	lose 3
+	truncate -s 1G "$T/new3b"
+	run --separate-stderr env MFS_FAULT="read:+1:s@/img2" mfs replace start 3 "$T/new3b" "$T/img1"
+	assert_failure
+	assert_stderr_line "ERROR: error during replace on '$T/img1': Input/output error"
+	assert_stderr_regex "WARNING: devid 2 \($T/img2\): read error while copying chunk [0-9]+"
+	run mfs device stats --offline "$T/img1"
+	assert_line --regexp "^\[$T/img2\]\.read_io_errs +[1-9][0-9]*$"
+	# what was there is still there
+	mnt -o ro,degraded "$T/img1"
+	verify_online
+	umnt
+}
+
 @test "offline replace of a missing raid1 member: the progress counts the convert of the reduced chunks too" {
 	fs_with 2 1G 30 -d raid1 -m raid1
 	lose 2
