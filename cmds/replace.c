@@ -356,7 +356,8 @@ static int cmd_replace_status(const struct cmd_struct *cmd, int argc, char **arg
 	}
 	if (check_argc_exact(argc - optind, 1))
 		return 1;
-	if (mfs_target_open((const char * const *)argv + optind, 1, false, &t))
+	/* a status reads only: unmounted, the source of the replace may be missing */
+	if (mfs_target_open_flags((const char * const *)argv + optind, 1, MFS_OPEN_DEGRADED, &t))
 		return 1;
 	/* a JSON document is printed once: what -1 prints */
 	if (mfs_output_format == MFS_OUTPUT_JSON) {
@@ -402,7 +403,9 @@ static const char * const cmd_replace_cancel_usage[] = {
 	"",
 	"Cancel the replace: what was moved goes back to the source (this takes",
 	"a while when much had moved), then the target leaves the filesystem.",
-	"Exit 2 when no replace is running or paused.",
+	"A missing source takes nothing back: what was rebuilt stays on the",
+	"target, which stays as an ordinary member. Exit 2 when no replace is",
+	"running or paused.",
 	NULL
 };
 

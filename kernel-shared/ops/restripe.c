@@ -782,6 +782,55 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 }
 
 /*
+ * Cancelling the replace of a missing source: what was rebuilt cannot go
+ * back to it. It stays on the target, which becomes an ordinary member
+ * under its own devid, with the redundancy it gave back; the source stays
+ * missing with what it still holds ('mfs device delete missing' or
+ * another replace rebuilds that). Otherwise a replace that cannot go on
+ * (a survivor failing reads the rebuild needs) could not be ended at all.
+ */
+static int replace_keep_rebuilt(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st = fs->restripe;
+	/* on the way back already (the source went missing then), the devids are swapped */
+	bool back = st->args.flags & MFS_BALANCE_REPLACE_CANCELLING;
+	u64 src_devid = st->args.devids[back ? 1 : 0], target_devid = st->args.devids[back ? 0 : 1];
+	struct mfs_trans_handle *trans;
+	int i, ret;
+
+	ret = mfs_start_transaction(fs, &trans);
+	if (ret)
+		return ret;
+	for (i = 0; i < 2; i++) {
+		struct mfs_device *dev = mfs_find_device(fs, st->args.devids[i]);
+
+		if (dev) {
+			dev->flags &= ~(MFS_DEV_STATE_REPLACE_TARGET | MFS_DEV_STATE_REPLACE_SOURCE);
+			dev->dirty = true;
+		}
+	}
+	ret = delete_item(trans);
+	if (ret)
+		return mfs_end_transaction_abort(trans, ret);
+	ret = mfs_commit_transaction(trans);
+	if (ret)
+		return ret;
+	if (!back) {
+		st->cancel_progress = progress(st);
+		st->args.flags |= MFS_BALANCE_REPLACE_CANCELLING;
+	}
+	note_replace_end(st);
+	rs_reloc_forget(fs);
+	st->state = MFS_RESTRIPE_NONE;
+	/* no target any more: the profiles the chunks have decide again */
+	mfs_init_alloc_profiles(fs);
+	mfs_log(fs, "replace cancelled with its source (devid %llu) missing: what was rebuilt stays on devid %llu, now an ordinary member; devid %llu stays missing",
+		(unsigned long long)src_devid, (unsigned long long)target_devid,
+		(unsigned long long)src_devid);
+	return 0;
+}
+
+/*
  * Cancelling a replace: what moved goes back to the source, so the
  * operation turns round - same engine, devids swapped - and runs on
  * (state RUNNING, persisted) until the target holds nothing and leaves.
@@ -790,6 +839,9 @@ int mfs_restripe_run(struct mfs_fs_info *fs)
 static int replace_turn_round(struct mfs_fs_info *fs)
 {
 	struct mfs_restripe_status *st = fs->restripe;
+	bool back = st->args.flags & MFS_BALANCE_REPLACE_CANCELLING;
+	/* the replace's source: where a cancel moves things back to */
+	struct mfs_device *src = mfs_find_device(fs, st->args.devids[back ? 1 : 0]);
 	u64 tmp;
 	int ret;
 
@@ -797,7 +849,10 @@ static int replace_turn_round(struct mfs_fs_info *fs)
 	ret = rs_reloc_drop(fs);
 	if (ret)
 		return ret;
-	if (!(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING)) {
+	/* also on the way back: the source went missing meanwhile */
+	if (!src || !src->io || src->missing)
+		return replace_keep_rebuilt(fs);
+	if (!back) {
 		st->cancel_progress = progress(st);
 		tmp = st->args.devids[0];
 		st->args.devids[0] = st->args.devids[1];

@@ -276,10 +276,54 @@ devid_path() {
 	assert_stderr_regex "WARNING: devid 2 \($T/img2\): read error while copying chunk [0-9]+"
 	run mfs device stats --offline "$T/img1"
 	assert_line --regexp "^\[$T/img2\]\.read_io_errs +[1-9][0-9]*$"
-	# what was there is still there
+	# paused with its source missing: the status is shown, and a cancel
+	# keeps what was rebuilt (it cannot go back to a missing device) - the
+	# target becomes an ordinary member, devid 3 stays missing
+	run mfs replace status "$T/img1"
+	assert_success
+	assert_output --regexp "^Started on .*, suspended at [0-9.]+%"
+	run --separate-stderr mfs replace cancel "$T/img1"
+	assert_success
+	assert_stderr_line "WARNING: replace cancelled with its source (devid 3) missing: what was rebuilt stays on devid 5, now an ordinary member; devid 3 stays missing"
+	run mfs filesystem show "$T/img1"
+	assert_line --regexp "^\s+devid +5 size .* path $T/new3b$"
+	assert_line --partial "*** Some devices missing"
 	mnt -o ro,degraded "$T/img1"
 	verify_online
 	umnt
+	# the way on: delete missing (img2 reads again)
+	run mfs device delete missing "$T/img1"
+	assert_success
+	whole "$T/img1" 4
+}
+
+@test "replace missing cancelled online mid-way: what was rebuilt stays, on the target as an ordinary member" {
+	fs_with 4 1G 40 -d raid5 -m raid1
+	lose 3
+	truncate -s 1G "$T/new3"
+	mnt -o degraded "$T/img1"
+	export MFS_LOG="$T/log"
+	hold_at 1
+	mfs replace start 3 "$T/new3" "$T/mnt"
+	run --separate-stderr while_held mfs replace cancel "$T/mnt"
+	assert_success
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output --regexp '^Started on .*, canceled on .* at [0-9]+\.[0-9]%'
+	run mfs balance status "$T/mnt"
+	assert_success
+	run mfs filesystem show "$T/mnt"
+	assert_line --regexp "^\s+devid +5 size .* path $T/new3$"
+	refute_output --partial "REPLACE"
+	assert_line --regexp "^\s+devid +3 size 0 used 0 path <missing disk> MISSING$"
+	verify_online
+	umnt
+	# the chunk rebuilt before the cancel has a stripe on the new member
+	run devids_in_chunks "$T/img1"
+	assert_line 5
+	run mfs device delete missing "$T/img1"
+	assert_success
+	whole "$T/img1" 4
 }
 
 @test "offline replace of a missing raid1 member: the progress counts the convert of the reduced chunks too" {
