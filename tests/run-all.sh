@@ -119,16 +119,18 @@ CRASH_JOBS=${MFS_CRASH_JOBS:-2}
 # has taken yet (a mkdir in DIR claims it), its output and exit status
 # into DIR.
 lane() {
-	local dir=$1 secs=$2 cmd=$3 t name rc
+	local dir=$1 secs=$2 cmd=$3 t name rc start
 	shift 3
 
 	for t in "$@"; do
 		name=$(basename "$t")
 		mkdir "$dir/$name.taken" 2>/dev/null || continue
 		rc=0
+		start=$SECONDS
 		# shellcheck disable=SC2086
 		timeout -k 30 "$secs" $cmd "$t" >"$dir/$name.log" 2>&1 || rc=$?
 		echo "$rc" >"$dir/$name.rc"
+		echo $((SECONDS - start)) >"$dir/$name.secs"
 	done
 }
 
@@ -157,6 +159,8 @@ run_lanes() {
 		rc=$(cat "$dir/$name.rc" 2>/dev/null || echo 1)
 		[ -f "$dir/$name.log" ] || : >"$dir/$name.log"
 		cat "$dir/$name.log"
+		# where the time goes: .ci/run must stay well under CI's limit
+		echo "# $prefix/$name: $(cat "$dir/$name.secs" 2>/dev/null || echo "?") s"
 		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 			echo "# $prefix/$name: stopped after ${secs}s"
 		fi
@@ -174,7 +178,13 @@ summary() {
 		echo "== failures"
 		printf '  %s\n' "${failures[@]}"
 	fi
+	echo "# $((SECONDS / 60)) min $((SECONDS % 60)) s in all"
 	echo "$passed passed, $failed failed, $skipped skipped"
+}
+
+# phase TITLE: a section of the run, with the time spent so far
+phase() {
+	echo "== $* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"
 }
 
 main() {
@@ -187,7 +197,7 @@ main() {
 		exit 1
 	}
 
-	echo "== build"
+	phase "build"
 	if ! bash scripts/build.sh; then
 		echo "build failed"
 		echo "0 passed, 1 failed, 0 skipped"
@@ -195,37 +205,37 @@ main() {
 	fi
 	export MFS_BUILD="$top/build"
 
-	echo "== unit tests"
+	phase "unit tests"
 	run_units build unit
 
-	echo "== crash replay tests ($CRASH_JOBS at a time)"
+	phase "crash replay tests ($CRASH_JOBS at a time)"
 	run_lanes "$CRASH_JOBS" "$TIMEOUT_CRASH" crash bash tests/crash/*.sh
 
-	echo "== fault injection sweep (sampled)"
+	phase "fault injection sweep (sampled)"
 	run_tap "fault/sweep.sh" "$TIMEOUT_FAULT" bash tests/fault/sweep.sh
 
-	echo "== fsck corpus"
+	phase "fsck corpus"
 	run_tap "fsck/run.sh" "$TIMEOUT_CRASH" bash tests/fsck/run.sh
 
-	echo "== bats CLI tests ($BATS_JOBS at a time)"
+	phase "bats CLI tests ($BATS_JOBS at a time)"
 	run_bats_files tests/cli/*.bats
 
-	echo "== unit tests under ASan+UBSan"
+	phase "unit tests under ASan+UBSan"
 	if bash scripts/build.sh --sanitizers; then
 		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 		run_units build-san unit-asan
-		echo "== image fuzzing corpus under ASan+UBSan"
+		phase "image fuzzing corpus under ASan+UBSan"
 		run_tap "fuzz/replay" "$TIMEOUT_UNIT" build-san/tests/fuzz/fuzz-replay -m 300 \
 			tests/fuzz/corpus tests/fuzz/regress
 		# the failure paths of the day a disk dies are where leaks hide
-		echo "== fault sweep of the degraded configurations under ASan+UBSan (sampled)"
+		phase "fault sweep of the degraded configurations under ASan+UBSan (sampled)"
 		run_tap "fault/sweep.sh (ASan, a member gone)" "$TIMEOUT_FAULT" \
 			env MFS_BUILD="$top/build-san" MFS_FAULT_ONLY="with a member gone" \
 			bash tests/fault/sweep.sh
 		# the regression inputs and two seeds that mount, unmutated (make
 		# security-test runs every input and mutants)
-		echo "== crafted images against the daemon and commands under ASan+UBSan (sampled)"
+		phase "crafted images against the daemon and commands under ASan+UBSan (sampled)"
 		run_tap "security/crafted.sh" "$TIMEOUT_UNIT" env MFS_SAN_BUILD="$top/build-san" \
 			MFS_SEC_MUTANTS=0 MFS_SEC_STRACE=1 \
 			MFS_SEC_RUNS="check restore dump-tree scrub mount-ro mount-rw" \
@@ -235,7 +245,7 @@ main() {
 		runner_failed "unit-asan" "sanitizer build failed"
 	fi
 
-	echo "== race tests under ThreadSanitizer"
+	phase "race tests under ThreadSanitizer"
 	if bash scripts/build.sh --tsan; then
 		run_tap "tsan/races.sh" "$TIMEOUT_TSAN" env MFS_TSAN_BUILD="$top/build-tsan" \
 			bash tests/tsan/races.sh
