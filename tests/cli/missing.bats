@@ -251,13 +251,20 @@ devid_path() {
 	whole "$T/img1" 4
 }
 
-@test "replace missing (raid5): a read error on a survivor is retried row by row, named and counted" {
+# replace_lost3_faulty FAULT TARGET: raid5 on four (fs_with), member 3
+# lost, replaced offline by TARGET (new, 1G) with MFS_FAULT=FAULT; run's
+# status, output and stderr apart
+replace_lost3_faulty() {
 	fs_with 4 1G 40 -d raid5 -m raid1
 	lose 3
-	truncate -s 1G "$T/new3"
+	truncate -s 1G "$2"
+	run --separate-stderr env MFS_FAULT="$1" mfs replace start 3 "$2" "$T/img1"
+}
+
+@test "replace missing (raid5): a read error on a survivor is retried row by row, named and counted" {
 	# the first read of img2 after the open: the rebuild's first window
 	# (4 MiB of img2's column) - once; the rows read again alone succeed
-	run --separate-stderr env MFS_FAULT="read:+1@/img2" mfs replace start 3 "$T/new3" "$T/img1"
+	replace_lost3_faulty "read:+1@/img2" "$T/new3"
 	assert_success
 	assert_stderr_regex "WARNING: devid 2 \($T/img2\): read error while copying chunk [0-9]+ \(rows [0-9]+-[0-9]+\): Input/output error"
 	run mfs device stats --offline "$T/img1"
@@ -267,10 +274,7 @@ devid_path() {
 	# every read of img2 failing: the rows its column is needed for cannot
 	# be rebuilt; the replace stops, naming img2 (counted), nothing lost
 	# that was there
-	fs_with 4 1G 40 -d raid5 -m raid1
-	lose 3
-	truncate -s 1G "$T/new3b"
-	run --separate-stderr env MFS_FAULT="read:+1:s@/img2" mfs replace start 3 "$T/new3b" "$T/img1"
+	replace_lost3_faulty "read:+1:s@/img2" "$T/new3b"
 	assert_failure
 	assert_stderr_line "ERROR: error during replace on '$T/img1': Input/output error"
 	assert_stderr_regex "WARNING: devid 2 \($T/img2\): read error while copying chunk [0-9]+"
