@@ -485,15 +485,18 @@ static void *batch_run(void *arg)
 	return NULL;
 }
 
-/* Run every batch, those after the first on their own threads; the first error. */
-static int batches_run(struct batch_set *set)
+/*
+ * Run every batch, those after the first on their own threads unless
+ * !parallel (then one after the other here); the first error.
+ */
+static int batches_run_as(struct batch_set *set, bool parallel)
 {
 	pthread_t tid[set->n];
 	bool started[set->n];
 	int i, ret = 0;
 
 	for (i = 1; i < set->n; i++)
-		started[i] = pthread_create(&tid[i], NULL, batch_run, &set->b[i]) == 0;
+		started[i] = parallel && pthread_create(&tid[i], NULL, batch_run, &set->b[i]) == 0;
 	if (set->n)
 		batch_run(&set->b[0]);
 	for (i = 1; i < set->n; i++) {
@@ -506,6 +509,11 @@ static int batches_run(struct batch_set *set)
 		if (set->b[i].ret && !ret)
 			ret = set->b[i].ret;
 	return ret;
+}
+
+static int batches_run(struct batch_set *set)
+{
+	return batches_run_as(set, true);
 }
 
 /*
@@ -734,8 +742,17 @@ int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_rea
 
 	for (i = 0; !ret && i < n; i++)
 		ret = gather(fs, &set, r[i].logical, r[i].buf, r[i].len, false);
+	/*
+	 * One device after the other, here: a file read is one FUSE request
+	 * of many in flight (the kernel reads ahead, the server has a thread
+	 * per request), so the devices are busy in parallel anyway, and a
+	 * thread started and joined per device per request cost more than
+	 * it saved - a cold read of 1 GiB from raid5 on three loop devices
+	 * took 4.3-5.0 s and 3.1-3.2 s of server CPU with them, 2.6-3.3 s
+	 * and 0.64-0.70 s without (three interleaved pairs).
+	 */
 	if (!ret)
-		ret = batches_run(&set);
+		ret = batches_run_as(&set, false);
 	free(set.b);
 	return ret;
 }

@@ -115,7 +115,11 @@ struct mfs_read_range {
 	void *buf;
 	u64 len;
 };
-/* Several ranges read at once: all their device transfers run in parallel. */
+/*
+ * Several ranges read at once: their transfers gathered into one per
+ * device, run one device after the other in the calling thread (a file
+ * read is one of many requests in flight: logical-io.c says why).
+ */
 int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r);
 /*
  * raid5/6 data without holding fs->lock through the disk writes: under the
