@@ -420,23 +420,6 @@ static const char * const cmd_umount_usage[] = {
 	NULL
 };
 
-static int wait_for_exit(pid_t pid)
-{
-	int pfd = syscall(SYS_pidfd_open, pid, 0);
-
-	if (pfd >= 0) {
-		struct pollfd p = { .fd = pfd, .events = POLLIN };
-
-		while (poll(&p, 1, -1) < 0 && errno == EINTR)
-			;
-		close(pfd);
-		return 0;
-	}
-	while (kill(pid, 0) == 0)
-		usleep(20000);
-	return 0;
-}
-
 /*
  * Everything written through the mount onto stable storage: the kernel's
  * cached pages go to the server (syncfs), then the server commits
@@ -608,7 +591,7 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 		free(info);
 		return 1;
 	}
-	wait_for_exit((pid_t)info->daemon_pid);
+	mfs_wait_pid_exit((pid_t)info->daemon_pid, -1);
 	free(info);
 	return synced ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <signal.h>
 #include <poll.h>
 #include <time.h>
 #include <sys/file.h>
@@ -335,6 +336,29 @@ static pid_t unmounting_holder(const char *path)
 	return pid;
 }
 
+int mfs_wait_pid_exit(pid_t pid, int timeout_ms)
+{
+	struct pollfd p = { .events = POLLIN };
+	int waited, r;
+
+	p.fd = syscall(SYS_pidfd_open, pid, 0);
+	if (p.fd < 0) {
+		if (errno == ESRCH)
+			return 1;
+		/* no pidfd (an old kernel): its existence polled */
+		for (waited = 0; kill(pid, 0) == 0; waited += 20) {
+			if (timeout_ms >= 0 && waited >= timeout_ms)
+				return 0;
+			usleep(20000);
+		}
+		return 1;
+	}
+	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	close(p.fd);
+	return r > 0;
+}
+
 #define UNMOUNTING_WAIT_MS	120000	/* a last commit on a slow disk; a hung server is given up on */
 
 /*
@@ -346,28 +370,17 @@ static pid_t unmounting_holder(const char *path)
 static bool wait_unmounting_server(const char *path)
 {
 	pid_t pid = unmounting_holder(path);
-	struct pollfd p = { .events = POLLIN };
-	int waited = 0, r;
 
 	if (!pid)
 		return false;
-	p.fd = syscall(SYS_pidfd_open, pid, 0);
-	if (p.fd < 0)
-		return errno == ESRCH;	/* gone already */
-	for (;;) {
-		int step = waited ? UNMOUNTING_WAIT_MS - waited : 1000;
-
-		r = poll(&p, 1, step);
-		if (r != 0 || waited)
-			break;
-		waited = step;
-		fprintf(stderr, "waiting for the server of the previous mount (pid %d) to finish writing and let go of %s\n",
-			(int)pid, path);
-	}
-	close(p.fd);
-	if (r <= 0)
-		warning("the server of the previous mount (pid %d) still holds %s", (int)pid, path);
-	return r > 0;
+	if (mfs_wait_pid_exit(pid, 1000))
+		return true;
+	fprintf(stderr, "waiting for the server of the previous mount (pid %d) to finish writing and let go of %s\n",
+		(int)pid, path);
+	if (mfs_wait_pid_exit(pid, UNMOUNTING_WAIT_MS - 1000))
+		return true;
+	warning("the server of the previous mount (pid %d) still holds %s", (int)pid, path);
+	return false;
 }
 
 static int open_for_cmd(const char * const *paths, int npaths, unsigned int flags,

@@ -55,6 +55,9 @@ void mfs_log_to_stderr(void *arg, const char *msg);
  * Open the filesystem that the first of paths belongs to, adding members
  * found by scanning. Prints an ERROR line and returns -errno on failure.
  */
+/* Until process pid has exited or timeout_ms passed (-1: no bound): 1 exited, 0 not yet. */
+int mfs_wait_pid_exit(pid_t pid, int timeout_ms);
+
 int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
 		     struct mfs_fs_info **out);
 /* Same, reading superblock copy `mirror` of the first path. */
