@@ -15,6 +15,7 @@
 #include "kernel-shared/tree/alloc.h"
 #include "kernel-shared/volumes/volumes.h"
 #include "kernel-shared/block/csum.h"
+#include "kernel-shared/block/testhook.h"
 #include "kernel-shared/format/profiles.h"
 
 /* Items turning an inline extent into a regular one changes, at most. */
@@ -326,6 +327,8 @@ static ssize_t read_locked(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len,
 	u64 size;
 	int ret;
 
+	/* the tests' hook: a read that could not be served without the lock */
+	mfs_test_pause_at("read-locked");
 	pthread_mutex_lock(&fs->lock);
 	heal_suspects(fs, sus->sector, sus->n);
 	ret = mfs_read_inode(fs, ino, &ii);

@@ -436,9 +436,21 @@ struct dev_batch {
 	int ret;
 };
 
+/*
+ * A read's span of a raid5/6 chunk with a stripe on a device out of
+ * service: read_rows_rebuilt, after the batches.
+ */
+struct rebuild_span {
+	struct mfs_chunk_map *map;
+	u64 logical, len;
+	u8 *p;
+};
+
 struct batch_set {
 	struct dev_batch *b;
 	int n, max;
+	struct rebuild_span *rb;
+	int nrb, maxrb;
 };
 
 static int batch_add(struct batch_set *set, struct mfs_device *dev, u64 physical, void *buf,
@@ -580,7 +592,36 @@ static int pick_copy(struct mfs_fs_info *fs, const struct mfs_chunk_map *map,
 	return -1;
 }
 
-/* Add the pieces of [logical, logical+len) to set: every copy (write) or the least busy. */
+/* Does a stripe of map lie on a device out of service? */
+static bool map_degraded(const struct mfs_chunk_map *map)
+{
+	int i;
+
+	for (i = 0; i < map->num_stripes; i++)
+		if (!mfs_dev_usable(map->stripes[i].dev))
+			return true;
+	return false;
+}
+
+/*
+ * The most of a read rebuilt at once from logical on (the buffers hold
+ * every stripe of its rows): REBUILD_MAX of data, ending at a row's end.
+ */
+#define REBUILD_MAX	(4ULL << 20)
+static u64 rebuild_span_max(const struct mfs_chunk_map *map, u64 logical)
+{
+	u64 row_len = (map->num_stripes - mfs_profile(map->type)->nparity) * map->stripe_len;
+	u64 in_chunk = logical - map->logical;
+	u64 end = round_down(in_chunk + max_t(u64, REBUILD_MAX, row_len), row_len);
+
+	return end - in_chunk;
+}
+
+/*
+ * Add the pieces of [logical, logical+len) to set: every copy (write) or
+ * the least busy; a read's part in a raid5/6 chunk missing a stripe as a
+ * span to rebuild.
+ */
 static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8 *p, u64 len,
 		  bool write)
 {
@@ -596,6 +637,17 @@ static int gather(struct mfs_fs_info *fs, struct batch_set *set, u64 logical, u8
 			return -EUCLEAN;
 		if (write && mfs_profile(map->type)->nparity)
 			return -EAGAIN;
+		if (!write && mfs_profile(map->type)->nparity && map_degraded(map)) {
+			if (MFS_ARRAY_RESERVE(set->rb, set->nrb, set->maxrb, 4))
+				return -ENOMEM;
+			n = min_t(u64, len, map->logical + map->length - logical);
+			n = min_t(u64, n, rebuild_span_max(map, logical));
+			set->rb[set->nrb++] = (struct rebuild_span){ map, logical, n, p };
+			logical += n;
+			p += n;
+			len -= n;
+			continue;
+		}
 		ret = mfs_map_block(map, logical, &io);
 		if (ret)
 			return ret;
@@ -735,6 +787,75 @@ int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
 	return write_rows(fs, full, true);
 }
 
+/*
+ * [logical, +len) of a raid5/6 chunk with stripes on devices out of
+ * service: the rows it spans read whole from the stripes still in service,
+ * one direct read each, in this thread (see mfs_read_ranges_unlocked), and
+ * the data columns gone rebuilt row by row. Rebuilding a whole span at
+ * once instead of each stripe unit alone saves a buffer and a read per
+ * column per unit. -EIO when more are gone than parity makes up for or a
+ * read fails (the caller reads again under the lock, which counts it).
+ */
+static int read_rows_rebuilt(struct mfs_chunk_map *map, u64 logical, u8 *buf, u64 len)
+{
+	const struct mfs_raid_attr *a = mfs_profile(map->type);
+	int n = map->num_stripes, ndata = n - a->nparity, st, col, ret = 0;
+	u64 slen = map->stripe_len, row_len = ndata * slen;
+	u64 r0 = (logical - map->logical) / row_len;
+	u64 r1 = (logical + len - 1 - map->logical) / row_len + 1;
+	u64 span = (r1 - r0) * slen, row, pos;
+	bool gone[n];
+	u8 *cols;
+
+	cols = mfs_io_alloc_bulk((size_t)n * span);
+	if (!cols)
+		return -ENOMEM;
+	for (st = 0; st < n && !ret; st++) {
+		struct mfs_map_stripe *s = &map->stripes[st];
+		struct iovec iov = { cols + st * span, span };
+
+		gone[st] = !mfs_dev_usable(s->dev);
+		if (gone[st])
+			continue;
+		__atomic_add_fetch(&s->dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+		ret = mfs_io_rw_vec_direct(s->dev->io, &iov, 1, s->physical + r0 * slen, false);
+		__atomic_sub_fetch(&s->dev->reads_in_flight, 1, __ATOMIC_RELAXED);
+	}
+	for (row = r0; !ret && row < r1; row++) {
+		u64 row_start = map->logical + row * row_len;
+		u64 lo = max_t(u64, logical, row_start);
+		u64 hi = min_t(u64, logical + len, row_start + row_len);
+		int failed[n], nfailed = 0;
+		bool wanted = false;
+		void *blocks[n];
+
+		for (col = 0; col < n; col++) {
+			st = mfs_row_stripe(map, row, col);
+			blocks[col] = cols + st * span + (row - r0) * slen;
+			if (!gone[st])
+				continue;
+			failed[nfailed++] = col;
+			/* a data column the read wants */
+			if (col < ndata && row_start + (col + 1) * slen > lo &&
+			    row_start + col * slen < hi)
+				wanted = true;
+		}
+		if (nfailed > a->nparity)
+			ret = -EIO;
+		else if (wanted)
+			ret = mfs_raid56_rebuild(ndata, a->nparity, slen, blocks, nfailed, failed);
+		for (pos = lo; !ret && pos < hi;) {
+			u64 in_row = pos - row_start, off = in_row % slen;
+			u64 k = min_t(u64, hi - pos, slen - off);
+
+			memcpy(buf + (pos - logical), (u8 *)blocks[in_row / slen] + off, k);
+			pos += k;
+		}
+	}
+	free(cols);
+	return ret;
+}
+
 int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_read_range *r)
 {
 	struct batch_set set = { 0 };
@@ -753,7 +874,11 @@ int mfs_read_ranges_unlocked(struct mfs_fs_info *fs, int n, const struct mfs_rea
 	 */
 	if (!ret)
 		ret = batches_run_as(&set, false);
+	for (i = 0; !ret && i < set.nrb; i++)
+		ret = read_rows_rebuilt(set.rb[i].map, set.rb[i].logical, set.rb[i].p,
+					set.rb[i].len);
 	free(set.b);
+	free(set.rb);
 	return ret;
 }
 

@@ -26,7 +26,7 @@ setup() {
 	T=$(realpath "$T")
 	export MFS_REGISTRY="$T/registry"
 	# points where a test can hold an operation (restripe.bash: hold_at)
-	export MFS_TEST_PAUSE_AT="restripe-copied:$T/hold,restripe-checkpoint:$T/hold-ckpt,restriper-stop:$T/hold-stop,scrub-step:$T/hold-scrub,scrubber-stop:$T/hold-scrub-stop,commit-supers:$T/hold-commit,evacuate-read:$T/hold-evac,map-wait:$T/hold-map,commit-wait:$T/hold-wait"
+	export MFS_TEST_PAUSE_AT="restripe-copied:$T/hold,restripe-checkpoint:$T/hold-ckpt,restriper-stop:$T/hold-stop,scrub-step:$T/hold-scrub,scrubber-stop:$T/hold-scrub-stop,commit-supers:$T/hold-commit,evacuate-read:$T/hold-evac,map-wait:$T/hold-map,commit-wait:$T/hold-wait,read-locked:$T/hold-relock"
 	: >"$T/.pids"
 	: >"$T/.mounts"
 	: >"$T/.loops"
