@@ -393,6 +393,8 @@ static int show_scanned(struct show_ctx *ctx, const char *arg)
 	struct mfs_scan scan;
 	int i, j, pass;
 
+	/* an unmounted filesystem as its last commit leaves it */
+	mfs_wait_unmounting_servers();
 	if (mfs_scan_all(arg ? &arg : NULL, arg ? 1 : 0, &scan)) {
 		error("cannot scan devices");
 		return -1;

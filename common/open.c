@@ -305,7 +305,28 @@ static bool holds_file(const char *pid, const struct stat *st)
 	return found;
 }
 
-/* The pid of a server that lost its mount and holds path (0: none). */
+/* Whether process pid runs yet: not exited (a zombie waiting for its parent). */
+static bool alive(const char *pid)
+{
+	char path[300], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "pid (comm) state ...": comm may hold anything, the state follows its last ')' */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* The pid of a server that lost its mount and holds path, or any (path NULL); 0: none. */
 static pid_t unmounting_holder(const char *path)
 {
 	struct stat st;
@@ -313,7 +334,7 @@ static pid_t unmounting_holder(const char *path)
 	pid_t pid = 0;
 	DIR *proc;
 
-	if (stat(path, &st) || !(proc = opendir("/proc")))
+	if ((path && stat(path, &st)) || !(proc = opendir("/proc")))
 		return 0;
 	while (!pid && (d = readdir(proc))) {
 		char comm_path[300], comm[32] = "";
@@ -329,7 +350,9 @@ static pid_t unmounting_holder(const char *path)
 			comm[0] = 0;
 		fclose(f);
 		comm[strcspn(comm, "\n")] = 0;
-		if (!strcmp(comm, MFS_SERVER_UNMOUNTING_NAME) && holds_file(d->d_name, &st))
+		if (strcmp(comm, MFS_SERVER_UNMOUNTING_NAME) || !alive(d->d_name))
+			continue;
+		if (!path || holds_file(d->d_name, &st))
 			pid = atoi(d->d_name);
 	}
 	closedir(proc);
@@ -362,10 +385,10 @@ int mfs_wait_pid_exit(pid_t pid, int timeout_ms)
 #define UNMOUNTING_WAIT_MS	120000	/* a last commit on a slow disk; a hung server is given up on */
 
 /*
- * path is busy: when the holder is the server of a mount that is gone
- * (a plain umount(8) returns before the server has written its last
- * commit and exited), wait for it to exit, saying so after a second.
- * Returns whether it did - the open is worth trying again.
+ * path is busy (NULL: any device): when the holder is the server of a
+ * mount that is gone (a plain umount(8) returns before the server has
+ * written its last commit and exited), wait for it to exit, saying so
+ * after a second. Returns whether it did - the open is worth trying again.
  */
 static bool wait_unmounting_server(const char *path)
 {
@@ -376,11 +399,21 @@ static bool wait_unmounting_server(const char *path)
 	if (mfs_wait_pid_exit(pid, 1000))
 		return true;
 	fprintf(stderr, "waiting for the server of the previous mount (pid %d) to finish writing and let go of %s\n",
-		(int)pid, path);
+		(int)pid, path ? path : "its devices");
 	if (mfs_wait_pid_exit(pid, UNMOUNTING_WAIT_MS - 1000))
 		return true;
-	warning("the server of the previous mount (pid %d) still holds %s", (int)pid, path);
+	warning("the server of the previous mount (pid %d) still holds %s", (int)pid,
+		path ? path : "its devices");
 	return false;
+}
+
+void mfs_wait_unmounting_servers(void)
+{
+	int n;
+
+	/* each one waited for, up to the bound (a server that hangs ends the wait) */
+	for (n = 0; n < 16 && wait_unmounting_server(NULL); n++)
+		;
 }
 
 static int open_for_cmd(const char * const *paths, int npaths, unsigned int flags,

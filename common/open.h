@@ -51,13 +51,20 @@ bool mfs_same_path(const char *a, const char *b);
 /* fs->log for commands: each message of the engine as a WARNING line. */
 void mfs_log_to_stderr(void *arg, const char *msg);
 
+/* Until process pid has exited or timeout_ms passed (-1: no bound): 1 exited, 0 not yet. */
+int mfs_wait_pid_exit(pid_t pid, int timeout_ms);
+
+/*
+ * Until every server of a mount that is gone has exited (a plain umount(8)
+ * returns before the server's last commit): before superblocks are read
+ * without an exclusive open, which would wait for it by itself.
+ */
+void mfs_wait_unmounting_servers(void);
+
 /*
  * Open the filesystem that the first of paths belongs to, adding members
  * found by scanning. Prints an ERROR line and returns -errno on failure.
  */
-/* Until process pid has exited or timeout_ms passed (-1: no bound): 1 exited, 0 not yet. */
-int mfs_wait_pid_exit(pid_t pid, int timeout_ms);
-
 int mfs_open_for_cmd(const char * const *paths, int npaths, unsigned int flags,
 		     struct mfs_fs_info **out);
 /* Same, reading superblock copy `mirror` of the first path. */

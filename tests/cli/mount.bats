@@ -77,7 +77,7 @@ waiting_or_gone() {
 
 @test "after a plain umount, a command waits for the server still writing its last commit" {
 	mfs_fs raid1 2
-	for cmd in check mount; do
+	for cmd in check mount show; do
 		mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
 		head -c $((3 * MiB)) /dev/urandom >"$T/mnt/$cmd"
 		sum=$(sha256sum <"$T/mnt/$cmd")
@@ -86,22 +86,29 @@ waiting_or_gone() {
 		echo 1 >"$T/hold-commit"
 		umount "$T/mnt"
 		wait_for_file "$T/hold-commit.held" 600
-		if [ $cmd = check ]; then
-			mfs check "$T/img1" >"$T/cmd.out" 2>&1 &
-		else
-			mfs mount "$T/img1" "$T/mnt" >"$T/cmd.out" 2>&1 &
-		fi
+		case $cmd in
+		check) mfs check "$T/img1" >"$T/cmd.out" 2>&1 & ;;
+		mount) mfs mount "$T/img1" "$T/mnt" >"$T/cmd.out" 2>&1 & ;;
+		# opens nothing exclusively: it would show the figures of the
+		# commit before (FS bytes used without the file)
+		show) mfs filesystem show "$T/img1" >"$T/cmd.out" 2>&1 & ;;
+		esac
 		pid=$!
 		# it waits (and says so) instead of finding the images busy
 		wait_until 600 waiting_or_gone $pid "$T/cmd.out"
 		run cat "$T/cmd.out"
-		assert_line --regexp "^waiting for the server of the previous mount \(pid [0-9]+\) to finish writing and let go of $T/img[12]\$"
+		assert_line --regexp "^waiting for the server of the previous mount \(pid [0-9]+\) to finish writing and let go of ($T/img[12]|its devices)\$"
 		rm -f "$T/hold-commit" "$T/hold-commit.held"
 		wait $pid
 		run cat "$T/cmd.out"
 		refute_output --partial "ERROR"
 		if [ $cmd = check ]; then
 			assert_output --partial "no error found"
+		elif [ $cmd = show ]; then
+			grep -v "^waiting for the server" "$T/cmd.out" >"$T/show.seen"
+			mfs filesystem show "$T/img1" >"$T/show.after"
+			run diff "$T/show.after" "$T/show.seen"
+			assert_success
 		else
 			run sha256sum <"$T/mnt/$cmd"
 			assert_output "$sum"
