@@ -580,6 +580,24 @@ static void print_item(struct mfs_fs_info *fs, struct extent_buffer *eb, int slo
 	case MFS_BALANCE_CHUNK_KEY:
 		print_balance_chunk(p, size);
 		break;
+	case MFS_PERSISTENT_ITEM_KEY:
+		if (k->objectid == MFS_BALANCE_OBJECTID && size == sizeof(struct mfs_replace_item)) {
+			const struct mfs_replace_item *r = p;
+			u64 outcome = le64_to_cpu(r->outcome);
+
+			printf("		replace %s progress %llu start_time %llu end_time %llu\n",
+			       outcome == MFS_REPLACE_ITEM_FINISHED ? "finished" :
+			       outcome == MFS_REPLACE_ITEM_CANCELED ? "canceled" : "unknown",
+			       (unsigned long long)le64_to_cpu(r->progress),
+			       (unsigned long long)le64_to_cpu(r->start_time),
+			       (unsigned long long)le64_to_cpu(r->end_time));
+			printf("		src_devid %llu tgt_devid %llu write_errs %llu read_errs %llu\n",
+			       (unsigned long long)le64_to_cpu(r->src_devid),
+			       (unsigned long long)le64_to_cpu(r->tgt_devid),
+			       (unsigned long long)le64_to_cpu(r->write_errs),
+			       (unsigned long long)le64_to_cpu(r->read_errs));
+		}
+		break;
 	case MFS_DEV_EXTENT_KEY:
 		if (size == sizeof(struct mfs_dev_extent)) {
 			const struct mfs_dev_extent *d = p;

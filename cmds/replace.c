@@ -284,7 +284,8 @@ DEFINE_SIMPLE_COMMAND(replace_start, "start");
 static const char * const cmd_replace_status_usage[] = {
 	"mfs replace status [-1] <path>|<device>",
 	"",
-	"Show how far the replace is, refreshed every second until it ends.",
+	"Show how far the replace is, refreshed every second until it ends, or",
+	"how the last one ended.",
 	"With --format json: printed once, as with -1.",
 	"",
 	OPTLINE("-1", "print once and exit"),
@@ -329,13 +330,14 @@ static void status_line(const struct mfs_ioctl_restripe_status *st, char *buf, s
 	}
 	fmt_time(st->last_start_time, start, sizeof(start));
 	fmt_time(st->last_end_time, end, sizeof(end));
+	snprintf(errs, sizeof(errs), "%llu write errs, %llu uncorr. read errs",
+		 (unsigned long long)st->last_write_errs, (unsigned long long)st->last_read_errs);
 	if (st->last_replace == MFS_REPLACE_FINISHED)
-		snprintf(buf, len, "Started on %s, finished on %s, 0 write errs, 0 uncorr. read errs",
-			 start, end);
+		snprintf(buf, len, "Started on %s, finished on %s, %s", start, end, errs);
 	else if (st->last_replace == MFS_REPLACE_CANCELED)
-		snprintf(buf, len, "Started on %s, canceled on %s at %llu.%llu%%, 0 write errs, 0 uncorr. read errs",
+		snprintf(buf, len, "Started on %s, canceled on %s at %llu.%llu%%, %s",
 			 start, end, (unsigned long long)st->last_progress / 10,
-			 (unsigned long long)st->last_progress % 10);
+			 (unsigned long long)st->last_progress % 10, errs);
 	else
 		snprintf(buf, len, "Never started");
 }
@@ -344,7 +346,7 @@ static int cmd_replace_status(const struct cmd_struct *cmd, int argc, char **arg
 {
 	struct mfs_ioctl_restripe_status st;
 	bool once = false, tty = isatty(STDOUT_FILENO);
-	char line[256], last[256] = "";
+	char line[512], last[512] = "";
 	struct mfs_target t;
 	int c;
 

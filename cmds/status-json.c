@@ -155,7 +155,7 @@ void mfs_replace_status_json(const char *path, const struct mfs_ioctl_restripe_s
 	mfs_json_add_u64(o, "ended", active ? 0 : st->last_end_time);
 	mfs_json_add_u64(o, "bytes-total", active ? st->bytes_total : 0);
 	mfs_json_add_u64(o, "bytes-done", active ? st->bytes_done : 0);
-	mfs_json_add_u64(o, "write-errors", active ? st->write_errs : 0);
-	mfs_json_add_u64(o, "uncorrectable-read-errors", active ? st->read_errs : 0);
+	mfs_json_add_u64(o, "write-errors", active ? st->write_errs : st->last_write_errs);
+	mfs_json_add_u64(o, "uncorrectable-read-errors", active ? st->read_errs : st->last_read_errs);
 	mfs_json_print_free(root);
 }

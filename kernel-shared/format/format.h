@@ -493,6 +493,27 @@ struct mfs_balance_item {
 static_assert(sizeof(struct mfs_balance_item) == 16 + 3 * 136 + 40 + 128 + 32 + 40, "balance item");
 
 /*
+ * key (BALANCE_OBJECTID, PERSISTENT_ITEM, 0) in the root tree: how the last
+ * replace ended, so that `replace status` says it after an unmount too
+ * (btrfs keeps it in its dev_replace item). Rewritten in the commit that
+ * ends each replace; absent until one has ended.
+ */
+#define MFS_REPLACE_ITEM_FINISHED	1
+#define MFS_REPLACE_ITEM_CANCELED	2
+struct mfs_replace_item {
+	mfs_le64 outcome;	/* MFS_REPLACE_ITEM_* */
+	mfs_le64 start_time;	/* seconds since the epoch */
+	mfs_le64 end_time;
+	mfs_le64 progress;	/* tenths of a percent moved when it ended (1000 finished) */
+	mfs_le64 src_devid;	/* the device replaced */
+	mfs_le64 tgt_devid;	/* the target's devid while it ran */
+	mfs_le64 write_errs;	/* failed writes to the target */
+	mfs_le64 read_errs;	/* ranges no copy could give */
+	u8 reserved[32];
+} __attribute__((packed));
+static_assert(sizeof(struct mfs_replace_item) == 96, "replace item");
+
+/*
  * key (BALANCE_OBJECTID, BALANCE_CHUNK, logical) in the root tree: the
  * chunk at logical is being copied and the copy was checkpointed (DESIGN
  * §5.4), so that a pause, unmount or crash goes on from `copied` instead of

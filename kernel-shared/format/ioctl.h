@@ -73,10 +73,11 @@ struct mfs_ioctl_restripe_status {
 	uint64_t start_time;		/* seconds since the epoch; 0 unknown */
 	uint64_t cancel_progress;	/* replace being cancelled: tenths of a percent */
 	uint64_t read_errs, write_errs;	/* replace */
-	/* the last replace that ended since the filesystem was opened */
+	/* the last replace that ended (kept on disk: the replace item) */
 	uint32_t last_replace;		/* MFS_REPLACE_NEVER/FINISHED/CANCELED */
 	uint32_t pad;
 	uint64_t last_start_time, last_end_time, last_progress;
+	uint64_t last_write_errs, last_read_errs;
 	/* the last hot spare taken into use since the filesystem was opened */
 	uint64_t spare_time;		/* seconds since the epoch; 0 none */
 	uint64_t spare_src_devid;	/* the member it replaces (whose devid it gets) */

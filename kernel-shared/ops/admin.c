@@ -121,6 +121,8 @@ void mfs_admin_restripe_status(struct mfs_fs_info *fs, struct mfs_ioctl_restripe
 	out->last_start_time = st->last_replace.start_time;
 	out->last_end_time = st->last_replace.end_time;
 	out->last_progress = st->last_replace.progress;
+	out->last_write_errs = st->last_replace.write_errs;
+	out->last_read_errs = st->last_replace.read_errs;
 	out->spare_time = st->last_replace.spare_time;
 	out->spare_src_devid = st->last_replace.spare_src;
 	out->spare_devid = st->last_replace.spare_devid;

@@ -111,13 +111,37 @@ static void filter_from_disk(struct mfs_balance_filter *f, const struct mfs_disk
 	f->stripes_max = le32_to_cpu(d->stripes_max);
 }
 
+/* Item key of the root tree set to data (size bytes; an item there has that size). */
+static int put_root_item(struct mfs_trans_handle *trans, const struct mfs_key *key,
+			 const void *data, u32 size)
+{
+	struct mfs_root *root = trans->fs_info->tree_root;
+	struct mfs_path path;
+	int ret;
+
+	mfs_init_path(&path);
+	ret = mfs_search_slot(trans, root, key, &path, 0, 1);
+	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) != size) {
+		/* one of another size (damaged): replaced */
+		ret = mfs_del_item(trans, root, &path);
+		mfs_release_path(&path);
+		return ret ? ret : mfs_insert_item(trans, root, key, data, size);
+	}
+	if (ret == 0) {
+		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), data, size);
+		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+	}
+	mfs_release_path(&path);
+	if (ret > 0)
+		ret = mfs_insert_item(trans, root, key, data, size);
+	return ret;
+}
+
 int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st, bool paused)
 {
-	struct mfs_fs_info *fs = trans->fs_info;
 	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
 	struct mfs_balance_item bi;
-	struct mfs_path path;
-	int i, ret;
+	int i;
 
 	memset(&bi, 0, sizeof(bi));
 	bi.op = cpu_to_le64(st->args.op);
@@ -136,16 +160,48 @@ int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st
 	bi.old_size = cpu_to_le64(st->args.old_size);
 	bi.start_time = cpu_to_le64(st->start_time);
 	bi.cancel_progress = cpu_to_le64(st->cancel_progress);
+	return put_root_item(trans, &key, &bi, sizeof(bi));
+}
+
+static const struct mfs_key replace_key = { MFS_BALANCE_OBJECTID, MFS_PERSISTENT_ITEM_KEY, 0 };
+
+/*
+ * How the last replace ended, from its item, into st. None, or one that
+ * makes no sense (it is informational: no reason to refuse the open), says
+ * never.
+ */
+static int load_last_replace(struct mfs_fs_info *fs)
+{
+	struct mfs_restripe_status *st;
+	struct mfs_replace_item ri;
+	struct mfs_path path;
+	u64 outcome;
+	int ret;
+
 	mfs_init_path(&path);
-	ret = mfs_search_slot(trans, fs->tree_root, &key, &path, 0, 1);
+	ret = mfs_search_slot(NULL, fs->tree_root, &replace_key, &path, 0, 0);
 	if (ret == 0) {
-		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), &bi, sizeof(bi));
-		mfs_mark_buffer_dirty(trans, path.nodes[0]);
+		if (leaf_item_size(path.nodes[0], path.slots[0]) != sizeof(ri))
+			ret = 1;
+		else
+			memcpy(&ri, leaf_item_data(path.nodes[0], path.slots[0]), sizeof(ri));
 	}
 	mfs_release_path(&path);
-	if (ret > 0)
-		ret = mfs_insert_item(trans, fs->tree_root, &key, &bi, sizeof(bi));
-	return ret;
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	outcome = le64_to_cpu(ri.outcome);
+	if (outcome != MFS_REPLACE_ITEM_FINISHED && outcome != MFS_REPLACE_ITEM_CANCELED)
+		return 0;
+	st = rs_status(fs);
+	if (!st)
+		return -ENOMEM;
+	st->last_replace.outcome = (int)outcome;
+	st->last_replace.start_time = le64_to_cpu(ri.start_time);
+	st->last_replace.end_time = le64_to_cpu(ri.end_time);
+	st->last_replace.progress = min_t(u64, le64_to_cpu(ri.progress), 1000);
+	st->last_replace.write_errs = le64_to_cpu(ri.write_errs);
+	st->last_replace.read_errs = le64_to_cpu(ri.read_errs);
+	return 0;
 }
 
 static int delete_item(struct mfs_trans_handle *trans)
@@ -182,6 +238,9 @@ int mfs_restripe_load(struct mfs_fs_info *fs)
 
 	if (!fs->tree_root)
 		return 0;
+	ret = load_last_replace(fs);
+	if (ret)
+		return ret;
 	mfs_init_path(&path);
 	ret = mfs_search_slot(NULL, fs->tree_root, &key, &path, 0, 0);
 	if (ret == 0) {
@@ -449,17 +508,35 @@ static u64 progress(const struct mfs_restripe_status *st)
 	return min_t(u64, 1000, st->bytes_done * 1000 / st->bytes_total);
 }
 
-/* A replace ended: what `replace status` says afterwards. */
-static void note_replace_end(struct mfs_restripe_status *st)
+/*
+ * The replace of st ends in trans (cancelled: cancel_progress, the
+ * tenths of a percent it had moved): what `replace status` says
+ * afterwards, now and after a remount (the replace item).
+ */
+static int note_replace_end(struct mfs_trans_handle *trans, struct mfs_restripe_status *st,
+			    bool cancelled, u64 cancel_progress)
 {
-	bool cancelled = st->args.flags & MFS_BALANCE_REPLACE_CANCELLING;
+	/* on the way back the devids are swapped */
+	bool back = st->args.flags & MFS_BALANCE_REPLACE_CANCELLING;
+	struct mfs_replace_item ri = { 0 };
 
 	if (st->args.op != MFS_RESTRIPE_OP_REPLACE)
-		return;
+		return 0;
 	st->last_replace.outcome = cancelled ? MFS_REPLACE_CANCELED : MFS_REPLACE_FINISHED;
 	st->last_replace.start_time = st->start_time;
 	st->last_replace.end_time = time(NULL);
-	st->last_replace.progress = cancelled ? st->cancel_progress : 1000;
+	st->last_replace.progress = cancelled ? cancel_progress : 1000;
+	st->last_replace.write_errs = st->write_errs;
+	st->last_replace.read_errs = st->read_errs;
+	ri.outcome = cpu_to_le64(st->last_replace.outcome);
+	ri.start_time = cpu_to_le64(st->last_replace.start_time);
+	ri.end_time = cpu_to_le64(st->last_replace.end_time);
+	ri.progress = cpu_to_le64(st->last_replace.progress);
+	ri.src_devid = cpu_to_le64(st->args.devids[back ? 1 : 0]);
+	ri.tgt_devid = cpu_to_le64(st->args.devids[back ? 0 : 1]);
+	ri.write_errs = cpu_to_le64(st->write_errs);
+	ri.read_errs = cpu_to_le64(st->read_errs);
+	return put_root_item(trans, &replace_key, &ri, sizeof(ri));
 }
 
 /*
@@ -556,9 +633,11 @@ static int finish(struct mfs_fs_info *fs, bool *followed)
 		return ret;
 	if (leaves)
 		ret = drop_devices(fs, trans, gone, &ngone);
+	if (!ret)
+		ret = note_replace_end(trans, st, st->args.flags & MFS_BALANCE_REPLACE_CANCELLING,
+				       st->cancel_progress);
 	if (!ret && leaves && !(st->args.flags & MFS_BALANCE_REPLACE_CANCELLING) &&
 	    mfs_restripe_reduced_pending(fs, &next)) {
-		note_replace_end(st);
 		start_followup(st, &next);
 		rs_apply_targets(fs, &next);
 		*followed = true;
@@ -663,10 +742,8 @@ static int end_pass(struct mfs_fs_info *fs, int ret)
 		bool followed;
 
 		ret = finish(fs, &followed);
-		if (!ret && !followed) {
-			note_replace_end(st);
+		if (!ret && !followed)
 			st->state = MFS_RESTRIPE_NONE;
-		}
 	} else if (ret == -ECANCELED) {
 		ret = mfs_restripe_cancel_paused(fs) ?: -ECANCELED;
 	} else {
@@ -810,6 +887,8 @@ static int replace_keep_rebuilt(struct mfs_fs_info *fs)
 		}
 	}
 	ret = delete_item(trans);
+	if (!ret)
+		ret = note_replace_end(trans, st, true, back ? st->cancel_progress : progress(st));
 	if (ret)
 		return mfs_end_transaction_abort(trans, ret);
 	ret = mfs_commit_transaction(trans);
@@ -819,7 +898,6 @@ static int replace_keep_rebuilt(struct mfs_fs_info *fs)
 		st->cancel_progress = progress(st);
 		st->args.flags |= MFS_BALANCE_REPLACE_CANCELLING;
 	}
-	note_replace_end(st);
 	rs_reloc_forget(fs);
 	st->state = MFS_RESTRIPE_NONE;
 	/* no target any more: the profiles the chunks have decide again */

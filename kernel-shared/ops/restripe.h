@@ -65,18 +65,20 @@ struct mfs_restripe_status {
 	u64 read_errs;		/* replace: ranges no copy could give */
 	u64 write_errs;		/* replace: failed writes to the target */
 	struct rs_reloc *reloc;	/* the chunk whose copy stopped at a checkpoint, or NULL */
-	/* the last replace that ended while this filesystem was open */
+	/* the last replace that ended (the replace item, format §7.1) */
 	struct {
 		int outcome;	/* MFS_REPLACE_* */
 		u64 start_time, end_time, progress;	/* progress: tenths of a percent */
+		u64 write_errs, read_errs;
 		/* the last hot spare taken since the open: when, for whom, which */
 		u64 spare_time, spare_src, spare_devid;
 	} last_replace;
 };
 
+/* FINISHED and CANCELED as the replace item says them (format §7.1) */
 #define MFS_REPLACE_NEVER	0
-#define MFS_REPLACE_FINISHED	1
-#define MFS_REPLACE_CANCELED	2
+#define MFS_REPLACE_FINISHED	MFS_REPLACE_ITEM_FINISHED
+#define MFS_REPLACE_CANCELED	MFS_REPLACE_ITEM_CANCELED
 
 /* Convert a profile bit mask for filters (single has no bg bit). */
 static inline u64 mfs_profile_to_filter_bit(u64 profile)

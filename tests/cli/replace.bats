@@ -48,6 +48,10 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	assert_output --regexp "$STATUS_DONE"
 	verify_online
 	umnt
+	# how it ended is kept on disk: said on the unmounted devices too
+	run mfs replace status -1 "$T/img1"
+	assert_success
+	assert_output --regexp "$STATUS_DONE"
 	run devids_in_chunks "$T/img1"
 	assert_output "$(printf '1\n2\n3')"
 	show_line "$T/img1" 2 | grep -q " path $T/img4\$"
@@ -90,9 +94,15 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	replaced "$T/img2" "$T/img1" "$T/img3"
 	# the target is a member of its own size
 	show_line "$T/img2" 1 | grep -q ' size 400.00MiB '
+	# an offline replace's outcome stays too, for a later status, mounted or not
 	run mfs replace status -1 "$T/img2"
 	assert_success
-	assert_output "Never started"
+	assert_output --regexp "$STATUS_DONE"
+	mnt "$T/img2"
+	run mfs replace status -1 "$T/mnt"
+	assert_success
+	assert_output --regexp "$STATUS_DONE"
+	umnt
 	verify_offline "$T/img2"
 }
 
@@ -267,6 +277,9 @@ STATUS_DONE='^Started on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8}, finished on [ 0-9]{
 	assert_output --partial ", suspended at "
 	run --separate-stderr mfs replace cancel "$T/img1"
 	assert_success
+	run mfs replace status -1 "$T/img1"
+	assert_success
+	assert_output --regexp '^Started on .*, canceled on [ 0-9]{2}\.[A-Z][a-z]{2} [0-9:]{8} at [0-9]+\.[0-9]%, 0 write errs, 0 uncorr\. read errs$'
 	run mfs balance status "$T/img1"
 	assert_success
 	run devids_in_chunks "$T/img1"

@@ -258,6 +258,25 @@ static void test_balance_item(void)
 	CHECK_EQ(MFS_BALANCE_REPLACE_SPARE, 0x80);
 }
 
+/* ---- root tree: the replace item (section 7.1) ---- */
+static void test_replace_item(void)
+{
+	CHECK_EQ(sizeof(struct mfs_replace_item), 96);
+	PIN(struct mfs_replace_item, outcome, 0, 8);
+	PIN(struct mfs_replace_item, start_time, 8, 8);
+	PIN(struct mfs_replace_item, end_time, 16, 8);
+	PIN(struct mfs_replace_item, progress, 24, 8);
+	PIN(struct mfs_replace_item, src_devid, 32, 8);
+	PIN(struct mfs_replace_item, tgt_devid, 40, 8);
+	PIN(struct mfs_replace_item, write_errs, 48, 8);
+	PIN(struct mfs_replace_item, read_errs, 56, 8);
+	PIN(struct mfs_replace_item, reserved, 64, 32);
+	CHECK_EQ(MFS_REPLACE_ITEM_FINISHED, 1);
+	CHECK_EQ(MFS_REPLACE_ITEM_CANCELED, 2);
+	CHECK_EQ(MFS_PERSISTENT_ITEM_KEY, 249);
+	CHECK_EQ(MFS_BALANCE_OBJECTID, (u64)-4);
+}
+
 static void test_balance_chunk_item(void)
 {
 	CHECK_EQ(sizeof(struct mfs_balance_chunk_item), 64);
@@ -575,6 +594,7 @@ int main(void)
 	RUN(test_dev_stats_item);
 	RUN(test_disk_balance_args);
 	RUN(test_balance_item);
+	RUN(test_replace_item);
 	RUN(test_balance_chunk_item);
 	RUN(test_scrub_item);
 	RUN(test_timespec);
