@@ -7,25 +7,24 @@
 . /usr/share/bash-completion/bash_completion
 . "$1"
 line=$2
-mapfile -t COMP_WORDS < <(python3 - "$line" "$COMP_WORDBREAKS" <<'PY'
-import sys
-line, breaks = sys.argv[1], sys.argv[2]
-words, cur, kind = [], "", None
-for ch in line:
-    if ch in " \t\n":
-        if cur:
-            words.append(cur)
-        cur, kind = "", None
-        continue
-    k = "break" if ch in breaks else "word"
-    if cur and k != kind:
-        words.append(cur)
-        cur = ""
-    cur, kind = cur + ch, k
-words.append(cur)
-print("\n".join(words))
-PY
-)
+COMP_WORDS=()
+cur="" kind=""
+for ((i = 0; i < ${#line}; i++)); do
+	ch=${line:i:1}
+	if [[ $ch == [$' \t\n'] ]]; then
+		[ -n "$cur" ] && COMP_WORDS+=("$cur")
+		cur="" kind=""
+		continue
+	fi
+	if [[ $COMP_WORDBREAKS == *"$ch"* ]]; then k=break; else k=word; fi
+	if [ -n "$cur" ] && [ "$k" != "$kind" ]; then
+		COMP_WORDS+=("$cur")
+		cur=""
+	fi
+	cur+=$ch
+	kind=$k
+done
+COMP_WORDS+=("$cur")
 COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 COMP_LINE=$line
 COMP_POINT=${#line}

@@ -22,6 +22,8 @@ its text (common/help.c); wrapped text starts further right.
                                  are all in mfs(5) MOUNT OPTIONS
   helptext.py options-man PAGE SECTION [SUBCOMMAND]
   helptext.py options-help CMD...  the options one side sees, one a line
+  helptext.py options-help-all   every command and its --help's options:
+                                 "mfs device add<TAB>-K --force ..."
   helptext.py commands           every command, one a line ("mfs device add")
   helptext.py mount-options-help the names of the mount options of --help
 
@@ -295,6 +297,10 @@ def main(argv):
         return 0
     if cmd == "options-help":
         print("\n".join(sorted(help_options(run_help(args)))))
+        return 0
+    if cmd == "options-help-all":
+        for words in all_commands():
+            print("%s\t%s" % (" ".join(words), " ".join(sorted(help_options(run_help(words))))))
         return 0
     raise SystemExit(__doc__)
 
