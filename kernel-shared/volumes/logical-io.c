@@ -503,8 +503,9 @@ static void *batch_run(void *arg)
  */
 static int batches_run_as(struct batch_set *set, bool parallel)
 {
-	pthread_t tid[set->n];
-	bool started[set->n];
+	/* none at all: a read whose every span is rebuilt */
+	pthread_t tid[set->n ? set->n : 1];
+	bool started[set->n ? set->n : 1];
 	int i, ret = 0;
 
 	for (i = 1; i < set->n; i++)
