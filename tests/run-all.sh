@@ -233,6 +233,11 @@ main() {
 		run_tap "fault/sweep.sh (ASan, a member gone)" "$TIMEOUT_FAULT" \
 			env MFS_BUILD="$top/build-san" MFS_FAULT_ONLY="with a member gone" \
 			bash tests/fault/sweep.sh
+		# degraded mounts read, write and rebuild through the daemon: a
+		# UBSan stop there (8d29654) showed only as a dead mount
+		phase "degraded mounts under ASan+UBSan"
+		run_tap "cli/degraded.bats (ASan)" "$TIMEOUT_BATS" env MFS_BUILD="$top/build-san" \
+			bats --tap tests/cli/degraded.bats
 		# the regression inputs and two seeds that mount, unmutated (make
 		# security-test runs every input and mutants)
 		phase "crafted images against the daemon and commands under ASan+UBSan (sampled)"
