@@ -448,6 +448,50 @@ void *mfs_io_alloc_bulk(size_t bytes)
 	return p;
 }
 
+struct thread_buf {
+	void *p;
+	size_t size;
+};
+
+static void thread_buf_free(void *arg)
+{
+	struct thread_buf *b = arg;
+
+	free(b->p);
+	free(b);
+}
+
+void *mfs_thread_buf_get(struct mfs_thread_buf *tb, size_t size)
+{
+	static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct thread_buf *b;
+
+	if (__atomic_load_n(&tb->state, __ATOMIC_ACQUIRE) == 0) {
+		pthread_mutex_lock(&setup_lock);
+		if (tb->state == 0)
+			__atomic_store_n(&tb->state,
+					 pthread_key_create(&tb->key, thread_buf_free) ? -1 : 1,
+					 __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&setup_lock);
+	}
+	if (tb->state < 0)
+		return NULL;	/* no key left: out of a resource, as out of memory */
+	b = pthread_getspecific(tb->key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(tb->key, b)) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (b->size < size) {
+		free(b->p);
+		b->p = mfs_io_alloc_bulk(size);
+		b->size = b->p ? size : 0;
+	}
+	return b->p;
+}
+
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len)
 {
 	posix_fadvise(dev->fd, off, len, POSIX_FADV_WILLNEED);

@@ -72,6 +72,20 @@ int mfs_io_write_direct(struct mfs_io_dev *dev, const void *buf, size_t len, u64
  * (that pinning was a fifth of a scrub's CPU). NULL when out of memory.
  */
 void *mfs_io_alloc_bulk(size_t bytes);
+
+/*
+ * A buffer per thread for such transfers, kept from one call to the next
+ * and freed when the thread ends: one allocated per request has its pages
+ * faulted in and zeroed every time (the allocator gives them back between
+ * requests). Declare one per use, static, with MFS_THREAD_BUF_INIT.
+ */
+struct mfs_thread_buf {
+	pthread_key_t key;
+	int state;		/* 0 not set up, 1 ready, -1 no key could be had */
+};
+#define MFS_THREAD_BUF_INIT	{ .state = 0 }
+/* At least size bytes, aligned as mfs_io_alloc_bulk's, for this thread; NULL when out of memory. */
+void *mfs_thread_buf_get(struct mfs_thread_buf *tb, size_t size);
 /* A hint, neither counted nor logged: start reading [off, +len) into the page cache. */
 void mfs_io_readahead(struct mfs_io_dev *dev, u64 off, u64 len);
 /* Discard (punch holes in images); best effort, -EOPNOTSUPP when unsupported. */

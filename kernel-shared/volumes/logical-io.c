@@ -788,6 +788,9 @@ int mfs_write_full_rows(struct mfs_fs_info *fs, struct mfs_open_row *full)
 	return write_rows(fs, full, true);
 }
 
+/* Each thread's buffer for read_rows_rebuilt, kept from one read to the next */
+static struct mfs_thread_buf rebuild_buf = MFS_THREAD_BUF_INIT;
+
 /*
  * [logical, +len) of a raid5/6 chunk with stripes on devices out of
  * service: the rows it spans read whole from the stripes still in service,
@@ -808,7 +811,7 @@ static int read_rows_rebuilt(struct mfs_chunk_map *map, u64 logical, u8 *buf, u6
 	bool gone[n];
 	u8 *cols;
 
-	cols = mfs_io_alloc_bulk((size_t)n * span);
+	cols = mfs_thread_buf_get(&rebuild_buf, (size_t)n * span);
 	if (!cols)
 		return -ENOMEM;
 	for (st = 0; st < n && !ret; st++) {
@@ -853,7 +856,6 @@ static int read_rows_rebuilt(struct mfs_chunk_map *map, u64 logical, u8 *buf, u6
 			pos += k;
 		}
 	}
-	free(cols);
 	return ret;
 }
 
