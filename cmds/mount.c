@@ -253,6 +253,14 @@ static int do_mount(struct mount_args *m)
 	char real[PATH_MAX], mnt_abs[PATH_MAX];
 	int i;
 
+	/*
+	 * The daemon keeps none of its caller's descriptors past stderr: one
+	 * that is a pipe (x=$(mfs mount ... 3>&1), bats's fd 3) kept whoever
+	 * reads it to its end waiting for as long as the mount lasted.
+	 * Nothing of ours is open yet.
+	 */
+	close_range(3, ~0U, 0);
+
 	if (!m->ndevices) {
 		error("no device given");
 		return 1;

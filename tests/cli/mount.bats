@@ -117,6 +117,23 @@ waiting_or_gone() {
 	done
 }
 
+@test "the server keeps none of its caller's descriptors: a reader of mount's output gets its end" {
+	mfs_fs raid1 2
+	mkdir -p "$T/mnt"
+	echo "$T/mnt" >>"$T/.mfs_mounts"
+	# the command substitution reads until every writer of its pipe has
+	# closed it: a server keeping fd 9 held it for as long as the mount
+	run timeout 60 bash -c 'out=$(mfs mount "$1" "$2" 9>&1 3>&-); echo "returned [$out]"' _ \
+		"$T/img1" "$T/mnt"
+	assert_success
+	assert_output "returned []"
+	run is_mounted "$T/mnt"
+	assert_success
+	pid=$(mfs_daemon_pid "$T/mnt")
+	run bash -c "ls -l /proc/$pid/fd | grep -c pipe:"
+	assert_output 0
+}
+
 @test "SIGTERM to the server unmounts, the mount point given relative or not" {
 	# the server works from /: it looked for a relative mount point there
 	# and left the mount behind, dead ("Transport endpoint is not connected")
