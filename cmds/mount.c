@@ -572,7 +572,11 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	mnt = argv[optind];
 	ret = mfs_get_fs_info(mnt, info);
-	if (ret == -ENOTCONN && is_mfs_mount_point(mnt, NULL, 0)) {
+	/*
+	 * A dead server: ENOTCONN, or ECONNABORTED for a request that was
+	 * already queued when its connection went (umount right after a kill)
+	 */
+	if ((ret == -ENOTCONN || ret == -ECONNABORTED) && is_mfs_mount_point(mnt, NULL, 0)) {
 		free(info);
 		return umount_dead(mnt);
 	}
