@@ -111,32 +111,6 @@ static void filter_from_disk(struct mfs_balance_filter *f, const struct mfs_disk
 	f->stripes_max = le32_to_cpu(d->stripes_max);
 }
 
-/* Item key of the root tree set to data (size bytes; an item there has that size). */
-static int put_root_item(struct mfs_trans_handle *trans, const struct mfs_key *key,
-			 const void *data, u32 size)
-{
-	struct mfs_root *root = trans->fs_info->tree_root;
-	struct mfs_path path;
-	int ret;
-
-	mfs_init_path(&path);
-	ret = mfs_search_slot(trans, root, key, &path, 0, 1);
-	if (ret == 0 && leaf_item_size(path.nodes[0], path.slots[0]) != size) {
-		/* one of another size (damaged): replaced */
-		ret = mfs_del_item(trans, root, &path);
-		mfs_release_path(&path);
-		return ret ? ret : mfs_insert_item(trans, root, key, data, size);
-	}
-	if (ret == 0) {
-		memcpy(leaf_item_data(path.nodes[0], path.slots[0]), data, size);
-		mfs_mark_buffer_dirty(trans, path.nodes[0]);
-	}
-	mfs_release_path(&path);
-	if (ret > 0)
-		ret = mfs_insert_item(trans, root, key, data, size);
-	return ret;
-}
-
 int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st, bool paused)
 {
 	struct mfs_key key = { MFS_BALANCE_OBJECTID, MFS_BALANCE_ITEM_KEY, 0 };
@@ -160,7 +134,7 @@ int rs_write_item(struct mfs_trans_handle *trans, struct mfs_restripe_status *st
 	bi.old_size = cpu_to_le64(st->args.old_size);
 	bi.start_time = cpu_to_le64(st->start_time);
 	bi.cancel_progress = cpu_to_le64(st->cancel_progress);
-	return put_root_item(trans, &key, &bi, sizeof(bi));
+	return mfs_write_item(trans, trans->fs_info->tree_root, &key, &bi, sizeof(bi));
 }
 
 static const struct mfs_key replace_key = { MFS_BALANCE_OBJECTID, MFS_PERSISTENT_ITEM_KEY, 0 };
@@ -536,7 +510,7 @@ static int note_replace_end(struct mfs_trans_handle *trans, struct mfs_restripe_
 	ri.tgt_devid = cpu_to_le64(st->args.devids[back ? 0 : 1]);
 	ri.write_errs = cpu_to_le64(st->write_errs);
 	ri.read_errs = cpu_to_le64(st->read_errs);
-	return put_root_item(trans, &replace_key, &ri, sizeof(ri));
+	return mfs_write_item(trans, trans->fs_info->tree_root, &replace_key, &ri, sizeof(ri));
 }
 
 /*
