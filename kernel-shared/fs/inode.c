@@ -31,11 +31,18 @@
 #define SETATTR_ITEMS	2
 /* ---------------- inode items ---------------- */
 
+/*
+ * The clock of every time the engine stamps: the kernel's coarse one (a
+ * tick), which Linux filesystems stamp with and which the kernel uses for
+ * the mtime/ctime of writes through the FUSE cache. A fine clock here dated
+ * a new file after the write that followed it in the same tick, and that
+ * write's time change cost a SETATTR round trip per created file.
+ */
 void mfs_now(struct mfs_timespec *ts)
 {
 	struct timespec now;
 
-	clock_gettime(CLOCK_REALTIME, &now);
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
 	ts->sec = cpu_to_le64(now.tv_sec);
 	ts->nsec = cpu_to_le32(now.tv_nsec);
 }
