@@ -41,6 +41,10 @@ struct server {
 	bool acl;		/* FUSE_CAP_POSIX_ACL: mode and ACLs are ours to keep in step */
 	bool no_open;		/* FUSE_CAP_NO_OPEN_SUPPORT: the kernel opens files without us */
 	long write_delay_ms;	/* MFS_TEST_WRITE_DELAY_MS */
+	/* FUSE_HANDLE_KILLPRIV_V2 (killpriv.c) */
+	uint64_t init_unique;	/* the INIT request, until it is answered */
+	bool kernel_killpriv;	/* the kernel offers it */
+	bool killpriv;		/* negotiated: clearing set-user-ID is ours */
 };
 
 static inline struct server *srv(fuse_req_t req)
@@ -59,6 +63,14 @@ void stop_background(struct server *s);
 int start_scrubber(struct server *s);
 void stop_scrubber(struct server *s);
 void scrub_at_mount(struct server *s);
+
+/* killpriv.c */
+int killpriv_install(struct server *s);
+bool killpriv_on(const struct server *s);
+bool killpriv_write_asked(fuse_req_t req, fuse_ino_t ino, off_t off, size_t size);
+bool killpriv_truncate_asked(fuse_req_t req, fuse_ino_t ino);
+mode_t killpriv_mode(fuse_req_t req, mode_t mode, gid_t gid, bool chown);
+int killpriv_clear(fuse_req_t req, u64 ino);
 
 /* admin-ioctl.c */
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,

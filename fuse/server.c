@@ -215,7 +215,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	}
-	/* let the kernel clear suid/sgid on writes by others */
+	/*
+	 * Not the old KILLPRIV (a SETATTR to clear the bits per write by
+	 * root too); KILLPRIV_V2 is negotiated by killpriv.c where the
+	 * kernel offers it.
+	 */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 }
@@ -320,6 +324,32 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_attr(req, &st);
 }
 
+/*
+ * With KILLPRIV_V2 (killpriv.c) a chown, and a truncate the kernel flags,
+ * clear set-user-ID and set-group-ID here, in the same change.
+ */
+static int setattr_killpriv(fuse_req_t req, fuse_ino_t ino, unsigned int *mask,
+			    struct mfs_stat *in)
+{
+	bool chown = *mask & (MFS_SET_UID | MFS_SET_GID);
+	struct mfs_stat st;
+	mode_t mode;
+	int ret;
+
+	if (!killpriv_on(srv(req)) || (*mask & MFS_SET_MODE) ||
+	    (!chown && !killpriv_truncate_asked(req, ino)))
+		return 0;
+	ret = mfs_getattr(srv(req)->fs, to_mfs(ino), &st);
+	if (ret)
+		return ret;
+	mode = killpriv_mode(req, st.mode, st.gid, chown);
+	if (mode != st.mode) {
+		in->mode = mode;
+		*mask |= MFS_SET_MODE;
+	}
+	return 0;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -356,7 +386,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		mask |= MFS_SET_MTIME;
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		mask |= MFS_SET_CTIME;
-	ret = mfs_setattr(srv(req)->fs, to_mfs(ino), mask, &in, &out);
+	ret = setattr_killpriv(req, ino, &mask, &in);
+	if (!ret)
+		ret = mfs_setattr(srv(req)->fs, to_mfs(ino), mask, &in, &out);
 	if (!ret && (mask & MFS_SET_MODE) && srv(req)->acl && !S_ISLNK(out.mode))
 		ret = acl_chmod(srv(req)->fs, to_mfs(ino), out.mode);
 	if (ret)
@@ -609,7 +641,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (ro_check(req))
 		return;
 	test_write_delay(srv(req));
-	n = mfs_write(srv(req)->fs, to_mfs(ino), off, size, buf);
+	n = killpriv_write_asked(req, ino, off, size) ? killpriv_clear(req, to_mfs(ino)) : 0;
+	if (!n)
+		n = mfs_write(srv(req)->fs, to_mfs(ino), off, size, buf);
 	if (n < 0 && fi && fi->writepage)
 		note_wb_error(srv(req), ino, (int)-n);
 	if (n < 0)
@@ -840,10 +874,21 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
+	int ret = 0;
+
 	(void)fi;
 	if (ro_check(req))
 		return;
-	fuse_reply_err(req, -mfs_fallocate(srv(req)->fs, to_mfs(ino), mode, off, len));
+	/*
+	 * The kernel clears set-user-ID before a fallocate by a caller
+	 * without CAP_FSETID but flags nothing here: root is taken for the
+	 * only caller that has it.
+	 */
+	if (killpriv_on(srv(req)) && fuse_req_ctx(req)->uid != 0)
+		ret = killpriv_clear(req, to_mfs(ino));
+	if (!ret)
+		ret = mfs_fallocate(srv(req)->fs, to_mfs(ino), mode, off, len);
+	fuse_reply_err(req, -ret);
 }
 
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -1036,6 +1081,10 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	if (fuse_session_mount(s->se, opts->mountpoint)) {
 		fprintf(stderr, "ERROR: cannot mount on %s\n", opts->mountpoint);
 		goto out_session;
+	}
+	if (killpriv_install(s)) {
+		fprintf(stderr, "ERROR: cannot serve %s\n", opts->mountpoint);
+		goto out_unmount;
 	}
 	raise_readahead(opts->mountpoint, 4096);
 	if (fuse_daemonize(opts->foreground || opts->debug))

@@ -397,6 +397,47 @@ is_committed() {
 	assert_success
 }
 
+@test "set-user-ID, set-group-ID and file capabilities on write, truncate and chown match kernel btrfs" {
+	# the server clears them itself (FUSE_HANDLE_KILLPRIV_V2, fuse/killpriv.c)
+	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"
+	btrfs_mount "$T/btrfs"
+	mfs_fs single 1
+	mfs_mount "$T/img1" "$T/mnt"
+	mkdir "$T/btrfs/p" "$T/mnt/p"
+	run "$MFS_PY" "$BATS_TEST_DIRNAME/privs-probe.py" "$T/btrfs/p" run
+	assert_success
+	echo "$output" >"$T/btrfs.out"
+	run "$MFS_PY" "$BATS_TEST_DIRNAME/privs-probe.py" "$T/mnt/p" run
+	assert_success
+	echo "$output" >"$T/mfs.out"
+	(($(grep -c '0o755' "$T/mfs.out") >= 10))
+	run diff -u "$T/btrfs.out" "$T/mfs.out"
+	assert_success
+	# what the server cleared is on disk
+	mfs umount "$T/mnt"
+	mfs_mount "$T/img1" "$T/mnt"
+	run "$MFS_PY" "$BATS_TEST_DIRNAME/privs-probe.py" "$T/mnt/p" list
+	assert_success
+	run diff -u <(grep '^list' "$T/btrfs.out") <(echo "$output")
+	assert_success
+	mfs umount "$T/mnt"
+}
+
+@test "write(2) through the cache asks the server nothing: no security.capability round trip per call" {
+	mfs_fs single 1
+	mkdir -p "$T/mnt"
+	echo "$T/mnt" >>"$T/.mfs_mounts"
+	mfs mount -d "$T/img1" "$T/mnt" >"$T/requests.log" 2>&1 3>&- &
+	echo $! >>"$T/.pids"
+	wait_until 60 is_mounted "$T/mnt"
+	dd if=/dev/zero of="$T/mnt/f" bs=512 count=300 status=none
+	dd if=/dev/zero of="$T/mnt/f" bs=4k count=300 conv=notrunc status=none
+	n=$(grep -c 'opcode: GETXATTR' "$T/requests.log")
+	mfs umount "$T/mnt"
+	# the file's first write asks once, the kernel keeps the answer
+	((n <= 2)) || { echo "$n GETXATTR requests for 600 writes"; false; }
+}
+
 @test "POSIX ACLs (setfacl/getfacl) behave as on kernel btrfs: mode sync, chmod, default ACLs" {
 	command -v setfacl >/dev/null || skip "acl not installed (scripts/install-deps.sh)"
 	command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs not installed"

@@ -1,0 +1,167 @@
+/*
+ * Set-user-ID and set-group-ID cleared by the server (FUSE_HANDLE_KILLPRIV_V2).
+ *
+ * Without it the kernel asks for security.capability before every write(2)
+ * through the page cache: a GETXATTR round trip per call, because a FUSE
+ * mount gets SB_NOSEC - which caches "nothing to clear" per inode - only
+ * with this capability (256 MiB written 4 KiB at a time took 2.5x as long
+ * as in 1 MiB calls). With it the kernel leaves the clearing to the server:
+ * on a write or truncate by a caller without CAP_FSETID (the kernel flags
+ * those requests) and on every chown, with the VFS's rules for local
+ * filesystems (set-group-ID only where the group may execute, or on a
+ * chown by someone outside the file's group). File capabilities are still
+ * removed by the kernel (REMOVEXATTR).
+ *
+ * libfuse 3.14 neither negotiates the capability nor passes on the request
+ * flags that carry the kernel's word, so the server reads and writes
+ * /dev/fuse through the functions here (fuse_session_custom_io): the INIT
+ * reply gains the flag when the kernel offers it, and each worker thread
+ * keeps the raw request it is serving where the handlers can read it.
+ */
+#include <errno.h>
+#include <linux/fuse.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "fuse/server-internal.h"
+#include "kernel-shared/fs/inode.h"
+
+/* the request this worker thread read last, and serves now */
+static __thread const struct fuse_in_header *cur_in;
+static __thread size_t cur_len;
+
+static ssize_t kp_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct server *s = userdata;
+	ssize_t n = read(fd, buf, len);
+	const struct fuse_in_header *in = buf;
+
+	cur_in = NULL;
+	if (n < (ssize_t)sizeof(*in))
+		return n;
+	cur_in = in;
+	cur_len = n;
+	if (in->opcode == FUSE_INIT &&
+	    (size_t)n >= sizeof(*in) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
+		const struct fuse_init_in *init = (const void *)(in + 1);
+
+		s->kernel_killpriv = init->flags & FUSE_HANDLE_KILLPRIV_V2;
+		__atomic_store_n(&s->init_unique, in->unique, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct server *s = userdata;
+	const struct fuse_out_header *out = iov[0].iov_base;
+	struct fuse_init_out init;
+	struct iovec v[2];
+
+	uint64_t init_unique = __atomic_load_n(&s->init_unique, __ATOMIC_ACQUIRE);
+
+	if (!init_unique || count != 2 || iov[0].iov_len < sizeof(*out) ||
+	    out->unique != init_unique)
+		return writev(fd, iov, count);
+	__atomic_store_n(&s->init_unique, 0, __ATOMIC_RELAXED);
+	if (out->error || !s->kernel_killpriv || s->opts->ro ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t) ||
+	    iov[1].iov_len > sizeof(init))
+		return writev(fd, iov, count);
+	memcpy(&init, iov[1].iov_base, iov[1].iov_len);
+	init.flags |= FUSE_HANDLE_KILLPRIV_V2;
+	v[0] = iov[0];
+	v[1] = (struct iovec){ &init, iov[1].iov_len };
+	/* before the kernel has the reply, so before any request relies on it */
+	__atomic_store_n(&s->killpriv, true, __ATOMIC_RELEASE);
+	return writev(fd, v, 2);
+}
+
+int killpriv_install(struct server *s)
+{
+	static const struct fuse_custom_io io = {
+		.read = kp_read,
+		.writev = kp_writev,
+	};
+
+	return fuse_session_custom_io(s->se, &io, fuse_session_fd(s->se));
+}
+
+bool killpriv_on(const struct server *s)
+{
+	return __atomic_load_n(&s->killpriv, __ATOMIC_ACQUIRE);
+}
+
+/* the request being served, if it is OPCODE on NODEID with at least ARG bytes */
+static const void *cur_args(uint32_t opcode, fuse_ino_t nodeid, size_t arg)
+{
+	if (!cur_in || cur_in->opcode != opcode || cur_in->nodeid != nodeid ||
+	    cur_len < sizeof(*cur_in) + arg)
+		return NULL;
+	return cur_in + 1;
+}
+
+bool killpriv_write_asked(fuse_req_t req, fuse_ino_t ino, off_t off, size_t size)
+{
+	const struct fuse_write_in *w = cur_args(FUSE_WRITE, ino, sizeof(*w));
+
+	return killpriv_on(srv(req)) && w && w->offset == (uint64_t)off && w->size == size &&
+	       (w->write_flags & FUSE_WRITE_KILL_SUIDGID);
+}
+
+bool killpriv_truncate_asked(fuse_req_t req, fuse_ino_t ino)
+{
+	const struct fuse_setattr_in *a = cur_args(FUSE_SETATTR, ino, sizeof(*a));
+
+	return killpriv_on(srv(req)) && a && (a->valid & FATTR_SIZE) &&
+	       (a->valid & FATTR_KILL_SUIDGID);
+}
+
+/* the caller is root or in group GID (its own or a supplementary one) */
+static bool in_group_or_root(fuse_req_t req, gid_t gid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[64];
+	int n, i;
+
+	if (ctx->uid == 0 || ctx->gid == gid)
+		return true;
+	n = fuse_req_getgroups(req, 64, groups);
+	for (i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * MODE without what a write or truncate (CHOWN false) or a chown clears:
+ * set-user-ID always, set-group-ID where the group may execute or, on a
+ * chown, where the caller is outside the file's group GID - of a regular
+ * file for a write, of anything but a directory for a chown (the VFS's rules).
+ */
+mode_t killpriv_mode(fuse_req_t req, mode_t mode, gid_t gid, bool chown)
+{
+	if (S_ISDIR(mode) || (!chown && !S_ISREG(mode)))
+		return mode;
+	mode &= ~S_ISUID;
+	if ((mode & S_ISGID) &&
+	    ((mode & S_IXGRP) || (chown && !in_group_or_root(req, gid))))
+		mode &= ~S_ISGID;
+	return mode;
+}
+
+int killpriv_clear(fuse_req_t req, u64 ino)
+{
+	struct mfs_fs_info *fs = srv(req)->fs;
+	struct mfs_stat st, in, out;
+	int ret = mfs_getattr(fs, ino, &st);
+
+	if (ret)
+		return ret;
+	memset(&in, 0, sizeof(in));
+	in.mode = killpriv_mode(req, st.mode, st.gid, false);
+	if (in.mode == st.mode)
+		return 0;
+	return mfs_setattr(fs, ino, MFS_SET_MODE, &in, &out);
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+# Set-user-ID, set-group-ID and file capabilities around writes, truncates
+# and chowns, for tests/cli/mount.bats: runs a fixed sequence in the
+# directory given (as root) and prints one line per observation. The output
+# on mfs must equal the output on kernel btrfs.
+#
+#   privs-probe.py DIR run     the sequence, then the listing
+#   privs-probe.py DIR list    the listing only (after a remount)
+#
+# "user" steps run in a child that dropped to uid/gid 1234 (no capabilities
+# left, CAP_FSETID among them) and works through descriptors root opened or
+# through /proc/self/fd, so the directory's own permissions do not matter.
+import errno
+import os
+import stat
+import sys
+
+D, WHAT = sys.argv[1], sys.argv[2]
+os.chdir(D)
+UID = GID = 1234
+# security.capability, VFS_CAP_REVISION_2, effective, CAP_NET_RAW permitted
+CAP = bytes.fromhex("01000002" "00200000" "00000000" "00000000" "00000000")
+
+
+def out(name, value):
+    print(f"{name}: {value}")
+
+
+def mode(path):
+    return oct(stat.S_IMODE(os.stat(path).st_mode))
+
+
+def has_cap(path):
+    try:
+        os.getxattr(path, "security.capability")
+        return "cap"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def as_user(fn):
+    """fn() in a child as uid/gid 1234; its result or its errno name"""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(GID)
+            os.setuid(UID)
+            res = fn()
+            res = "ok" if res is None else str(res)
+        except OSError as e:
+            res = errno.errorcode.get(e.errno, str(e.errno))
+        os.write(w, res.encode())
+        os._exit(0)
+    os.close(w)
+    res = os.read(r, 4096).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    return res
+
+
+def make(name, m, uid=UID, gid=GID, data=b"0123456789"):
+    with open(name, "wb") as f:
+        f.write(data)
+    os.chown(name, uid, gid)
+    os.chmod(name, m)
+
+
+def user_write(name):
+    fd = os.open(name, os.O_WRONLY | os.O_APPEND)
+    try:
+        return as_user(lambda: os.write(fd, b"more") and None)
+    finally:
+        os.close(fd)
+
+
+def root_write(name):
+    with open(name, "ab") as f:
+        f.write(b"more")
+
+
+def run():
+    # a write by someone without CAP_FSETID clears set-user-ID, and
+    # set-group-ID where the group may execute; root's writes keep both
+    for name, m in (("w-4755", 0o4755), ("w-2755", 0o2755), ("w-2745", 0o2745),
+                    ("w-6711", 0o6711), ("w-0755", 0o755)):
+        make(name, m)
+        out(f"user write {name}", user_write(name))
+        out(f"  mode {name}", mode(name))
+    make("w-root-6755", 0o6755)
+    root_write("w-root-6755")
+    out("root write w-root-6755", mode("w-root-6755"))
+
+    # the same for truncate, by descriptor and by a truncating open
+    for name, m in (("t-4755", 0o4755), ("t-2755", 0o2755)):
+        make(name, m)
+        fd = os.open(name, os.O_WRONLY)
+        out(f"user ftruncate {name}", as_user(lambda: os.ftruncate(fd, 3)))
+        os.close(fd)
+        out(f"  mode {name}", mode(name))
+    make("o-4755", 0o4755)
+    fd = os.open("o-4755", os.O_RDONLY)
+    out("user O_TRUNC o-4755",
+        as_user(lambda: os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_TRUNC))))
+    os.close(fd)
+    out("  mode o-4755", mode("o-4755"))
+    make("t-root-4755", 0o4755)
+    os.truncate("t-root-4755", 2)
+    out("root truncate t-root-4755", mode("t-root-4755"))
+
+    # a chown clears them (set-group-ID only where the group may execute),
+    # root's too; a directory keeps both
+    for name, m in (("c-4755", 0o4755), ("c-2755", 0o2755), ("c-2745", 0o2745)):
+        make(name, m, 0, 0)
+        os.chown(name, UID, -1)
+        out(f"root chown {name}", mode(name))
+    make("c-same-4755", 0o4755)
+    os.chown("c-same-4755", UID, GID)
+    out("root chown to the same owner c-same-4755", mode("c-same-4755"))
+    os.mkfifo("c-fifo")
+    os.chmod("c-fifo", 0o6777)
+    os.chown("c-fifo", UID, GID)
+    out("root chown c-fifo", mode("c-fifo"))
+    os.mkdir("c-dir")
+    os.chmod("c-dir", 0o3755)
+    os.chown("c-dir", UID, GID)
+    out("root chown c-dir", mode("c-dir"))
+    # the owner giving the file to its own group, from a group it is not in
+    make("g-2745", 0o2745, UID, 0)
+    fd = os.open("g-2745", os.O_RDONLY)
+    out("user chgrp g-2745", as_user(lambda: os.fchown(fd, -1, GID)))
+    os.close(fd)
+    out("  mode g-2745", mode("g-2745"))
+
+    # set-user-ID given after writes that found nothing to clear
+    make("later", 0o755)
+    user_write("later")
+    user_write("later")
+    os.chmod("later", 0o4755)
+    out("user write after chmod u+s", user_write("later"))
+    out("  mode later", mode("later"))
+
+    # a user's fallocate that changes the file clears them too
+    make("f-4755", 0o4755)
+    fd = os.open("f-4755", os.O_WRONLY)
+    out("user fallocate f-4755", as_user(lambda: os.posix_fallocate(fd, 0, 65536)))
+    os.close(fd)
+    out("  mode f-4755", mode("f-4755"))
+
+    # file capabilities: a write, even root's, removes them, as a chown does
+    for name, act in (("cap-w", lambda n: root_write(n)),
+                      ("cap-c", lambda n: os.chown(n, 0, 0)),
+                      ("cap-uw", lambda n: user_write(n))):
+        make(name, 0o755)
+        os.setxattr(name, "security.capability", CAP)
+        out(f"set {name}", has_cap(name))
+        act(name)
+        out(f"  after {name}", has_cap(name))
+    make("cap-later", 0o755)
+    user_write("cap-later")
+    os.setxattr("cap-later", "security.capability", CAP)
+    user_write("cap-later")
+    out("write after setcap cap-later", has_cap("cap-later"))
+    listing()
+
+
+def listing():
+    for name in sorted(os.listdir(".")):
+        st = os.stat(name)
+        out(f"list {name}", f"{oct(stat.S_IMODE(st.st_mode))} {st.st_uid}:{st.st_gid} "
+            f"{st.st_size} {has_cap(name)}")
+
+
+if WHAT == "run":
+    run()
+else:
+    listing()
