@@ -7,9 +7,8 @@
  * with this capability (256 MiB written 4 KiB at a time took 2.5x as long
  * as in 1 MiB calls). With it the kernel leaves the clearing to the server:
  * on a write or truncate by a caller without CAP_FSETID (the kernel flags
- * those requests) and on every chown, with the VFS's rules for local
- * filesystems (set-group-ID only where the group may execute, or on a
- * chown by someone outside the file's group). File capabilities are still
+ * those requests), on a fallocate by one and on every chown, with the VFS's
+ * rules for local filesystems (killpriv_mask). File capabilities are still
  * removed by the kernel (REMOVEXATTR).
  *
  * libfuse 3.14 neither negotiates the capability nor passes on the request
@@ -19,7 +18,9 @@
  * keeps the raw request it is serving where the handlers can read it.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/fuse.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -118,50 +119,77 @@ bool killpriv_truncate_asked(fuse_req_t req, fuse_ino_t ino)
 	       (a->valid & FATTR_KILL_SUIDGID);
 }
 
-/* the caller is root or in group GID (its own or a supplementary one) */
-static bool in_group_or_root(fuse_req_t req, gid_t gid)
+/* the caller is in group GID (its own or a supplementary one) */
+static bool caller_in_group(fuse_req_t req, gid_t gid)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	gid_t groups[64];
+	gid_t groups[256];
 	int n, i;
 
-	if (ctx->uid == 0 || ctx->gid == gid)
+	if (fuse_req_ctx(req)->gid == gid)
 		return true;
-	n = fuse_req_getgroups(req, 64, groups);
-	for (i = 0; i < n && i < 64; i++)
+	n = fuse_req_getgroups(req, 256, groups);
+	for (i = 0; i < n && i < 256; i++)
 		if (groups[i] == gid)
 			return true;
 	return false;
 }
 
-/*
- * MODE without what a write or truncate (CHOWN false) or a chown clears:
- * set-user-ID always, set-group-ID where the group may execute or, on a
- * chown, where the caller is outside the file's group GID - of a regular
- * file for a write, of anything but a directory for a chown (the VFS's rules).
- */
-mode_t killpriv_mode(fuse_req_t req, mode_t mode, gid_t gid, bool chown)
+/* the caller has CAP_FSETID (its effective set, from /proc; not known: no) */
+static bool caller_fsetid(fuse_req_t req)
 {
-	if (S_ISDIR(mode) || (!chown && !S_ISREG(mode)))
-		return mode;
-	mode &= ~S_ISUID;
-	if ((mode & S_ISGID) &&
-	    ((mode & S_IXGRP) || (chown && !in_group_or_root(req, gid))))
-		mode &= ~S_ISGID;
-	return mode;
+	char path[64], line[256];
+	unsigned long long caps;
+	bool has = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)fuse_req_ctx(req)->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			has = caps & (1ULL << CAP_FSETID);
+			break;
+		}
+	fclose(f);
+	return has;
 }
 
-int killpriv_clear(fuse_req_t req, u64 ino)
+/*
+ * What a write, truncate or chown by this caller clears of ST (the VFS's
+ * setattr_should_drop_suidgid): set-user-ID; set-group-ID where the group
+ * may execute or the caller is outside the file's group - unless it has
+ * CAP_FSETID (MAY_HAVE_CAPS: a chown; the kernel flags only the writes and
+ * truncates of callers without it).
+ */
+unsigned int killpriv_mask(fuse_req_t req, const struct mfs_stat *st, bool may_have_caps)
 {
-	struct mfs_fs_info *fs = srv(req)->fs;
-	struct mfs_stat st, in, out;
-	int ret = mfs_getattr(fs, ino, &st);
+	unsigned int kill = MFS_SET_KILL_SUID | MFS_SET_KILL_SGID;
 
-	if (ret)
+	if ((st->mode & S_ISGID) && !(st->mode & S_IXGRP) && !caller_in_group(req, st->gid) &&
+	    !(may_have_caps && caller_fsetid(req)))
+		kill |= MFS_SET_KILL_SGID_ANY;
+	return kill;
+}
+
+/*
+ * Before a write the kernel flagged (ASK_CAPS false) or a fallocate (the
+ * kernel flags nothing: ask /proc). The kernel's copy of the mode is told
+ * to go: it would keep the bits, and an exec honour them, until it asks.
+ */
+int killpriv_clear(fuse_req_t req, fuse_ino_t fino, u64 ino, bool ask_caps)
+{
+	struct mfs_stat st;
+	int ret = mfs_getattr(srv(req)->fs, ino, &st);
+
+	if (ret || S_ISDIR(st.mode) || !(st.mode & (S_ISUID | S_ISGID)))
 		return ret;
-	memset(&in, 0, sizeof(in));
-	in.mode = killpriv_mode(req, st.mode, st.gid, false);
-	if (in.mode == st.mode)
+	if (ask_caps && caller_fsetid(req))
 		return 0;
-	return mfs_setattr(fs, ino, MFS_SET_MODE, &in, &out);
+	ret = mfs_kill_suidgid(srv(req)->fs, ino, killpriv_mask(req, &st, false));
+	if (ret > 0) {
+		fuse_lowlevel_notify_inval_inode(srv(req)->se, fino, -1, 0);
+		ret = 0;
+	}
+	return ret;
 }

@@ -69,8 +69,9 @@ int killpriv_install(struct server *s);
 bool killpriv_on(const struct server *s);
 bool killpriv_write_asked(fuse_req_t req, fuse_ino_t ino, off_t off, size_t size);
 bool killpriv_truncate_asked(fuse_req_t req, fuse_ino_t ino);
-mode_t killpriv_mode(fuse_req_t req, mode_t mode, gid_t gid, bool chown);
-int killpriv_clear(fuse_req_t req, u64 ino);
+struct mfs_stat;
+unsigned int killpriv_mask(fuse_req_t req, const struct mfs_stat *st, bool may_have_caps);
+int killpriv_clear(fuse_req_t req, fuse_ino_t fino, u64 ino, bool ask_caps);
 
 /* admin-ioctl.c */
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,

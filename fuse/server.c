@@ -328,26 +328,19 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
  * With KILLPRIV_V2 (killpriv.c) a chown, and a truncate the kernel flags,
  * clear set-user-ID and set-group-ID here, in the same change.
  */
-static int setattr_killpriv(fuse_req_t req, fuse_ino_t ino, unsigned int *mask,
-			    struct mfs_stat *in)
+static int setattr_killpriv(fuse_req_t req, fuse_ino_t ino, unsigned int *mask)
 {
 	bool chown = *mask & (MFS_SET_UID | MFS_SET_GID);
 	struct mfs_stat st;
-	mode_t mode;
 	int ret;
 
 	if (!killpriv_on(srv(req)) || (*mask & MFS_SET_MODE) ||
 	    (!chown && !killpriv_truncate_asked(req, ino)))
 		return 0;
 	ret = mfs_getattr(srv(req)->fs, to_mfs(ino), &st);
-	if (ret)
-		return ret;
-	mode = killpriv_mode(req, st.mode, st.gid, chown);
-	if (mode != st.mode) {
-		in->mode = mode;
-		*mask |= MFS_SET_MODE;
-	}
-	return 0;
+	if (!ret)
+		*mask |= killpriv_mask(req, &st, chown);
+	return ret;
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -386,7 +379,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		mask |= MFS_SET_MTIME;
 	if (to_set & FUSE_SET_ATTR_CTIME)
 		mask |= MFS_SET_CTIME;
-	ret = setattr_killpriv(req, ino, &mask, &in);
+	ret = setattr_killpriv(req, ino, &mask);
 	if (!ret)
 		ret = mfs_setattr(srv(req)->fs, to_mfs(ino), mask, &in, &out);
 	if (!ret && (mask & MFS_SET_MODE) && srv(req)->acl && !S_ISLNK(out.mode))
@@ -641,7 +634,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (ro_check(req))
 		return;
 	test_write_delay(srv(req));
-	n = killpriv_write_asked(req, ino, off, size) ? killpriv_clear(req, to_mfs(ino)) : 0;
+	n = killpriv_write_asked(req, ino, off, size) ? killpriv_clear(req, ino, to_mfs(ino), false) : 0;
 	if (!n)
 		n = mfs_write(srv(req)->fs, to_mfs(ino), off, size, buf);
 	if (n < 0 && fi && fi->writepage)
@@ -879,13 +872,9 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	(void)fi;
 	if (ro_check(req))
 		return;
-	/*
-	 * The kernel clears set-user-ID before a fallocate by a caller
-	 * without CAP_FSETID but flags nothing here: root is taken for the
-	 * only caller that has it.
-	 */
-	if (killpriv_on(srv(req)) && fuse_req_ctx(req)->uid != 0)
-		ret = killpriv_clear(req, to_mfs(ino));
+	/* a fallocate by a caller without CAP_FSETID clears them too (unflagged) */
+	if (killpriv_on(srv(req)))
+		ret = killpriv_clear(req, ino, to_mfs(ino), true);
 	if (!ret)
 		ret = mfs_fallocate(srv(req)->fs, to_mfs(ino), mode, off, len);
 	fuse_reply_err(req, -ret);

@@ -110,6 +110,18 @@ static int setattr_reserve(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 					     MFS_RESERVE_FREEING, trans);
 }
 
+/* MODE (an inode item's) without what the MFS_SET_KILL_* bits of MASK clear */
+static u32 killed_mode(u32 mode, unsigned int mask)
+{
+	if (S_ISDIR(mode))
+		return mode;
+	if (mask & MFS_SET_KILL_SUID)
+		mode &= ~S_ISUID;
+	if ((mask & MFS_SET_KILL_SGID_ANY) || ((mask & MFS_SET_KILL_SGID) && (mode & S_IXGRP)))
+		mode &= ~S_ISGID;
+	return mode;
+}
+
 int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 		const struct mfs_stat *in, struct mfs_stat *out)
 {
@@ -141,6 +153,7 @@ int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 	}
 	if (mask & MFS_SET_MODE)
 		ii.mode = cpu_to_le32((le32_to_cpu(ii.mode) & S_IFMT) | (in->mode & 07777));
+	ii.mode = cpu_to_le32(killed_mode(le32_to_cpu(ii.mode), mask));
 	if (mask & MFS_SET_UID)
 		ii.uid = cpu_to_le32(in->uid);
 	if (mask & MFS_SET_GID)
@@ -165,6 +178,25 @@ end:
 unlock:
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
+}
+
+int mfs_kill_suidgid(struct mfs_fs_info *fs, u64 ino, unsigned int kill)
+{
+	struct mfs_inode_item ii;
+	struct mfs_stat in, out;
+	u32 mode;
+	int ret;
+
+	pthread_mutex_lock(&fs->lock);
+	ret = mfs_read_inode(fs, ino, &ii);
+	mode = le32_to_cpu(ii.mode);
+	pthread_mutex_unlock(&fs->lock);
+	if (ret || killed_mode(mode, kill) == mode)
+		return ret;
+	/* applied again to the mode of the moment, under the lock */
+	memset(&in, 0, sizeof(in));
+	ret = mfs_setattr(fs, ino, kill & MFS_SET_KILL, &in, &out);
+	return ret ? ret : 1;
 }
 
 int mfs_readlink(struct mfs_fs_info *fs, u64 ino, char *buf, size_t size)

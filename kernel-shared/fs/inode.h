@@ -74,6 +74,15 @@ struct mfs_stat {
 #define MFS_SET_CTIME	(1U << 6)
 #define MFS_SET_ATIME_NOW (1U << 7)
 #define MFS_SET_MTIME_NOW (1U << 8)
+/*
+ * Clear set-user-ID / set-group-ID of a non-directory, from the mode it has
+ * under the lock (a write, truncate or chown by someone who may not keep
+ * them): SGID where the group may execute, SGID_ANY whatever the mode.
+ */
+#define MFS_SET_KILL_SUID (1U << 9)
+#define MFS_SET_KILL_SGID (1U << 10)
+#define MFS_SET_KILL_SGID_ANY (1U << 11)
+#define MFS_SET_KILL	(MFS_SET_KILL_SUID | MFS_SET_KILL_SGID | MFS_SET_KILL_SGID_ANY)
 
 /* rename flags (as renameat2) */
 #define MFS_RENAME_NOREPLACE	(1U << 0)
@@ -120,6 +129,11 @@ int mfs_readdirplus(struct mfs_fs_info *fs, u64 dir, u64 pos, mfs_filldir_plus_t
 
 int mfs_setattr(struct mfs_fs_info *fs, u64 ino, unsigned int mask,
 		const struct mfs_stat *in, struct mfs_stat *out);
+/*
+ * MFS_SET_KILL_* alone, and only if the mode has something to clear (no
+ * change, not even of ctime, otherwise). Returns 1 when the mode changed.
+ */
+int mfs_kill_suidgid(struct mfs_fs_info *fs, u64 ino, unsigned int kill);
 int mfs_readlink(struct mfs_fs_info *fs, u64 ino, char *buf, size_t size);
 
 ssize_t mfs_read(struct mfs_fs_info *fs, u64 ino, u64 off, size_t len, void *buf);

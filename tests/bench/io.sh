@@ -4,6 +4,9 @@
 # data profile (raid0, raid1; metadata raid1) and each filesystem:
 #
 #   seq-write   write BENCH_SIZE of one file (dd bs=1M, conv=fsync) + sync
+#   write-4k    BENCH_SMALLW_SIZE of another file in 4 KiB write(2) calls (dd
+#               bs=4k, conv=fsync) + sync: what each call costs (a logger,
+#               tar, a build writing its objects), not the disk
 #   seq-read    read it back, cold (remount + drop_caches); median of BENCH_REPEATS
 #   rand-read   BENCH_RANDREADS random 4 KiB preads of it, cold, POSIX_FADV_RANDOM
 #   create      BENCH_FILES files of BENCH_FILE_SIZE bytes (1000 per dir) + sync
@@ -20,6 +23,7 @@
 #
 # Environment (defaults in brackets):
 #   BENCH_SIZE [2G]        size of the sequential file
+#   BENCH_SMALLW_SIZE [256M] bytes written 4 KiB at a time
 #   BENCH_FILES [100000]   number of small files
 #   BENCH_FILE_SIZE [1024] bytes per small file
 #   BENCH_RANDREADS [20000] number of 4 KiB random reads
@@ -33,6 +37,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MFS_BUILD:-$top/build}
 mfs=$build/mfs
 size=${BENCH_SIZE:-2G}
+smallw=${BENCH_SMALLW_SIZE:-256M}
 nfiles=${BENCH_FILES:-100000}
 file_size=${BENCH_FILE_SIZE:-1024}
 nrand=${BENCH_RANDREADS:-20000}
@@ -53,6 +58,8 @@ print(int(float(s[:-1]) * m[s[-1]]) if s[-1] in m else int(s))' "$1"
 }
 size_mb=$(( $(to_bytes "$size") / 1048576 ))
 [ "$size_mb" -ge 1 ] || die "BENCH_SIZE must be at least 1M"
+smallw_mb=$(( $(to_bytes "$smallw") / 1048576 ))
+[ "$smallw_mb" -ge 1 ] || die "BENCH_SMALLW_SIZE must be at least 1M"
 
 bench_tmp io
 bench_loops 2 "$img_size"
@@ -77,6 +84,11 @@ median_phase() {
 
 seq_write() {
 	dd if=/dev/zero of="$mnt/seq" bs=1M count="$size_mb" conv=fsync status=none &&
+		sync -f "$mnt"
+}
+
+write_4k() {
+	dd if=/dev/zero of="$mnt/small-writes" bs=4k count=$((smallw_mb * 256)) conv=fsync status=none &&
 		sync -f "$mnt"
 }
 
@@ -120,7 +132,7 @@ list_files() {
 # ---- the run ----
 
 declare -A WALL DUSR DSYS
-phases="seq-write seq-read rand-read create ls-lR"
+phases="seq-write write-4k seq-read rand-read create ls-lR"
 
 bench_fs() {	# bench_fs mfs|btrfs PROFILE
 	local fs=$1 prof=$2
@@ -129,6 +141,8 @@ bench_fs() {	# bench_fs mfs|btrfs PROFILE
 	mount_fs "$fs"
 	run_phase "$fs" seq_write
 	WALL[$fs,$prof,seq-write]=$wall DUSR[$fs,$prof,seq-write]=$dusr DSYS[$fs,$prof,seq-write]=$dsys
+	run_phase "$fs" write_4k
+	WALL[$fs,$prof,write-4k]=$wall DUSR[$fs,$prof,write-4k]=$dusr DSYS[$fs,$prof,write-4k]=$dsys
 	median_phase "$fs" seq_read
 	WALL[$fs,$prof,seq-read]=$wall DUSR[$fs,$prof,seq-read]=$dusr DSYS[$fs,$prof,seq-read]=$dsys
 	median_phase "$fs" rand_read
@@ -144,6 +158,7 @@ bench_fs() {	# bench_fs mfs|btrfs PROFILE
 rate() {	# rate PHASE SECONDS: what the phase moved per second
 	case "$1" in
 	seq-write | seq-read) awk -v m="$size_mb" -v s="$2" 'BEGIN { printf "%.0f MiB/s", m / s }' ;;
+	write-4k) awk -v m="$smallw_mb" -v s="$2" 'BEGIN { printf "%.0f MiB/s", m / s }' ;;
 	rand-read) awk -v n="$nrand" -v s="$2" 'BEGIN { printf "%.0f IOPS", n / s }' ;;
 	create | ls-lR) awk -v n="$nfiles" -v s="$2" 'BEGIN { printf "%.0f files/s", n / s }' ;;
 	esac
@@ -151,7 +166,7 @@ rate() {	# rate PHASE SECONDS: what the phase moved per second
 
 echo "# mfs ($("$mfs" --version 2>/dev/null | head -1)) vs btrfs (kernel $(uname -r), $(mkfs.btrfs --version | head -1))"
 echo "# 2 loop devices over ${img_size} sparse images in $tmp; metadata raid1; noatime"
-echo "# seq file ${size_mb} MiB; ${nrand} random 4 KiB reads; ${nfiles} files of ${file_size} bytes"
+echo "# seq file ${size_mb} MiB; ${smallw_mb} MiB in 4 KiB writes; ${nrand} random 4 KiB reads; ${nfiles} files of ${file_size} bytes"
 for prof in $profiles; do
 	bench_fs btrfs "$prof"
 	bench_fs mfs "$prof"

@@ -10,6 +10,7 @@
 # "user" steps run in a child that dropped to uid/gid 1234 (no capabilities
 # left, CAP_FSETID among them) and works through descriptors root opened or
 # through /proc/self/fd, so the directory's own permissions do not matter.
+import ctypes
 import errno
 import os
 import stat
@@ -38,16 +39,64 @@ def has_cap(path):
         return errno.errorcode.get(e.errno, str(e.errno))
 
 
-def as_user(fn):
-    """fn() in a child as uid/gid 1234; its result or its errno name"""
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def drop_fsetid():
+    hdr, data = CapHeader(0x20080522, 0), (CapData * 2)()
+    if libc.capget(ctypes.byref(hdr), data) or False:
+        raise OSError(ctypes.get_errno(), "capget")
+    data[0].effective &= ~(1 << 4)	# CAP_FSETID
+    if libc.capset(ctypes.byref(hdr), data):
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+ID = open("/usr/bin/id", "rb").read()
+
+
+def exec_euid(name):
+    """the effective uid `id -u` runs with when uid 1235 executes NAME"""
+    fd = os.open(name, os.O_RDONLY)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.dup2(w, 1)
+        os.setgroups([])
+        os.setgid(UID + 1)
+        os.setuid(UID + 1)
+        os.execve(fd, ["id", "-u"], {})
+    os.close(w)
+    res = os.read(r, 4096).decode().strip()
+    os.close(r)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return res
+
+
+def as_user(fn, root_without_fsetid=False):
+    """fn() in a child as uid/gid 1234 (or root without CAP_FSETID); its
+    result or its errno name"""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
-            os.setgroups([])
-            os.setgid(GID)
-            os.setuid(UID)
+            if root_without_fsetid:
+                drop_fsetid()
+            else:
+                os.setgroups([])
+                os.setgid(GID)
+                os.setuid(UID)
             res = fn()
             res = "ok" if res is None else str(res)
         except OSError as e:
@@ -68,10 +117,10 @@ def make(name, m, uid=UID, gid=GID, data=b"0123456789"):
     os.chmod(name, m)
 
 
-def user_write(name):
+def user_write(name, root_without_fsetid=False):
     fd = os.open(name, os.O_WRONLY | os.O_APPEND)
     try:
-        return as_user(lambda: os.write(fd, b"more") and None)
+        return as_user(lambda: os.write(fd, b"more") and None, root_without_fsetid)
     finally:
         os.close(fd)
 
@@ -89,6 +138,31 @@ def run():
         make(name, m)
         out(f"user write {name}", user_write(name))
         out(f"  mode {name}", mode(name))
+    # an exec right after such a write runs without them (the kernel's
+    # copy of the mode must not keep them until it asks again)
+    make("x-4755", 0o4755, data=ID)
+    out("exec x-4755 before, euid", exec_euid("x-4755"))
+    user_write("x-4755")
+    out("exec x-4755 right after a user write, euid", exec_euid("x-4755"))
+    # set-group-ID without group execute, written by someone outside the group
+    make("w-2757", 0o2757, 0, 0)
+    out("user write w-2757 (not in the group)", user_write("w-2757"))
+    out("  mode w-2757", mode("w-2757"))
+    # root without CAP_FSETID is like anyone else
+    make("w-nocap-6755", 0o6755)
+    out("root without CAP_FSETID write w-nocap-6755", user_write("w-nocap-6755", True))
+    out("  mode w-nocap-6755", mode("w-nocap-6755"))
+    make("f-nocap-4755", 0o4755)
+    fd = os.open("f-nocap-4755", os.O_WRONLY)
+    out("root without CAP_FSETID fallocate f-nocap-4755",
+        as_user(lambda: os.posix_fallocate(fd, 0, 8192), True))
+    os.close(fd)
+    out("  mode f-nocap-4755", mode("f-nocap-4755"))
+    make("f-root-4755", 0o4755)
+    fd = os.open("f-root-4755", os.O_WRONLY)
+    os.posix_fallocate(fd, 0, 8192)
+    os.close(fd)
+    out("root fallocate f-root-4755", mode("f-root-4755"))
     make("w-root-6755", 0o6755)
     root_write("w-root-6755")
     out("root write w-root-6755", mode("w-root-6755"))
