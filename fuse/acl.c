@@ -204,9 +204,13 @@ int acl_chmod(struct mfs_fs_info *fs, u64 ino, mode_t mode)
 	return ret;
 }
 
-/* setxattr of an access ACL: set the mode it implies; store it only if it says more. */
+/*
+ * setxattr of an access ACL: set the mode it implies; store it only if it
+ * says more. CLEAR_SGID: the caller may not keep set-group-ID (outside the
+ * file's group, without CAP_FSETID: posix_acl_update_mode).
+ */
 int acl_set_access(struct mfs_fs_info *fs, u64 ino, const void *value, size_t size,
-		   int flags)
+		   int flags, bool clear_sgid)
 {
 	struct mfs_stat cur, in, out;
 	mode_t m;
@@ -228,5 +232,7 @@ int acl_set_access(struct mfs_fs_info *fs, u64 ino, const void *value, size_t si
 	}
 	memset(&in, 0, sizeof(in));
 	in.mode = (cur.mode & ~0777) | m;
+	if (clear_sgid)
+		in.mode &= ~S_ISGID;
 	return mfs_setattr(fs, ino, MFS_SET_MODE, &in, &out);
 }

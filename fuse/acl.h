@@ -16,6 +16,6 @@ int acl_create_masq(void *value, size_t size, mode_t *mode);
 ssize_t get_xattr_alloc(struct mfs_fs_info *fs, u64 ino, const char *name, void **out);
 int acl_chmod(struct mfs_fs_info *fs, u64 ino, mode_t mode);
 int acl_set_access(struct mfs_fs_info *fs, u64 ino, const void *value, size_t size,
-		   int flags);
+		   int flags, bool clear_sgid);
 
 #endif

@@ -193,3 +193,17 @@ int killpriv_clear(fuse_req_t req, fuse_ino_t fino, u64 ino, bool ask_caps)
 	}
 	return ret;
 }
+
+/*
+ * An access ACL set by someone outside the file's group and without
+ * CAP_FSETID clears set-group-ID (posix_acl_update_mode). The kernel says
+ * so only with FUSE_SETXATTR_EXT, which libfuse 3.14 does not negotiate:
+ * decided here, whatever KILLPRIV says.
+ */
+bool killpriv_acl_clears_sgid(fuse_req_t req, u64 ino)
+{
+	struct mfs_stat st;
+
+	return !mfs_getattr(srv(req)->fs, ino, &st) && (st.mode & S_ISGID) &&
+	       !caller_in_group(req, st.gid) && !caller_fsetid(req);
+}

@@ -72,6 +72,7 @@ bool killpriv_truncate_asked(fuse_req_t req, fuse_ino_t ino);
 struct mfs_stat;
 unsigned int killpriv_mask(fuse_req_t req, const struct mfs_stat *st, bool may_have_caps);
 int killpriv_clear(fuse_req_t req, fuse_ino_t fino, u64 ino, bool ask_caps);
+bool killpriv_acl_clears_sgid(fuse_req_t req, u64 ino);
 
 /* admin-ioctl.c */
 void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,

@@ -809,7 +809,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	if (ro_check(req))
 		return;
 	if (s->acl && !strcmp(name, XATTR_ACL_ACCESS)) {
-		fuse_reply_err(req, -acl_set_access(s->fs, to_mfs(ino), value, size, flags));
+		fuse_reply_err(req, -acl_set_access(s->fs, to_mfs(ino), value, size, flags,
+						    killpriv_acl_clears_sgid(req, to_mfs(ino))));
 		return;
 	}
 	if (s->acl && !strcmp(name, XATTR_ACL_DEFAULT) && acl_count(value, size) < 0) {

@@ -61,6 +61,9 @@ def drop_fsetid():
 
 
 ID = open("/usr/bin/id", "rb").read()
+# user::rwx user:1235:rwx group::r-x mask::rwx other::r-x
+ACL = bytes.fromhex("02000000" "01000700ffffffff" "02000700d3040000" "04000500ffffffff"
+                    "10000700ffffffff" "20000500ffffffff")
 
 
 def exec_euid(name):
@@ -207,6 +210,20 @@ def run():
     out("user chgrp g-2745", as_user(lambda: os.fchown(fd, -1, GID)))
     os.close(fd)
     out("  mode g-2745", mode("g-2745"))
+
+    # an access ACL set by the owner from outside the file's group
+    for name, m in (("a-2775", 0o2775), ("a-dir", 0o2775)):
+        if name == "a-dir":
+            os.mkdir(name)
+            os.chown(name, UID, 0)
+            os.chmod(name, m)
+        else:
+            make(name, m, UID, 0)
+        fd = os.open(name, os.O_RDONLY)
+        out(f"user setfacl {name}",
+            as_user(lambda: os.setxattr(fd, "system.posix_acl_access", ACL)))
+        os.close(fd)
+        out(f"  mode {name}", mode(name))
 
     # set-user-ID given after writes that found nothing to clear
     make("later", 0o755)
