@@ -57,10 +57,9 @@ static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct server *s = userdata;
 	const struct fuse_out_header *out = iov[0].iov_base;
+	uint64_t init_unique = __atomic_load_n(&s->init_unique, __ATOMIC_ACQUIRE);
 	struct fuse_init_out init;
 	struct iovec v[2];
-
-	uint64_t init_unique = __atomic_load_n(&s->init_unique, __ATOMIC_ACQUIRE);
 
 	if (!init_unique || count != 2 || iov[0].iov_len < sizeof(*out) ||
 	    out->unique != init_unique)
