@@ -434,8 +434,10 @@ is_committed() {
 	dd if=/dev/zero of="$T/mnt/f" bs=4k count=300 conv=notrunc status=none
 	n=$(grep -c 'opcode: GETXATTR' "$T/requests.log")
 	mfs umount "$T/mnt"
-	# the file's first write asks once, the kernel keeps the answer
-	((n <= 2)) || { echo "$n GETXATTR requests for 600 writes"; false; }
+	# the file's first write asks, the kernel keeps the answer until it
+	# refreshes the file's attributes (each second at most: a slow run
+	# asks a few times more); one per write without KILLPRIV_V2
+	((n < 30)) || { echo "$n GETXATTR requests for 600 writes"; false; }
 }
 
 @test "POSIX ACLs (setfacl/getfacl) behave as on kernel btrfs: mode sync, chmod, default ACLs" {
