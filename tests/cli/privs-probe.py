@@ -53,7 +53,7 @@ class CapData(ctypes.Structure):
 
 def drop_fsetid():
     hdr, data = CapHeader(0x20080522, 0), (CapData * 2)()
-    if libc.capget(ctypes.byref(hdr), data) or False:
+    if libc.capget(ctypes.byref(hdr), data):
         raise OSError(ctypes.get_errno(), "capget")
     data[0].effective &= ~(1 << 4)	# CAP_FSETID
     if libc.capset(ctypes.byref(hdr), data):
@@ -120,12 +120,18 @@ def make(name, m, uid=UID, gid=GID, data=b"0123456789"):
     os.chmod(name, m)
 
 
-def user_write(name, root_without_fsetid=False):
-    fd = os.open(name, os.O_WRONLY | os.O_APPEND)
+def user_on(name, flags, fn, root_without_fsetid=False):
+    """fn(fd) as_user, fd: NAME opened by root with FLAGS"""
+    fd = os.open(name, flags)
     try:
-        return as_user(lambda: os.write(fd, b"more") and None, root_without_fsetid)
+        return as_user(lambda: fn(fd), root_without_fsetid)
     finally:
         os.close(fd)
+
+
+def user_write(name, root_without_fsetid=False):
+    return user_on(name, os.O_WRONLY | os.O_APPEND, lambda fd: os.write(fd, b"more") and None,
+                   root_without_fsetid)
 
 
 def root_write(name):
@@ -156,10 +162,8 @@ def run():
     out("root without CAP_FSETID write w-nocap-6755", user_write("w-nocap-6755", True))
     out("  mode w-nocap-6755", mode("w-nocap-6755"))
     make("f-nocap-4755", 0o4755)
-    fd = os.open("f-nocap-4755", os.O_WRONLY)
     out("root without CAP_FSETID fallocate f-nocap-4755",
-        as_user(lambda: os.posix_fallocate(fd, 0, 8192), True))
-    os.close(fd)
+        user_on("f-nocap-4755", os.O_WRONLY, lambda fd: os.posix_fallocate(fd, 0, 8192), True))
     out("  mode f-nocap-4755", mode("f-nocap-4755"))
     make("f-root-4755", 0o4755)
     fd = os.open("f-root-4755", os.O_WRONLY)
@@ -173,15 +177,11 @@ def run():
     # the same for truncate, by descriptor and by a truncating open
     for name, m in (("t-4755", 0o4755), ("t-2755", 0o2755)):
         make(name, m)
-        fd = os.open(name, os.O_WRONLY)
-        out(f"user ftruncate {name}", as_user(lambda: os.ftruncate(fd, 3)))
-        os.close(fd)
+        out(f"user ftruncate {name}", user_on(name, os.O_WRONLY, lambda fd: os.ftruncate(fd, 3)))
         out(f"  mode {name}", mode(name))
     make("o-4755", 0o4755)
-    fd = os.open("o-4755", os.O_RDONLY)
-    out("user O_TRUNC o-4755",
-        as_user(lambda: os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_TRUNC))))
-    os.close(fd)
+    out("user O_TRUNC o-4755", user_on("o-4755", os.O_RDONLY, lambda fd: os.close(
+        os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_TRUNC))))
     out("  mode o-4755", mode("o-4755"))
     make("t-root-4755", 0o4755)
     os.truncate("t-root-4755", 2)
@@ -206,23 +206,17 @@ def run():
     out("root chown c-dir", mode("c-dir"))
     # the owner giving the file to its own group, from a group it is not in
     make("g-2745", 0o2745, UID, 0)
-    fd = os.open("g-2745", os.O_RDONLY)
-    out("user chgrp g-2745", as_user(lambda: os.fchown(fd, -1, GID)))
-    os.close(fd)
+    out("user chgrp g-2745", user_on("g-2745", os.O_RDONLY, lambda fd: os.fchown(fd, -1, GID)))
     out("  mode g-2745", mode("g-2745"))
 
     # an access ACL set by the owner from outside the file's group
-    for name, m in (("a-2775", 0o2775), ("a-dir", 0o2775)):
-        if name == "a-dir":
-            os.mkdir(name)
-            os.chown(name, UID, 0)
-            os.chmod(name, m)
-        else:
-            make(name, m, UID, 0)
-        fd = os.open(name, os.O_RDONLY)
-        out(f"user setfacl {name}",
-            as_user(lambda: os.setxattr(fd, "system.posix_acl_access", ACL)))
-        os.close(fd)
+    make("a-2775", 0o2775, UID, 0)
+    os.mkdir("a-dir")
+    os.chown("a-dir", UID, 0)
+    os.chmod("a-dir", 0o2775)
+    for name in ("a-2775", "a-dir"):
+        out(f"user setfacl {name}", user_on(name, os.O_RDONLY,
+                                            lambda fd: os.setxattr(fd, "system.posix_acl_access", ACL)))
         out(f"  mode {name}", mode(name))
 
     # set-user-ID given after writes that found nothing to clear
@@ -235,9 +229,8 @@ def run():
 
     # a user's fallocate that changes the file clears them too
     make("f-4755", 0o4755)
-    fd = os.open("f-4755", os.O_WRONLY)
-    out("user fallocate f-4755", as_user(lambda: os.posix_fallocate(fd, 0, 65536)))
-    os.close(fd)
+    out("user fallocate f-4755",
+        user_on("f-4755", os.O_WRONLY, lambda fd: os.posix_fallocate(fd, 0, 65536)))
     out("  mode f-4755", mode("f-4755"))
 
     # file capabilities: a write, even root's, removes them, as a chown does
