@@ -26,6 +26,7 @@ int cmd_mkfs_main(int argc, char **argv);
 int cmd_fsck_main(int argc, char **argv);
 /* mount.mfs as run by mount(8) */
 int cmd_mount_helper_main(int argc, char **argv);
+int cmd_umount_helper_main(int argc, char **argv);
 
 /* cmds/mount.c: the mounted filesystem's writes committed, 0 or -errno */
 int mfs_sync_mount(const char *mnt);

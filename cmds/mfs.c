@@ -1,4 +1,4 @@
-/* main(): pick the command by argv[0] (mfs, mkfs.mfs, fsck.mfs) and dispatch. */
+/* main(): pick the command by argv[0] (mfs and the helper names) and dispatch. */
 #include <string.h>
 #include <libgen.h>
 #include "cmds/commands.h"
@@ -41,5 +41,7 @@ int main(int argc, char **argv)
 		return cmd_fsck_main(argc, argv);
 	if (strcmp(name, "mount.mfs") == 0)
 		return cmd_mount_helper_main(argc, argv);
+	if (strcmp(name, "umount.fuse.mfs") == 0)
+		return cmd_umount_helper_main(argc, argv);
 	return mfs_dispatch(&mfs_cmd_group, "mfs", argc, argv);
 }

@@ -1,4 +1,4 @@
-/* mfs mount, mount.mfs (mount -t mfs, /etc/fstab) and mfs umount. */
+/* mfs mount, mount.mfs (mount -t mfs, /etc/fstab), mfs umount and umount.fuse.mfs (umount(8)). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "common/messages.h"
 #include "common/open.h"
 #include "common/target.h"
+#include "common/utab.h"
 #include "common/units.h"
 #include "fuse/server.h"
 #include "kernel-shared/format/ioctl.h"
@@ -454,19 +456,13 @@ int mfs_sync_mount(const char *mnt)
 	return ret;
 }
 
-/*
- * Whether @mnt is the mount point of an mfs mount, live or with its daemon
- * gone; its source (the device it was mounted from) into @source if not NULL.
- */
-static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
+/* The mountinfo entry of an mfs mount at exactly @mp: its source into @source. */
+static bool find_mfs_mount(const char *want, char *source, size_t size)
 {
-	char real[PATH_MAX], line[8192];
+	char line[8192];
 	bool found = false;
-	FILE *f;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
 
-	if (!realpath(mnt, real))
-		return false;
-	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
@@ -476,7 +472,7 @@ static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
 		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
 		    sscanf(sep + 3, "%63s %4095s", type, src) == 2 && strcmp(type, "fuse.mfs") == 0) {
 			mfs_unescape_mount_path(mp);
-			found = strcmp(mp, real) == 0;
+			found = strcmp(mp, want) == 0;
 			if (found && source) {
 				mfs_unescape_mount_path(src);
 				snprintf(source, size, "%s", src);
@@ -485,6 +481,21 @@ static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
 	}
 	fclose(f);
 	return found;
+}
+
+/*
+ * Whether @mnt is the mount point of an mfs mount, live or with its daemon
+ * gone; its source (the device it was mounted from) into @source if not NULL.
+ * A path as the mount table has it is taken as it is, without touching the
+ * mount (its server may be stopped); any other is resolved first.
+ */
+static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
+{
+	char real[PATH_MAX];
+
+	if (find_mfs_mount(mnt, source, size))
+		return true;
+	return realpath(mnt, real) && find_mfs_mount(real, source, size);
 }
 
 /*
@@ -522,6 +533,7 @@ static int umount_dead(const char *mnt)
 		error("cannot unmount %s: %m", mnt);
 		return 1;
 	}
+	mfs_utab_prune();
 	return 0;
 }
 
@@ -554,6 +566,7 @@ static int umount_unreachable(const char *mnt, const char *source, int err)
 		mnt, strerror(-err));
 	if (umount_retrying(mnt))
 		return 1;
+	mfs_utab_prune();
 	wait_device_released(source);
 	return 0;
 }
@@ -603,8 +616,141 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 		free(info);
 		return 1;
 	}
+	mfs_utab_prune();
 	mfs_wait_pid_exit((pid_t)info->daemon_pid, -1);
 	free(info);
 	return synced ? 1 : 0;
 }
 DEFINE_SIMPLE_COMMAND(umount, "umount");
+
+/* ---------------- umount.fuse.mfs ---------------- */
+
+static const char * const cmd_umount_helper_usage[] = {
+	"umount.fuse.mfs <mountpoint> [-nlfvr] [-N <namespace>] [-t <type>]",
+	"",
+	"Unmount an mfs filesystem as umount(8) runs it: like a kernel",
+	"filesystem's unmount, it returns once the server has written its last",
+	"commit and let go of the devices. Exit 0 on success, 32 when the",
+	"unmount failed, 1 on a usage error.",
+	"",
+	OPTLINE("-l", "lazy: detach the mount now, the server finishes after its last user (no wait)"),
+	OPTLINE("-f", "force: abort the connection to the server (umount2 MNT_FORCE)"),
+	OPTLINE("-r", "remount read-only when the mount is busy"),
+	OPTLINE("-v", "verbose: say when it is unmounted"),
+	OPTLINE("-n", "do not write /etc/mtab: accepted and ignored"),
+	OPTLINE("-N NAMESPACE", "the mount namespace to unmount in (a /proc/PID/ns/mnt path)"),
+	OPTLINE("-t TYPE", "filesystem type: accepted and ignored"),
+	NULL
+};
+
+/* Not in a command group: umount(8) runs it by name for mounts of type fuse.mfs. */
+static const struct cmd_struct umount_helper = {
+	.token = "umount.fuse.mfs",
+	.usagestr = cmd_umount_helper_usage,
+};
+
+#define SERVER_WAIT_NOTE_MS	5000	/* a last commit that long is worth a line */
+
+/*
+ * Until the server @pid of the mount of @source has exited. Without a bound,
+ * as a kernel filesystem's unmount waits for its disks - but not for a
+ * stopped server (SIGSTOP, a debugger): that one is left to finish when it
+ * is continued.
+ */
+static void wait_server_exit(pid_t pid, const char *source)
+{
+	int waited;
+
+	for (waited = 0; !mfs_wait_pid_exit(pid, 200); waited += 200) {
+		if (mfs_pid_stopped(pid)) {
+			warning("the server of %s (pid %d) is stopped; not waiting for its last commit",
+				source, (int)pid);
+			return;
+		}
+		if (waited == SERVER_WAIT_NOTE_MS)
+			fprintf(stderr, "waiting for the server of %s (pid %d) to write its last commit\n",
+				source, (int)pid);
+	}
+}
+
+/* Into mount namespace @path (umount -N), as umount(8) would unmount there. */
+static int enter_namespace(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || setns(fd, CLONE_NEWNS)) {
+		error("cannot enter mount namespace %s: %m", path);
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* umount(8) runs: umount.fuse.mfs <dir> [-nlfvr] [-t type] [-N ns] */
+int cmd_umount_helper_main(int argc, char **argv)
+{
+	bool lazy = false, force = false, rdonly = false, verbose = false;
+	char source[PATH_MAX] = "";
+	const char *mnt;
+	pid_t server = 0;
+	int c;
+
+	if (mfs_help_requested(argc, argv))
+		usage(&umount_helper, 0);
+	opterr = 0;
+	while ((c = getopt(argc, argv, "nlfvrN:t:")) != -1) {
+		switch (c) {
+		case 'l':
+			lazy = true;
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'r':
+			rdonly = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'N':
+			if (enter_namespace(optarg))
+				return 32;
+			break;
+		case 'n':
+		case 't':
+			break;
+		default:
+			error("umount.fuse.mfs: unknown option -%c", optopt);
+			return 1;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "usage: umount.fuse.mfs <mountpoint> [-nlfvr]\n");
+		return 1;
+	}
+	mnt = argv[optind];
+	/*
+	 * The server is found before the mount goes (it holds the source and
+	 * /dev/fuse), without asking it anything: it may be stopped or gone.
+	 * A lazy unmount waits for nothing, as the kernel's does not.
+	 */
+	if (!lazy && is_mfs_mount_point(mnt, source, sizeof(source)) && source[0])
+		server = mfs_fuse_server_holding(source);
+	if (umount2(mnt, (lazy ? MNT_DETACH : 0) | (force ? MNT_FORCE : 0))) {
+		if (errno == EBUSY && rdonly && source[0] &&
+		    !mount(source, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL)) {
+			warning("%s is busy; remounted read-only", mnt);
+			return 0;
+		}
+		error("cannot unmount %s: %m", mnt);
+		return 32;
+	}
+	mfs_utab_prune();
+	if (server)
+		wait_server_exit(server, source);
+	if (verbose)
+		printf("umount: %s unmounted\n", mnt);
+	return 0;
+}

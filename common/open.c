@@ -297,16 +297,16 @@ static bool holds_file(const char *pid, const struct stat *st)
 		snprintf(fdpath, sizeof(fdpath), "%s/%s", dir, d->d_name);
 		if (d->d_name[0] == '.' || stat(fdpath, &fst))
 			continue;
-		found = S_ISBLK(st->st_mode) ?
-			S_ISBLK(fst.st_mode) && fst.st_rdev == st->st_rdev :
+		found = S_ISBLK(st->st_mode) || S_ISCHR(st->st_mode) ?
+			(fst.st_mode & S_IFMT) == (st->st_mode & S_IFMT) && fst.st_rdev == st->st_rdev :
 			fst.st_dev == st->st_dev && fst.st_ino == st->st_ino;
 	}
 	closedir(fds);
 	return found;
 }
 
-/* Whether process pid runs yet: not exited (a zombie waiting for its parent). */
-static bool alive(const char *pid)
+/* The state letter of process pid (R, S, D, T, Z...), 0 when it is gone. */
+static char proc_state(const char *pid)
 {
 	char path[300], buf[512], *p;
 	ssize_t n;
@@ -315,48 +315,99 @@ static bool alive(const char *pid)
 	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return 0;
 	buf[n] = 0;
 	/* "pid (comm) state ...": comm may hold anything, the state follows its last ')' */
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Whether process pid runs yet: not exited (a zombie waiting for its parent). */
+static bool alive(const char *pid)
+{
+	char state = proc_state(pid);
+
+	return state && state != 'Z' && state != 'X';
+}
+
+bool mfs_pid_stopped(pid_t pid)
+{
+	char name[32], state;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	state = proc_state(name);
+	return state == 'T' || state == 't';
+}
+
+/* The first live process that match() accepts; 0: none. */
+static pid_t find_process(bool (*match)(const char *pid, const void *arg), const void *arg)
+{
+	struct dirent *d;
+	pid_t pid = 0;
+	DIR *proc = opendir("/proc");
+
+	if (!proc)
+		return 0;
+	while (!pid && (d = readdir(proc))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		if (match(d->d_name, arg) && alive(d->d_name))
+			pid = atoi(d->d_name);
+	}
+	closedir(proc);
+	return pid;
+}
+
+/* What an unmounting server is looked for by: the file it holds, or none (any). */
+static bool is_unmounting_holder(const char *pid, const void *arg)
+{
+	const struct stat *st = arg;
+	char comm_path[300], comm[32] = "";
+	FILE *f;
+
+	snprintf(comm_path, sizeof(comm_path), "/proc/%s/comm", pid);
+	f = fopen(comm_path, "re");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	return strcmp(comm, MFS_SERVER_UNMOUNTING_NAME) == 0 && (!st || holds_file(pid, st));
 }
 
 /* The pid of a server that lost its mount and holds path, or any (path NULL); 0: none. */
 static pid_t unmounting_holder(const char *path)
 {
 	struct stat st;
-	struct dirent *d;
-	pid_t pid = 0;
-	DIR *proc;
 
-	if ((path && stat(path, &st)) || !(proc = opendir("/proc")))
+	if (path && stat(path, &st))
 		return 0;
-	while (!pid && (d = readdir(proc))) {
-		char comm_path[300], comm[32] = "";
-		FILE *f;
+	return find_process(is_unmounting_holder, path ? &st : NULL);
+}
 
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		snprintf(comm_path, sizeof(comm_path), "/proc/%s/comm", d->d_name);
-		f = fopen(comm_path, "re");
-		if (!f)
-			continue;
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = 0;
-		fclose(f);
-		comm[strcspn(comm, "\n")] = 0;
-		if (strcmp(comm, MFS_SERVER_UNMOUNTING_NAME) || !alive(d->d_name))
-			continue;
-		if (!path || holds_file(d->d_name, &st))
-			pid = atoi(d->d_name);
-	}
-	closedir(proc);
-	return pid;
+struct fuse_holder {
+	struct stat file, fuse;
+};
+
+static bool is_fuse_holder(const char *pid, const void *arg)
+{
+	const struct fuse_holder *h = arg;
+
+	return holds_file(pid, &h->file) && holds_file(pid, &h->fuse);
+}
+
+pid_t mfs_fuse_server_holding(const char *path)
+{
+	struct fuse_holder h;
+
+	if (stat(path, &h.file) || stat("/dev/fuse", &h.fuse))
+		return 0;
+	return find_process(is_fuse_holder, &h);
 }
 
 int mfs_wait_pid_exit(pid_t pid, int timeout_ms)

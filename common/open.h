@@ -51,6 +51,16 @@ bool mfs_same_path(const char *a, const char *b);
 /* fs->log for commands: each message of the engine as a WARNING line. */
 void mfs_log_to_stderr(void *arg, const char *msg);
 
+/*
+ * The FUSE server holding path: a process with both path and /dev/fuse
+ * open (the server of the mount whose source is path). 0: none found.
+ * Asks the server nothing: it may be stopped or hung.
+ */
+pid_t mfs_fuse_server_holding(const char *path);
+
+/* Whether process pid is stopped (SIGSTOP, or a tracer's stop). */
+bool mfs_pid_stopped(pid_t pid);
+
 /* Until process pid has exited or timeout_ms passed (-1: no bound): 1 exited, 0 not yet. */
 int mfs_wait_pid_exit(pid_t pid, int timeout_ms);
 

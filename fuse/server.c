@@ -21,6 +21,7 @@
 #include <syslog.h>
 #include "fuse/server-internal.h"
 #include "fuse/acl.h"
+#include "common/utab.h"
 #include "kernel-shared/fs/inode.h"
 #include "kernel-shared/tree/transaction.h"
 #include "kernel-shared/tree/disk-io.h"
@@ -1077,6 +1078,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 		goto out_unmount;
 	}
 	raise_readahead(opts->mountpoint, 4096);
+	/* so that a plain umount(8) runs umount.fuse.mfs, which waits for us */
+	(void)mfs_utab_add(opts->fsname, opts->mountpoint);
 	if (fuse_daemonize(opts->foreground || opts->debug))
 		goto out_unmount;
 	openlog("mfs", LOG_PID, LOG_DAEMON);
@@ -1104,6 +1107,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	fuse_remove_signal_handlers(s->se);
 out_unmount:
 	fuse_session_unmount(s->se);
+	mfs_utab_prune();
 out_session:
 	fuse_session_destroy(s->se);
 out_close:

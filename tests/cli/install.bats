@@ -20,6 +20,7 @@ expected_files() {
 		echo "$sbin/$p"
 		echo "$prefix/share/bash-completion/completions/$p"
 	done
+	echo "$sbin/umount.fuse.mfs"
 	for p in mfs mkfs.mfs fsck.mfs mount.mfs mfs-filesystem mfs-device mfs-balance \
 		mfs-replace mfs-scrub mfs-check mfs-rescue mfs-restore mfs-inspect-internal \
 		mfs-monitor; do
@@ -44,12 +45,15 @@ expected_files() {
 	run installed "$T/root"
 	assert_output "$(expected_files opt/mfs opt/mfs/sbin | sort)"
 
-	# one binary under four names (hard links), each acting as its name
+	# one binary under five names (hard links), each acting as its name
 	ino=$(stat -c %i "$T/root/opt/mfs/sbin/mfs")
 	for p in mkfs.mfs fsck.mfs mount.mfs; do
 		[ "$(stat -c %i "$T/root/opt/mfs/sbin/$p")" = "$ino" ]
 		[ "$(readlink "$T/root/opt/mfs/share/bash-completion/completions/$p")" = mfs ]
 	done
+	[ "$(stat -c %i "$T/root/opt/mfs/sbin/umount.fuse.mfs")" = "$ino" ]
+	run "$T/root/opt/mfs/sbin/umount.fuse.mfs" --help
+	assert_line --index 0 --partial "usage: umount.fuse.mfs <mountpoint>"
 	run "$T/root/opt/mfs/sbin/mkfs.mfs" --help
 	assert_line --index 0 "usage: mkfs.mfs [options] <dev> [<dev>...]"
 	run "$T/root/opt/mfs/sbin/fsck.mfs" --help

@@ -81,10 +81,11 @@ waiting_or_gone() {
 		mfs_mount -o commit=3600 "$T/img1" "$T/mnt"
 		head -c $((3 * MiB)) /dev/urandom >"$T/mnt/$cmd"
 		sum=$(sha256sum <"$T/mnt/$cmd")
-		# umount(8) returns before the server is done: its last commit is
-		# held (the test hook), the devices still its own
+		# umount(8) without umount.fuse.mfs (-i: an installed one is not
+		# run) returns before the server is done: its last commit is held
+		# (the test hook), the devices still its own
 		echo 1 >"$T/hold-commit"
-		umount "$T/mnt"
+		umount -i "$T/mnt"
 		wait_for_file "$T/hold-commit.held" 600
 		case $cmd in
 		check) mfs check "$T/img1" >"$T/cmd.out" 2>&1 & ;;
@@ -115,6 +116,91 @@ waiting_or_gone() {
 			mfs umount "$T/mnt"
 		fi
 	done
+}
+
+# in_sbin_namespace SCRIPT: run bash SCRIPT in a mount namespace of its own
+# where /sbin has this build's umount.fuse.mfs and /run/mount (libmount's
+# utab) is empty: nothing of it reaches the tests running beside this one
+in_sbin_namespace() {
+	mkdir -p "$T/sbin"
+	ln -sf "$MFS_BUILD/umount.fuse.mfs" "$T/sbin/umount.fuse.mfs"
+	unshare -m --propagation private bash -c '
+		set -e
+		mount -t overlay overlay -o lowerdir="$T/sbin:/usr/sbin" /usr/sbin
+		mkdir -p /run/mount
+		mount -t tmpfs tmpfs /run/mount
+		set +e
+		bash "$1"' _ "$1"
+}
+
+@test "a plain umount(8) returns after the server's last commit (umount.fuse.mfs), -l at once" {
+	mfs_fs raid1 2
+	mkdir -p "$T/mnt"
+	export T MFS_BUILD
+	cat >"$T/ns.sh" <<'EOF'
+mfs=$MFS_BUILD/mfs
+# held_umount ARGS: umount(8) with the server's last commit held; whether
+# umount was still running once the server held it, and umount's status
+held_umount() {
+	local u i
+	echo 1 >"$T/hold-commit"
+	umount "$@" "$T/mnt" 2>"$T/umount.err" & u=$!
+	for i in $(seq 1200); do [ -e "$T/hold-commit.held" ] && break; sleep 0.1; done
+	if kill -0 $u 2>/dev/null; then echo "umount waits"; else echo "umount returned"; fi
+	rm -f "$T/hold-commit.held"
+	wait $u
+	echo "umount status $?"
+}
+"$mfs" mount -o commit=3600 "$T/img1" "$T/mnt" || exit 1
+# the mount's entry tells umount(8) its type, fuse.mfs (statfs says "fuse")
+grep -c "SRC=$T/img1 TARGET=$T/mnt ROOT=/ OPTS=uhelper=fuse.mfs" /run/mount/utab
+pid=$(pgrep -f "^$mfs mount -o commit=3600 $T/img1")
+head -c 3000000 /dev/urandom >"$T/mnt/f"
+sha256sum <"$T/mnt/f" >"$T/sum"
+held_umount
+# the server has exited (a zombie at most, its parent not yet told), the entry is gone
+state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
+[ -z "$state" ] || [ "$state" = Z ] || echo "server still running"
+grep -c uhelper=fuse.mfs /run/mount/utab
+"$mfs" check "$T/img1" >/dev/null 2>&1 && echo "check clean"
+
+"$mfs" mount -o commit=3600 "$T/img1" "$T/mnt" || exit 1
+pid=$(pgrep -f "^$mfs mount -o commit=3600 $T/img1")
+echo more >"$T/mnt/g"
+# -l detaches without waiting, as the kernel does
+held_umount -l
+while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+
+"$mfs" mount -o commit=3600 "$T/img1" "$T/mnt" || exit 1
+pid=$(pgrep -f "^$mfs mount -o commit=3600 $T/img1")
+# a busy mount stays mounted, umount says so
+(cd "$T/mnt" && umount "$T/mnt" 2>&1; echo "busy status $?")
+# a stopped server is not waited for (the teardown of a test that stops one)
+kill -STOP "$pid"
+timeout 120 umount "$T/mnt" 2>&1
+echo "stopped status $?"
+kill -CONT "$pid"
+while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+EOF
+	run in_sbin_namespace "$T/ns.sh"
+	assert_success
+	assert_output --regexp "^1
+umount waits
+umount status 0
+0
+check clean
+umount returned
+umount status 0
+ERROR: cannot unmount $T/mnt: Device or resource busy
+busy status 32
+WARNING: the server of $T/img1 \(pid [0-9]+\) is stopped; not waiting for its last commit
+stopped status 0\$"
+	# both files are in the last commits
+	mfs_mount "$T/img1" "$T/mnt"
+	run sha256sum <"$T/mnt/f"
+	assert_output "$(cat "$T/sum")"
+	run cat "$T/mnt/g"
+	assert_output more
 }
 
 @test "the server keeps none of its caller's descriptors: a reader of mount's output gets its end" {
