@@ -1,4 +1,5 @@
 /* mfs mount, mount.mfs (mount -t mfs, /etc/fstab), mfs umount and umount.fuse.mfs (umount(8)). */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "cmds/commands.h"
@@ -456,8 +458,12 @@ int mfs_sync_mount(const char *mnt)
 	return ret;
 }
 
-/* The mountinfo entry of an mfs mount at exactly @mp: its source into @source. */
-static bool find_mfs_mount(const char *want, char *source, size_t size)
+/*
+ * The mountinfo entry of the mfs mount at exactly @want (the last one, on
+ * top of any it hides): its source into @source, its device ("0:NN") into
+ * @dev, each if not NULL.
+ */
+static bool find_mfs_mount(const char *want, char *source, size_t size, char *dev, size_t dsize)
 {
 	char line[8192];
 	bool found = false;
@@ -465,19 +471,23 @@ static bool find_mfs_mount(const char *want, char *source, size_t size)
 
 	if (!f)
 		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char mp[PATH_MAX], type[64], src[PATH_MAX];
+	while (fgets(line, sizeof(line), f)) {
+		char mp[PATH_MAX], type[64], src[PATH_MAX], devno[32];
 		char *sep = strstr(line, " - ");
 
-		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
-		    sscanf(sep + 3, "%63s %4095s", type, src) == 2 && strcmp(type, "fuse.mfs") == 0) {
-			mfs_unescape_mount_path(mp);
-			found = strcmp(mp, want) == 0;
-			if (found && source) {
-				mfs_unescape_mount_path(src);
-				snprintf(source, size, "%s", src);
-			}
+		if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", devno, mp) != 2 ||
+		    sscanf(sep + 3, "%63s %4095s", type, src) != 2 || strcmp(type, "fuse.mfs"))
+			continue;
+		mfs_unescape_mount_path(mp);
+		if (strcmp(mp, want))
+			continue;
+		found = true;
+		if (source) {
+			mfs_unescape_mount_path(src);
+			snprintf(source, size, "%s", src);
 		}
+		if (dev)
+			snprintf(dev, dsize, "%s", devno);
 	}
 	fclose(f);
 	return found;
@@ -493,9 +503,17 @@ static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
 {
 	char real[PATH_MAX];
 
-	if (find_mfs_mount(mnt, source, size))
+	if (find_mfs_mount(mnt, source, size, NULL, 0))
 		return true;
-	return realpath(mnt, real) && find_mfs_mount(real, source, size);
+	return realpath(mnt, real) && find_mfs_mount(real, source, size, NULL, 0);
+}
+
+/* After an unmount of @mnt: its utab entry goes (the path resolved now, with nothing on it). */
+static void utab_forget(const char *mnt)
+{
+	char real[PATH_MAX];
+
+	mfs_utab_remove(realpath(mnt, real) ? real : mnt);
 }
 
 /*
@@ -533,7 +551,7 @@ static int umount_dead(const char *mnt)
 		error("cannot unmount %s: %m", mnt);
 		return 1;
 	}
-	mfs_utab_prune();
+	utab_forget(mnt);
 	return 0;
 }
 
@@ -566,7 +584,7 @@ static int umount_unreachable(const char *mnt, const char *source, int err)
 		mnt, strerror(-err));
 	if (umount_retrying(mnt))
 		return 1;
-	mfs_utab_prune();
+	utab_forget(mnt);
 	wait_device_released(source);
 	return 0;
 }
@@ -616,7 +634,7 @@ static int cmd_umount(const struct cmd_struct *cmd, int argc, char **argv)
 		free(info);
 		return 1;
 	}
-	mfs_utab_prune();
+	utab_forget(mnt);
 	mfs_wait_pid_exit((pid_t)info->daemon_pid, -1);
 	free(info);
 	return synced ? 1 : 0;
@@ -650,18 +668,86 @@ static const struct cmd_struct umount_helper = {
 };
 
 #define SERVER_WAIT_NOTE_MS	5000	/* a last commit that long is worth a line */
+#define FUSECTL_SUPER_MAGIC	0x65735543	/* the kernel's fusectl filesystem */
+
+/* Whether mountinfo file @path shows a mount of device @dev ("0:NN"). */
+static bool mountinfo_has_dev(const char *path, const char *dev)
+{
+	char line[8192], devno[32];
+	bool found = false;
+	FILE *f = fopen(path, "re");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %*s %31s", devno) == 1 && strcmp(devno, dev) == 0;
+	if (f)
+		fclose(f);
+	return found;
+}
 
 /*
- * Until the server @pid of the mount of @source has exited. Without a bound,
- * as a kernel filesystem's unmount waits for its disks - but not for a
- * stopped server (SIGSTOP, a debugger): that one is left to finish when it
- * is continued.
+ * Whether the FUSE connection of device @dev ("0:NN") outlived the unmount:
+ * the filesystem is mounted elsewhere too (a bind mount, a copy in another
+ * mount namespace), so its server goes on. The kernel's fusectl says so
+ * where it is mounted; otherwise the mount table of every mount namespace
+ * a process is in.
  */
-static void wait_server_exit(pid_t pid, const char *source)
+static bool still_mounted(const char *dev)
 {
-	int waited;
+	char path[300], ns[64], seen[64][64];
+	int nseen = 0, i;
+	struct dirent *d;
+	struct statfs sf;
+	bool found = false;
+	DIR *proc;
+	ssize_t n;
 
-	for (waited = 0; !mfs_wait_pid_exit(pid, 200); waited += 200) {
+	if (!statfs("/sys/fs/fuse/connections", &sf) && sf.f_type == FUSECTL_SUPER_MAGIC &&
+	    strchr(dev, ':')) {
+		snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%s", strchr(dev, ':') + 1);
+		return access(path, F_OK) == 0;
+	}
+	proc = opendir("/proc");
+	while (proc && !found && (d = readdir(proc))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/mnt", d->d_name);
+		n = readlink(path, ns, sizeof(ns) - 1);
+		if (n <= 0)
+			continue;
+		ns[n] = 0;
+		for (i = 0; i < nseen && strcmp(seen[i], ns); i++)
+			;
+		if (i < nseen)
+			continue;
+		if (nseen < 64)
+			snprintf(seen[nseen++], sizeof(seen[0]), "%s", ns);
+		snprintf(path, sizeof(path), "/proc/%s/mountinfo", d->d_name);
+		found = mountinfo_has_dev(path, dev);
+	}
+	if (proc)
+		closedir(proc);
+	return found;
+}
+
+/*
+ * Until the server @pid of the mount of @source has exited (@pidfd: its
+ * pidfd, taken when it was found; -1: none). Without a bound, as a kernel
+ * filesystem's unmount waits for its disks - but not for a stopped server
+ * (SIGSTOP, a debugger): that one finishes when it is continued.
+ */
+static void wait_server_exit(pid_t pid, int pidfd, const char *source)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	int waited, r;
+
+	for (waited = 0;; waited += 200) {
+		if (pidfd >= 0) {
+			r = poll(&p, 1, 200);
+			if (r > 0 || (r < 0 && errno != EINTR))
+				return;
+		} else if (mfs_wait_pid_exit(pid, 200)) {
+			return;
+		}
 		if (mfs_pid_stopped(pid)) {
 			warning("the server of %s (pid %d) is stopped; not waiting for its last commit",
 				source, (int)pid);
@@ -692,10 +778,10 @@ static int enter_namespace(const char *path)
 int cmd_umount_helper_main(int argc, char **argv)
 {
 	bool lazy = false, force = false, rdonly = false, verbose = false;
-	char source[PATH_MAX] = "";
+	char source[PATH_MAX] = "", dev[32] = "";
 	const char *mnt;
 	pid_t server = 0;
-	int c;
+	int c, pidfd = -1, ret = 0;
 
 	if (mfs_help_requested(argc, argv))
 		usage(&umount_helper, 0);
@@ -736,21 +822,34 @@ int cmd_umount_helper_main(int argc, char **argv)
 	 * /dev/fuse), without asking it anything: it may be stopped or gone.
 	 * A lazy unmount waits for nothing, as the kernel's does not.
 	 */
-	if (!lazy && is_mfs_mount_point(mnt, source, sizeof(source)) && source[0])
+	if (!lazy && find_mfs_mount(mnt, source, sizeof(source), dev, sizeof(dev)) && source[0]) {
 		server = mfs_fuse_server_holding(source);
+		if (server)
+			pidfd = syscall(SYS_pidfd_open, server, 0);
+	}
 	if (umount2(mnt, (lazy ? MNT_DETACH : 0) | (force ? MNT_FORCE : 0))) {
 		if (errno == EBUSY && rdonly && source[0] &&
 		    !mount(source, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL)) {
 			warning("%s is busy; remounted read-only", mnt);
-			return 0;
+			ret = 0;
+		} else {
+			error("cannot unmount %s: %m", mnt);
+			ret = 32;
 		}
-		error("cannot unmount %s: %m", mnt);
-		return 32;
+		goto out;
 	}
-	mfs_utab_prune();
-	if (server)
-		wait_server_exit(server, source);
+	/*
+	 * The utab entry is umount(8)'s to remove, after we return: the last
+	 * one for the mount point, which is this mount's (mounts on top come
+	 * later). Removed here, umount(8) would take the one of a mount below.
+	 */
+	/* mounted elsewhere too: the server serves on */
+	if (server && !still_mounted(dev))
+		wait_server_exit(server, pidfd, source);
 	if (verbose)
 		printf("umount: %s unmounted\n", mnt);
-	return 0;
+out:
+	if (pidfd >= 0)
+		close(pidfd);
+	return ret;
 }

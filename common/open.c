@@ -390,24 +390,47 @@ static pid_t unmounting_holder(const char *path)
 	return find_process(is_unmounting_holder, path ? &st : NULL);
 }
 
-struct fuse_holder {
-	struct stat file, fuse;
-};
+/*
+ * Whether process pid has /dev/fuse open, judged by the fd links' text
+ * alone: a stat would reach into whatever the process has open, a hung
+ * network mount or a stopped FUSE server's files among them.
+ */
+static bool holds_dev_fuse(const char *pid)
+{
+	char dir[300], fdpath[600], link[64];
+	struct dirent *d;
+	bool found = false;
+	DIR *fds;
+	ssize_t n;
+
+	snprintf(dir, sizeof(dir), "/proc/%s/fd", pid);
+	fds = opendir(dir);
+	if (!fds)
+		return false;
+	while (!found && (d = readdir(fds))) {
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", dir, d->d_name);
+		n = readlink(fdpath, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			found = strcmp(link, "/dev/fuse") == 0;
+		}
+	}
+	closedir(fds);
+	return found;
+}
 
 static bool is_fuse_holder(const char *pid, const void *arg)
 {
-	const struct fuse_holder *h = arg;
-
-	return holds_file(pid, &h->file) && holds_file(pid, &h->fuse);
+	return holds_dev_fuse(pid) && holds_file(pid, arg);
 }
 
 pid_t mfs_fuse_server_holding(const char *path)
 {
-	struct fuse_holder h;
+	struct stat st;
 
-	if (stat(path, &h.file) || stat("/dev/fuse", &h.fuse))
+	if (stat(path, &st))
 		return 0;
-	return find_process(is_fuse_holder, &h);
+	return find_process(is_fuse_holder, &st);
 }
 
 int mfs_wait_pid_exit(pid_t pid, int timeout_ms)

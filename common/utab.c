@@ -12,8 +12,12 @@
 #include "common/utab.h"
 #include "common/device-scan.h"
 
-/* What marks our entries: umount(8) of a non-root user runs umount.<uhelper>. */
-#define MFS_UTAB_OPTS	"uhelper=fuse.mfs"
+/*
+ * What marks our entries. Not uhelper=: that would make umount(8) of a
+ * non-root user run umount.fuse.mfs, which cannot unmount without root;
+ * an x- option other than x-mfs.* is one mount.mfs and libmount ignore.
+ */
+#define MFS_UTAB_OPTS	"x-mfs-umount-helper"
 #define MAX_MOUNTS	4096
 
 static const char *utab_path(void)
@@ -24,7 +28,11 @@ static const char *utab_path(void)
 	return p && *p ? p : "/run/mount/utab";
 }
 
-/* The ids of the mfs mounts there are; their number, up to max. */
+/*
+ * The ids of the mfs mounts there are; their number, up to max, or -errno
+ * when the mount table cannot be read. The id of the top mount on @target
+ * into @target_id if not NULL.
+ */
 static int mfs_mount_ids(int *ids, int max, const char *target, int *target_id)
 {
 	char line[8192];
@@ -32,7 +40,7 @@ static int mfs_mount_ids(int *ids, int max, const char *target, int *target_id)
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 
 	if (!f)
-		return 0;
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		char mp[PATH_MAX], type[64];
 		char *sep = strstr(line, " - ");
@@ -66,12 +74,15 @@ static void mangle(char *out, size_t size, const char *s)
 	out[o] = 0;
 }
 
-/* Whether utab line @line is ours and its mount is gone. */
-static bool stale(const char *line, const int *ids, int nids)
+/* Whether utab line @line is ours, for @target (mangled), and its mount gone. */
+static bool stale(const char *line, const char *target, const int *ids, int nids)
 {
+	char tgt[PATH_MAX * 4 + 16];
 	int id, i;
 
-	if (!strstr(line, " OPTS=" MFS_UTAB_OPTS) || sscanf(line, "ID=%d ", &id) != 1)
+	snprintf(tgt, sizeof(tgt), " TARGET=%s ", target);
+	if (!strstr(line, " OPTS=" MFS_UTAB_OPTS) || !strstr(line, tgt) ||
+	    sscanf(line, "ID=%d ", &id) != 1)
 		return false;
 	for (i = 0; i < nids; i++)
 		if (ids[i] == id)
@@ -81,14 +92,17 @@ static bool stale(const char *line, const int *ids, int nids)
 
 /*
  * Rewrite utab under its lock, as libmount does (a new file renamed over
- * it), keeping every line but our stale ones and adding @add if not NULL.
+ * it), keeping every line but our stale ones for @target (mangled) and
+ * adding @add if not NULL. Entries of other mount points are never
+ * touched: /run may be shared with mount namespaces whose mounts this one
+ * does not see.
  */
-static int utab_rewrite(const char *add)
+static int utab_rewrite(const char *target, const char *add)
 {
 	const char *path = utab_path();
 	char lock[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX], line[8192], *slash;
 	int *ids = malloc(MAX_MOUNTS * sizeof(*ids));
-	int nids, lfd, tfd, ret = 0;
+	int nids, lfd = -1, tfd, ret = 0;
 	FILE *in, *out;
 
 	if (!ids)
@@ -106,28 +120,40 @@ static int utab_rewrite(const char *add)
 		ret = -errno;
 		goto out;
 	}
+	/* without the mount table nothing can be told stale */
 	nids = mfs_mount_ids(ids, MAX_MOUNTS, NULL, NULL);
-	tfd = mkstemp(tmp);
-	if (tfd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	out = fdopen(tfd, "w");
-	if (!out) {
-		ret = -errno;
-		close(tfd);
-		unlink(tmp);
+	if (nids < 0) {
+		ret = nids;
 		goto out;
 	}
 	in = fopen(path, "re");
+	if (!in && errno != ENOENT) {
+		ret = -errno;
+		goto out;
+	}
+	tfd = mkstemp(tmp);
+	out = tfd >= 0 ? fdopen(tfd, "w") : NULL;
+	if (!out) {
+		ret = -errno;
+		if (tfd >= 0) {
+			close(tfd);
+			unlink(tmp);
+		}
+		if (in)
+			fclose(in);
+		goto out;
+	}
 	while (in && fgets(line, sizeof(line), in))
-		if (!stale(line, ids, nids))
+		if (!stale(line, target, ids, nids))
 			fputs(line, out);
+	/* a table read only in part is not written back */
+	if (in && ferror(in))
+		ret = -EIO;
 	if (in)
 		fclose(in);
 	if (add)
 		fprintf(out, "%s\n", add);
-	if (fchmod(tfd, 0644) || fflush(out) || fsync(tfd))
+	if (!ret && (fchmod(tfd, 0644) || fflush(out) || fsync(tfd)))
 		ret = -errno;
 	if (fclose(out) && !ret)
 		ret = -errno;
@@ -147,27 +173,28 @@ int mfs_utab_add(const char *source, const char *target)
 	char src[PATH_MAX * 4], tgt[PATH_MAX * 4], entry[PATH_MAX * 9];
 	int id = -1, ids[1];
 
-	mfs_mount_ids(ids, 1, target, &id);
-	if (id < 0)
+	if (mfs_mount_ids(ids, 1, target, &id) < 0 || id < 0)
 		return -ENOENT;
 	mangle(src, sizeof(src), source);
 	mangle(tgt, sizeof(tgt), target);
 	snprintf(entry, sizeof(entry), "ID=%d SRC=%s TARGET=%s ROOT=/ OPTS=%s", id, src, tgt,
 		 MFS_UTAB_OPTS);
-	return utab_rewrite(entry);
+	return utab_rewrite(tgt, entry);
 }
 
-void mfs_utab_prune(void)
+void mfs_utab_remove(const char *target)
 {
+	char tgt[PATH_MAX * 4], line[8192];
 	FILE *f = fopen(utab_path(), "re");
-	char line[8192];
 	bool ours = false;
 
+	if (!f)
+		return;
+	mangle(tgt, sizeof(tgt), target);
 	/* most machines have no mfs entry: rewrite only when there is one */
-	while (f && !ours && fgets(line, sizeof(line), f))
-		ours = strstr(line, " OPTS=" MFS_UTAB_OPTS) != NULL;
-	if (f)
-		fclose(f);
+	while (!ours && fgets(line, sizeof(line), f))
+		ours = strstr(line, " OPTS=" MFS_UTAB_OPTS) && strstr(line, tgt);
+	fclose(f);
 	if (ours)
-		(void)utab_rewrite(NULL);
+		(void)utab_rewrite(tgt, NULL);
 }

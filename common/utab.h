@@ -8,13 +8,17 @@
 #define MFS_COMMON_UTAB_H
 
 /*
- * Add the entry of the mfs mount on target (source as the mount table has
- * it), dropping entries of mfs mounts that are gone. 0 or -errno (nothing
- * is said: the mount works without it, umount(8) just does not wait).
+ * Add the entry of the mfs mount on target (canonical; source as the mount
+ * table has it), dropping ours for target whose mount is gone. 0 or -errno
+ * (nothing is said: the mount works without it, umount(8) just does not
+ * wait).
  */
 int mfs_utab_add(const char *source, const char *target);
 
-/* Drop the entries of mfs mounts that are gone (after an unmount). */
-void mfs_utab_prune(void);
+/*
+ * Drop our entries for target (canonical) whose mount is gone: after an
+ * unmount not made by umount(8), which removes the entry itself.
+ */
+void mfs_utab_remove(const char *target);
 
 #endif

@@ -1107,7 +1107,6 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	fuse_remove_signal_handlers(s->se);
 out_unmount:
 	fuse_session_unmount(s->se);
-	mfs_utab_prune();
 out_session:
 	fuse_session_destroy(s->se);
 out_close:

@@ -135,62 +135,113 @@ in_sbin_namespace() {
 
 @test "a plain umount(8) returns after the server's last commit (umount.fuse.mfs), -l at once" {
 	mfs_fs raid1 2
-	mkdir -p "$T/mnt"
+	truncate -s 1G "$T/top.img"
+	mkfs.mfs -q -f "$T/top.img"
+	mkdir -p "$T/mnt" "$T/bind"
 	export T MFS_BUILD
 	cat >"$T/ns.sh" <<'EOF'
 mfs=$MFS_BUILD/mfs
-# held_umount ARGS: umount(8) with the server's last commit held; whether
-# umount was still running once the server held it, and umount's status
-held_umount() {
-	local u i
-	echo 1 >"$T/hold-commit"
-	umount "$@" "$T/mnt" 2>"$T/umount.err" & u=$!
-	for i in $(seq 1200); do [ -e "$T/hold-commit.held" ] && break; sleep 0.1; done
-	if kill -0 $u 2>/dev/null; then echo "umount waits"; else echo "umount returned"; fi
-	rm -f "$T/hold-commit.held"
-	wait $u
-	echo "umount status $?"
+pids=
+# a failure leaves no server behind: its mount is in this namespace only
+trap 'kill -CONT $pids 2>/dev/null; umount -l "$T/bind" "$T/mnt" "$T/mnt" 2>/dev/null' EXIT
+# server IMG: the pid of the server of IMG, mounted with a long commit interval
+server() {
+	local pid
+	"$mfs" mount -o commit=3600 "$1" "$T/mnt" || exit 1
+	pid=$(pgrep -f "^$mfs mount -o commit=3600 $1")
+	pids="$pids $pid"
+	echo "$pid"
 }
-"$mfs" mount -o commit=3600 "$T/img1" "$T/mnt" || exit 1
+# gone PID: whether it has exited (a zombie at most: its parent not told yet)
+gone() {
+	local state
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
+	[ -z "$state" ] || [ "$state" = Z ]
+}
+await_hold() {
+	local i
+	for i in $(seq 1200); do [ -e "$T/hold-commit.held" ] && return; sleep 0.1; done
+	echo "the server never reached its last commit"
+	exit 1
+}
+
+pid=$(server "$T/img1")
 # the mount's entry tells umount(8) its type, fuse.mfs (statfs says "fuse")
-grep -c "SRC=$T/img1 TARGET=$T/mnt ROOT=/ OPTS=uhelper=fuse.mfs" /run/mount/utab
-pid=$(pgrep -f "^$mfs mount -o commit=3600 $T/img1")
+grep -c "SRC=$T/img1 TARGET=$T/mnt ROOT=/ OPTS=x-mfs-umount-helper" /run/mount/utab
 head -c 3000000 /dev/urandom >"$T/mnt/f"
 sha256sum <"$T/mnt/f" >"$T/sum"
-held_umount
-# the server has exited (a zombie at most, its parent not yet told), the entry is gone
-state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
-[ -z "$state" ] || [ "$state" = Z ] || echo "server still running"
-grep -c uhelper=fuse.mfs /run/mount/utab
+# umount waits while the last commit is held
+echo 1 >"$T/hold-commit"
+umount "$T/mnt" & u=$!
+await_hold
+kill -0 $u 2>/dev/null && echo "umount waits"
+rm -f "$T/hold-commit.held"
+wait $u
+echo "umount status $?"
+gone "$pid" && echo "server gone"
+grep -c x-mfs-umount-helper /run/mount/utab
 "$mfs" check "$T/img1" >/dev/null 2>&1 && echo "check clean"
 
-"$mfs" mount -o commit=3600 "$T/img1" "$T/mnt" || exit 1
-pid=$(pgrep -f "^$mfs mount -o commit=3600 $T/img1")
+# -l detaches without waiting, as the kernel does: umount returns while
+# the server's last commit is still held
+pid=$(server "$T/img1")
 echo more >"$T/mnt/g"
-# -l detaches without waiting, as the kernel does
-held_umount -l
-while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+echo 1 >"$T/hold-commit"
+timeout 120 umount -l "$T/mnt"
+echo "lazy status $?"
+await_hold
+gone "$pid" || echo "server still committing"
+rm -f "$T/hold-commit.held"
+while ! gone "$pid"; do sleep 0.1; done
 
-"$mfs" mount -o commit=3600 "$T/img1" "$T/mnt" || exit 1
-pid=$(pgrep -f "^$mfs mount -o commit=3600 $T/img1")
+# bound elsewhere too: unmounting one of the two does not wait for the
+# server, which serves on; the last one does
+pid=$(server "$T/img1")
+mount --bind "$T/mnt" "$T/bind"
+timeout 120 umount "$T/mnt"
+echo "first of two status $?"
+cat "$T/bind/g"
+timeout 120 umount "$T/bind"
+echo "last status $?"
+gone "$pid" && echo "server gone"
+
+# two mounts on one mount point: the top one's server is the one waited for
+low=$(server "$T/img1")
+top=$(server "$T/top.img")
+timeout 120 umount "$T/mnt"
+echo "top status $?"
+gone "$top" && echo "top server gone"
+gone "$low" || echo "low server serves on"
+cat "$T/mnt/g"
+
 # a busy mount stays mounted, umount says so
 (cd "$T/mnt" && umount "$T/mnt" 2>&1; echo "busy status $?")
-# a stopped server is not waited for (the teardown of a test that stops one)
-kill -STOP "$pid"
-timeout 120 umount "$T/mnt" 2>&1
+# a stopped server is not waited for (the helper itself: umount(8) would
+# stat the mount point, which a stopped server does not answer)
+kill -STOP "$low"
+timeout 120 /sbin/umount.fuse.mfs "$T/mnt" 2>&1
 echo "stopped status $?"
-kill -CONT "$pid"
-while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+kill -CONT "$low"
+while ! gone "$low"; do sleep 0.1; done
 EOF
 	run in_sbin_namespace "$T/ns.sh"
 	assert_success
 	assert_output --regexp "^1
 umount waits
 umount status 0
+server gone
 0
 check clean
-umount returned
-umount status 0
+lazy status 0
+server still committing
+first of two status 0
+more
+last status 0
+server gone
+top status 0
+top server gone
+low server serves on
+more
 ERROR: cannot unmount $T/mnt: Device or resource busy
 busy status 32
 WARNING: the server of $T/img1 \(pid [0-9]+\) is stopped; not waiting for its last commit
