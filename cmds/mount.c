@@ -49,6 +49,7 @@ struct mount_args {
 	struct mfs_mount_opts opts;
 	const char **devices;
 	int ndevices;
+	int npositional;	/* devices[0..npositional): named on the command line */
 	int compress;
 	u64 read_devid;		/* read_policy=devid:N */
 	u64 fail_threshold;	/* fail_threshold=N */
@@ -56,14 +57,22 @@ struct mount_args {
 	unsigned int device_timeout;	/* x-mfs.device-timeout=SECONDS */
 };
 
-static int add_device(struct mount_args *m, const char *path)
+/*
+ * A member to open: those named on the command line first, in their order
+ * (the first is the mount's source, as the mount table shows it), then
+ * those of device= options.
+ */
+static int add_device(struct mount_args *m, const char *path, bool positional)
 {
 	const char **p = realloc(m->devices, (m->ndevices + 1) * sizeof(*p));
+	int at = positional ? m->npositional++ : m->ndevices;
 
 	if (!p)
 		return -ENOMEM;
 	m->devices = p;
-	m->devices[m->ndevices++] = path;
+	memmove(&m->devices[at + 1], &m->devices[at], (m->ndevices - at) * sizeof(*p));
+	m->devices[at] = path;
+	m->ndevices++;
 	return 0;
 }
 
@@ -105,7 +114,7 @@ static int parse_options(struct mount_args *m, char *list)
 
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strncmp(tok, "device=", 7)) {
-			if (add_device(m, tok + 7))
+			if (add_device(m, tok + 7, false))
 				return -1;
 		} else if (!strcmp(tok, "ro")) {
 			m->opts.ro = true;
@@ -354,7 +363,7 @@ static int cmd_mount(const struct cmd_struct *cmd, int argc, char **argv)
 	if (check_argc_min(argc - optind, 2))
 		return 1;
 	for (i = optind; i < argc - 1; i++)
-		if (add_device(&m, argv[i]))
+		if (add_device(&m, argv[i], true))
 			return 1;
 	m.opts.mountpoint = argv[argc - 1];
 	ret = do_mount(&m);
@@ -414,7 +423,7 @@ int cmd_mount_helper_main(int argc, char **argv)
 	}
 	if (fake)
 		return 0;
-	if (add_device(&m, argv[optind]))
+	if (add_device(&m, argv[optind], true))
 		return 1;
 	m.opts.mountpoint = argv[optind + 1];
 	ret = do_mount(&m);
