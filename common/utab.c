@@ -18,7 +18,6 @@
  * an x- option other than x-mfs.* is one mount.mfs and libmount ignore.
  */
 #define MFS_UTAB_OPTS	"x-mfs-umount-helper"
-#define MAX_MOUNTS	4096
 
 static const char *utab_path(void)
 {
@@ -29,11 +28,10 @@ static const char *utab_path(void)
 }
 
 /*
- * The ids of the mfs mounts there are; their number, up to max, or -errno
- * when the mount table cannot be read. The id of the top mount on @target
- * into @target_id if not NULL.
+ * How many mfs mounts there are on @target (mounts stack), or -errno when
+ * the mount table cannot be read; the id of the top one into @top_id.
  */
-static int mfs_mount_ids(int *ids, int max, const char *target, int *target_id)
+static int mfs_mounts_on(const char *target, int *top_id)
 {
 	char line[8192];
 	int n = 0;
@@ -49,13 +47,14 @@ static int mfs_mount_ids(int *ids, int max, const char *target, int *target_id)
 		if (!sep || sscanf(line, "%d %*s %*s %*s %4095s", &id, mp) != 2 ||
 		    sscanf(sep + 3, "%63s", type) != 1 || strcmp(type, "fuse.mfs"))
 			continue;
-		if (n < max)
-			ids[n++] = id;
 		mfs_unescape_mount_path(mp);
-		/* the newest one there: mounts over it come later */
-		if (target && target_id && strcmp(mp, target) == 0)
-			*target_id = id;
+		if (strcmp(mp, target) == 0) {
+			n++;
+			*top_id = id;
+		}
 	}
+	if (ferror(f))
+		n = -EIO;
 	fclose(f);
 	return n;
 }
@@ -74,39 +73,31 @@ static void mangle(char *out, size_t size, const char *s)
 	out[o] = 0;
 }
 
-/* Whether utab line @line is ours, for @target (mangled), and its mount gone. */
-static bool stale(const char *line, const char *target, const int *ids, int nids)
+/* Whether utab line @line is ours, for mount point @target (mangled). */
+static bool ours_on(const char *line, const char *target)
 {
 	char tgt[PATH_MAX * 4 + 16];
-	int id, i;
 
 	snprintf(tgt, sizeof(tgt), " TARGET=%s ", target);
-	if (!strstr(line, " OPTS=" MFS_UTAB_OPTS) || !strstr(line, tgt) ||
-	    sscanf(line, "ID=%d ", &id) != 1)
-		return false;
-	for (i = 0; i < nids; i++)
-		if (ids[i] == id)
-			return false;
-	return true;
+	return strstr(line, " OPTS=" MFS_UTAB_OPTS) && strstr(line, tgt);
 }
 
 /*
  * Rewrite utab under its lock, as libmount does (a new file renamed over
- * it), keeping every line but our stale ones for @target (mangled) and
- * adding @add if not NULL. Entries of other mount points are never
- * touched: /run may be shared with mount namespaces whose mounts this one
- * does not see.
+ * it), keeping the first @keep of our entries for @target (mangled) - one a
+ * mount there, the lowest first, as they were added - and every other line,
+ * and adding @add if not NULL. Entries are told by mount point and count
+ * alone: libmount 2.38 drops the ID= field when it rewrites the table.
+ * Entries of other mount points are never touched: /run may be shared with
+ * mount namespaces whose mounts this one does not see.
  */
-static int utab_rewrite(const char *target, const char *add)
+static int utab_rewrite(const char *target, int keep, const char *add)
 {
 	const char *path = utab_path();
 	char lock[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX], line[8192], *slash;
-	int *ids = malloc(MAX_MOUNTS * sizeof(*ids));
-	int nids, lfd = -1, tfd, ret = 0;
+	int lfd, tfd, seen = 0, ret = 0;
 	FILE *in, *out;
 
-	if (!ids)
-		return -ENOMEM;
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
@@ -116,14 +107,10 @@ static int utab_rewrite(const char *target, const char *add)
 	snprintf(lock, sizeof(lock), "%s.lock", path);
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
 	lfd = open(lock, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (lfd < 0 || flock(lfd, LOCK_EX)) {
+	if (lfd < 0)
+		return -errno;
+	if (flock(lfd, LOCK_EX)) {
 		ret = -errno;
-		goto out;
-	}
-	/* without the mount table nothing can be told stale */
-	nids = mfs_mount_ids(ids, MAX_MOUNTS, NULL, NULL);
-	if (nids < 0) {
-		ret = nids;
 		goto out;
 	}
 	in = fopen(path, "re");
@@ -144,7 +131,7 @@ static int utab_rewrite(const char *target, const char *add)
 		goto out;
 	}
 	while (in && fgets(line, sizeof(line), in))
-		if (!stale(line, target, ids, nids))
+		if (!ours_on(line, target) || seen++ < keep)
 			fputs(line, out);
 	/* a table read only in part is not written back */
 	if (in && ferror(in))
@@ -162,39 +149,39 @@ static int utab_rewrite(const char *target, const char *add)
 	if (ret)
 		unlink(tmp);
 out:
-	if (lfd >= 0)
-		close(lfd);
-	free(ids);
+	close(lfd);
 	return ret;
 }
 
 int mfs_utab_add(const char *source, const char *target)
 {
 	char src[PATH_MAX * 4], tgt[PATH_MAX * 4], entry[PATH_MAX * 9];
-	int id = -1, ids[1];
+	int id = -1, n = mfs_mounts_on(target, &id);
 
-	if (mfs_mount_ids(ids, 1, target, &id) < 0 || id < 0)
-		return -ENOENT;
+	if (n <= 0)
+		return n < 0 ? n : -ENOENT;
 	mangle(src, sizeof(src), source);
 	mangle(tgt, sizeof(tgt), target);
+	/* ID= for the libmount versions that match by it (2.39 on) */
 	snprintf(entry, sizeof(entry), "ID=%d SRC=%s TARGET=%s ROOT=/ OPTS=%s", id, src, tgt,
 		 MFS_UTAB_OPTS);
-	return utab_rewrite(tgt, entry);
+	return utab_rewrite(tgt, n - 1, entry);
 }
 
 void mfs_utab_remove(const char *target)
 {
 	char tgt[PATH_MAX * 4], line[8192];
 	FILE *f = fopen(utab_path(), "re");
-	bool ours = false;
+	int id, n, ours = 0;
 
 	if (!f)
 		return;
 	mangle(tgt, sizeof(tgt), target);
-	/* most machines have no mfs entry: rewrite only when there is one */
-	while (!ours && fgets(line, sizeof(line), f))
-		ours = strstr(line, " OPTS=" MFS_UTAB_OPTS) && strstr(line, tgt);
+	while (fgets(line, sizeof(line), f))
+		ours += ours_on(line, tgt);
 	fclose(f);
-	if (ours)
-		(void)utab_rewrite(tgt, NULL);
+	/* most unmounts leave nothing to drop: rewrite only when something is */
+	n = mfs_mounts_on(target, &id);
+	if (n >= 0 && ours > n)
+		(void)utab_rewrite(tgt, n, NULL);
 }

@@ -165,6 +165,9 @@ await_hold() {
 	exit 1
 }
 
+# the entry of a server that died, its ID= dropped by libmount (2.38
+# rewrites utab without it): replaced by the next mount's own
+echo "SRC=$T/img1 TARGET=$T/mnt ROOT=/ OPTS=x-mfs-umount-helper" >/run/mount/utab
 pid=$(server "$T/img1")
 # the mount's entry tells umount(8) its type, fuse.mfs (statfs says "fuse")
 grep -c "SRC=$T/img1 TARGET=$T/mnt ROOT=/ OPTS=x-mfs-umount-helper" /run/mount/utab
@@ -223,6 +226,15 @@ timeout 120 /sbin/umount.fuse.mfs "$T/mnt" 2>&1
 echo "stopped status $?"
 kill -CONT "$low"
 while ! gone "$low"; do sleep 0.1; done
+
+# a killed server's mount taken away by mfs umount: its entry goes too
+pid=$(server "$T/img1")
+kill -KILL "$pid"
+while ! gone "$pid"; do sleep 0.1; done
+"$mfs" umount "$T/mnt" 2>/dev/null
+echo "dead status $?"
+grep -c x-mfs-umount-helper /run/mount/utab
+exit 0
 EOF
 	run in_sbin_namespace "$T/ns.sh"
 	assert_success
@@ -245,7 +257,9 @@ more
 ERROR: cannot unmount $T/mnt: Device or resource busy
 busy status 32
 WARNING: the server of $T/img1 \(pid [0-9]+\) is stopped; not waiting for its last commit
-stopped status 0\$"
+stopped status 0
+dead status 0
+0\$"
 	# both files are in the last commits
 	mfs_mount "$T/img1" "$T/mnt"
 	run sha256sum <"$T/mnt/f"
