@@ -426,9 +426,18 @@ int mfs_scan_block_devices(char ***paths, int *count)
 	struct path_list list = { 0 };
 	int ret;
 
-	ret = scan_udev(&list);
-	if (!ret && list.count == 0)
-		ret = scan_proc_partitions(&list);
+	/*
+	 * The kernel's list of block devices in one read (what libblkid's
+	 * probe-all reads too); libudev's walk of sysfs costs milliseconds
+	 * (~1,000 system calls for ten devices) in every mount. udev where
+	 * /proc/partitions cannot be read or lists nothing.
+	 */
+	ret = scan_proc_partitions(&list);
+	if (ret || list.count == 0) {
+		mfs_free_paths(list.paths, list.count);
+		memset(&list, 0, sizeof(list));
+		ret = scan_udev(&list);
+	}
 	if (ret) {
 		mfs_free_paths(list.paths, list.count);
 		return ret;

@@ -42,7 +42,7 @@ int mfs_open_exclusive(const char *path, int flags);
 
 /*
  * All block devices (disks, partitions, loop; not ram/zram nor empty ones)
- * from udev, or from /proc/partitions when udev lists none. Returns 0 or
+ * from /proc/partitions, or from udev when that lists none. Returns 0 or
  * -errno; free the list with mfs_free_paths().
  */
 int mfs_scan_block_devices(char ***paths, int *count);
