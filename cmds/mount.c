@@ -739,6 +739,23 @@ static bool still_mounted(const char *dev)
 }
 
 /*
+ * Whether the FUSE connection of the mount just unmounted lives on (the
+ * filesystem is mounted elsewhere too). Exactly, from a duplicate of the
+ * server's /dev/fuse descriptor (@connfd): an ended connection polls as an
+ * error - the kernel ends it before umount2 returns, once the last mount
+ * of the filesystem is gone. Without one (no pidfd_getfd: Linux < 5.6, or
+ * not allowed), from the mount tables (still_mounted).
+ */
+static bool connection_lives(int connfd, const char *dev)
+{
+	struct pollfd p = { .fd = connfd, .events = POLLIN };
+
+	if (connfd < 0)
+		return still_mounted(dev);
+	return !(poll(&p, 1, 0) >= 0 && (p.revents & (POLLERR | POLLNVAL)));
+}
+
+/*
  * Until the server @pid of the mount of @source has exited (@pidfd: its
  * pidfd, taken when it was found; -1: none). Without a bound, as a kernel
  * filesystem's unmount waits for its disks - but not for a stopped server
@@ -790,7 +807,7 @@ int cmd_umount_helper_main(int argc, char **argv)
 	char source[PATH_MAX] = "", dev[32] = "";
 	const char *mnt;
 	pid_t server = 0;
-	int c, pidfd = -1, ret = 0;
+	int c, pidfd = -1, connfd = -1, ret = 0;
 
 	if (mfs_help_requested(argc, argv))
 		usage(&umount_helper, 0);
@@ -835,11 +852,16 @@ int cmd_umount_helper_main(int argc, char **argv)
 		server = mfs_fuse_server_holding(source);
 		if (server)
 			pidfd = syscall(SYS_pidfd_open, server, 0);
+		/* its connection, to tell after the unmount whether it ended */
+		if (pidfd >= 0 && (c = mfs_dev_fuse_fd(server)) >= 0)
+			connfd = syscall(SYS_pidfd_getfd, pidfd, c, 0);
 	}
 	if (umount2(mnt, (lazy ? MNT_DETACH : 0) | (force ? MNT_FORCE : 0))) {
 		if (errno == EBUSY && rdonly && source[0] &&
 		    !mount(source, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL)) {
 			warning("%s is busy; remounted read-only", mnt);
+			/* umount(8) removes an entry when we return 0: the mount keeps one */
+			(void)mfs_utab_add_extra(source, mnt);
 			ret = 0;
 		} else {
 			error("cannot unmount %s: %m", mnt);
@@ -853,11 +875,13 @@ int cmd_umount_helper_main(int argc, char **argv)
 	 * later). Removed here, umount(8) would take the one of a mount below.
 	 */
 	/* mounted elsewhere too: the server serves on */
-	if (server && !still_mounted(dev))
+	if (server && !connection_lives(connfd, dev))
 		wait_server_exit(server, pidfd, source);
 	if (verbose)
 		printf("umount: %s unmounted\n", mnt);
 out:
+	if (connfd >= 0)
+		close(connfd);
 	if (pidfd >= 0)
 		close(pidfd);
 	return ret;

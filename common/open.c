@@ -11,6 +11,7 @@
 #include <time.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <uuid/uuid.h>
 #include "common/open.h"
@@ -292,14 +293,22 @@ static bool holds_file(const char *pid, const struct stat *st)
 	if (!fds)
 		return false;
 	while (!found && (d = readdir(fds))) {
-		struct stat fst;
+		struct statx fst;
+		dev_t rdev, dev;
 
 		snprintf(fdpath, sizeof(fdpath), "%s/%s", dir, d->d_name);
-		if (d->d_name[0] == '.' || stat(fdpath, &fst))
+		/*
+		 * The attributes the kernel has at hand: a file on a FUSE
+		 * mount whose server is stopped would never answer a stat.
+		 */
+		if (d->d_name[0] == '.' ||
+		    statx(AT_FDCWD, fdpath, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &fst))
 			continue;
+		rdev = makedev(fst.stx_rdev_major, fst.stx_rdev_minor);
+		dev = makedev(fst.stx_dev_major, fst.stx_dev_minor);
 		found = S_ISBLK(st->st_mode) || S_ISCHR(st->st_mode) ?
-			(fst.st_mode & S_IFMT) == (st->st_mode & S_IFMT) && fst.st_rdev == st->st_rdev :
-			fst.st_dev == st->st_dev && fst.st_ino == st->st_ino;
+			(fst.stx_mode & S_IFMT) == (st->st_mode & S_IFMT) && rdev == st->st_rdev :
+			dev == st->st_dev && fst.stx_ino == st->st_ino;
 	}
 	closedir(fds);
 	return found;
@@ -391,37 +400,46 @@ static pid_t unmounting_holder(const char *path)
 }
 
 /*
- * Whether process pid has /dev/fuse open, judged by the fd links' text
+ * The descriptor of /dev/fuse in process pid, judged by the fd links' text
  * alone: a stat would reach into whatever the process has open, a hung
- * network mount or a stopped FUSE server's files among them.
+ * network mount or a stopped FUSE server's files among them. -1: none.
  */
-static bool holds_dev_fuse(const char *pid)
+static int dev_fuse_fd(const char *pid)
 {
 	char dir[300], fdpath[600], link[64];
 	struct dirent *d;
-	bool found = false;
+	int fd = -1;
 	DIR *fds;
 	ssize_t n;
 
 	snprintf(dir, sizeof(dir), "/proc/%s/fd", pid);
 	fds = opendir(dir);
 	if (!fds)
-		return false;
-	while (!found && (d = readdir(fds))) {
+		return -1;
+	while (fd < 0 && (d = readdir(fds))) {
 		snprintf(fdpath, sizeof(fdpath), "%s/%s", dir, d->d_name);
 		n = readlink(fdpath, link, sizeof(link) - 1);
 		if (n > 0) {
 			link[n] = 0;
-			found = strcmp(link, "/dev/fuse") == 0;
+			if (strcmp(link, "/dev/fuse") == 0)
+				fd = atoi(d->d_name);
 		}
 	}
 	closedir(fds);
-	return found;
+	return fd;
+}
+
+int mfs_dev_fuse_fd(pid_t pid)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	return dev_fuse_fd(name);
 }
 
 static bool is_fuse_holder(const char *pid, const void *arg)
 {
-	return holds_dev_fuse(pid) && holds_file(pid, arg);
+	return dev_fuse_fd(pid) >= 0 && holds_file(pid, arg);
 }
 
 pid_t mfs_fuse_server_holding(const char *path)

@@ -58,6 +58,9 @@ void mfs_log_to_stderr(void *arg, const char *msg);
  */
 pid_t mfs_fuse_server_holding(const char *path);
 
+/* The number of process pid's descriptor of /dev/fuse (its connection), -1: none. */
+int mfs_dev_fuse_fd(pid_t pid);
+
 /* Whether process pid is stopped (SIGSTOP, or a tracer's stop). */
 bool mfs_pid_stopped(pid_t pid);
 

@@ -84,20 +84,30 @@ static bool ours_on(const char *line, const char *target)
 
 /*
  * Rewrite utab under its lock, as libmount does (a new file renamed over
- * it), keeping the first @keep of our entries for @target (mangled) - one a
- * mount there, the lowest first, as they were added - and every other line,
- * and adding @add if not NULL. Entries are told by mount point and count
- * alone: libmount 2.38 drops the ID= field when it rewrites the table.
- * Entries of other mount points are never touched: /run may be shared with
- * mount namespaces whose mounts this one does not see.
+ * it). What stays of our entries for @target is counted from the mount
+ * table under the lock (a mount or unmount beside us may change it): the
+ * first N are kept where N mfs mounts stack on it now (the lowest first,
+ * as they were added), one fewer when @mode is UTAB_ADD (its entry, the
+ * top one's, is added anew), and one more added with UTAB_ADD_EXTRA (a
+ * mount that stays although umount(8) is about to remove an entry). Every
+ * other line is kept. Entries are told by mount point and count alone:
+ * libmount 2.38 drops the ID= field when it rewrites the table. Entries of
+ * other mount points are never touched: /run may be shared with mount
+ * namespaces whose mounts this one does not see. Returns the top mount's
+ * id or -errno.
  */
-static int utab_rewrite(const char *target, int keep, const char *add)
+enum utab_mode { UTAB_ADD, UTAB_ADD_EXTRA, UTAB_PRUNE };
+
+static int utab_rewrite(const char *source, const char *target, enum utab_mode mode)
 {
 	const char *path = utab_path();
 	char lock[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX], line[8192], *slash;
-	int lfd, tfd, seen = 0, ret = 0;
+	char src[PATH_MAX * 4], tgt[PATH_MAX * 4];
+	int lfd, tfd, id = -1, n, keep, seen = 0, ret = 0;
 	FILE *in, *out;
 
+	mangle(src, sizeof(src), source ? source : "");
+	mangle(tgt, sizeof(tgt), target);
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
@@ -113,10 +123,28 @@ static int utab_rewrite(const char *target, int keep, const char *add)
 		ret = -errno;
 		goto out;
 	}
+	n = mfs_mounts_on(target, &id);
+	if (n < 0 || (mode != UTAB_PRUNE && n == 0)) {
+		ret = n < 0 ? n : -ENOENT;
+		goto out;
+	}
+	keep = mode == UTAB_ADD ? n - 1 : n;
 	in = fopen(path, "re");
 	if (!in && errno != ENOENT) {
 		ret = -errno;
 		goto out;
+	}
+	if (mode == UTAB_PRUNE) {
+		/* most unmounts leave nothing to drop: rewrite only when something is */
+		while (in && fgets(line, sizeof(line), in))
+			seen += ours_on(line, tgt);
+		if (seen <= keep || (in && ferror(in))) {
+			if (in)
+				fclose(in);
+			goto out;
+		}
+		rewind(in);
+		seen = 0;
 	}
 	tfd = mkstemp(tmp);
 	out = tfd >= 0 ? fdopen(tfd, "w") : NULL;
@@ -131,15 +159,16 @@ static int utab_rewrite(const char *target, int keep, const char *add)
 		goto out;
 	}
 	while (in && fgets(line, sizeof(line), in))
-		if (!ours_on(line, target) || seen++ < keep)
+		if (!ours_on(line, tgt) || seen++ < keep)
 			fputs(line, out);
 	/* a table read only in part is not written back */
 	if (in && ferror(in))
 		ret = -EIO;
 	if (in)
 		fclose(in);
-	if (add)
-		fprintf(out, "%s\n", add);
+	/* ID= for the libmount versions that match by it (2.39 on) */
+	if (mode != UTAB_PRUNE)
+		fprintf(out, "ID=%d SRC=%s TARGET=%s ROOT=/ OPTS=%s\n", id, src, tgt, MFS_UTAB_OPTS);
 	if (!ret && (fchmod(tfd, 0644) || fflush(out) || fsync(tfd)))
 		ret = -errno;
 	if (fclose(out) && !ret)
@@ -150,38 +179,36 @@ static int utab_rewrite(const char *target, int keep, const char *add)
 		unlink(tmp);
 out:
 	close(lfd);
-	return ret;
+	return ret ? ret : id;
 }
 
 int mfs_utab_add(const char *source, const char *target)
 {
-	char src[PATH_MAX * 4], tgt[PATH_MAX * 4], entry[PATH_MAX * 9];
-	int id = -1, n = mfs_mounts_on(target, &id);
+	return utab_rewrite(source, target, UTAB_ADD);
+}
 
-	if (n <= 0)
-		return n < 0 ? n : -ENOENT;
-	mangle(src, sizeof(src), source);
-	mangle(tgt, sizeof(tgt), target);
-	/* ID= for the libmount versions that match by it (2.39 on) */
-	snprintf(entry, sizeof(entry), "ID=%d SRC=%s TARGET=%s ROOT=/ OPTS=%s", id, src, tgt,
-		 MFS_UTAB_OPTS);
-	return utab_rewrite(tgt, n - 1, entry);
+int mfs_utab_add_extra(const char *source, const char *target)
+{
+	int ret = utab_rewrite(source, target, UTAB_ADD_EXTRA);
+
+	return ret < 0 ? ret : 0;
 }
 
 void mfs_utab_remove(const char *target)
 {
-	char tgt[PATH_MAX * 4], line[8192];
-	FILE *f = fopen(utab_path(), "re");
-	int id, n, ours = 0;
+	(void)utab_rewrite(NULL, target, UTAB_PRUNE);
+}
 
-	if (!f)
-		return;
-	mangle(tgt, sizeof(tgt), target);
-	while (fgets(line, sizeof(line), f))
-		ours += ours_on(line, tgt);
-	fclose(f);
-	/* most unmounts leave nothing to drop: rewrite only when something is */
-	n = mfs_mounts_on(target, &id);
-	if (n >= 0 && ours > n)
-		(void)utab_rewrite(tgt, n, NULL);
+bool mfs_mount_id_present(int id)
+{
+	char line[8192];
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int mid;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%d ", &mid) == 1 && mid == id;
+	if (f)
+		fclose(f);
+	return found;
 }

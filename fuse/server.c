@@ -1032,7 +1032,8 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *cfg;
 	char optstr[4096];
-	int ret = 1, i;
+	int ret = 1, i, utab_id = -1;
+	bool self_unmount;
 
 	if (!s) {
 		mfs_close_fs(fs);
@@ -1079,7 +1080,7 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	}
 	raise_readahead(opts->mountpoint, 4096);
 	/* so that a plain umount(8) runs umount.fuse.mfs, which waits for us */
-	(void)mfs_utab_add(opts->fsname, opts->mountpoint);
+	utab_id = mfs_utab_add(opts->fsname, opts->mountpoint);
 	if (fuse_daemonize(opts->foreground || opts->debug))
 		goto out_unmount;
 	openlog("mfs", LOG_PID, LOG_DAEMON);
@@ -1106,7 +1107,15 @@ int mfs_fuse_serve(struct mfs_fs_info *fs, const struct mfs_mount_opts *opts)
 	stop_background(s);
 	fuse_remove_signal_handlers(s->se);
 out_unmount:
+	/*
+	 * Unmounting ourselves (a signal, a failure): the entry is ours to
+	 * drop. After an unmount by umount(8) it is umount(8)'s: it removes
+	 * the last one for the mount point once its helper has returned.
+	 */
+	self_unmount = utab_id >= 0 && mfs_mount_id_present(utab_id);
 	fuse_session_unmount(s->se);
+	if (self_unmount)
+		mfs_utab_remove(opts->mountpoint);
 out_session:
 	fuse_session_destroy(s->se);
 out_close:

@@ -126,7 +126,9 @@ in_sbin_namespace() {
 	ln -sf "$MFS_BUILD/umount.fuse.mfs" "$T/sbin/umount.fuse.mfs"
 	unshare -m --propagation private bash -c '
 		set -e
-		mount -t overlay overlay -o lowerdir="$T/sbin:/usr/sbin" /usr/sbin
+		# where umount(8) looks: /sbin, on Debian 12 a link to usr/sbin
+		sbin=$(realpath /sbin)
+		mount -t overlay overlay -o lowerdir="$T/sbin:$sbin" "$sbin"
 		mkdir -p /run/mount
 		mount -t tmpfs tmpfs /run/mount
 		set +e
@@ -141,16 +143,12 @@ in_sbin_namespace() {
 	export T MFS_BUILD
 	cat >"$T/ns.sh" <<'EOF'
 mfs=$MFS_BUILD/mfs
-pids=
 # a failure leaves no server behind: its mount is in this namespace only
-trap 'kill -CONT $pids 2>/dev/null; umount -l "$T/bind" "$T/mnt" "$T/mnt" 2>/dev/null' EXIT
+trap 'pkill -CONT -f "^$mfs mount -o commit=3600 $T/"; umount -l "$T/bind" "$T/mnt" "$T/mnt" 2>/dev/null' EXIT
 # server IMG: the pid of the server of IMG, mounted with a long commit interval
 server() {
-	local pid
 	"$mfs" mount -o commit=3600 "$1" "$T/mnt" || exit 1
-	pid=$(pgrep -f "^$mfs mount -o commit=3600 $1")
-	pids="$pids $pid"
-	echo "$pid"
+	pgrep -f "^$mfs mount -o commit=3600 $1"
 }
 # gone PID: whether it has exited (a zombie at most: its parent not told yet)
 gone() {
@@ -219,8 +217,12 @@ gone "$top" && echo "top server gone"
 gone "$low" || echo "low server serves on"
 cat "$T/mnt/g"
 
-# a busy mount stays mounted, umount says so
+# a busy mount stays mounted, umount says so; -r remounts it read-only,
+# and it keeps its entry (umount(8) removes one when the helper succeeds)
 (cd "$T/mnt" && umount "$T/mnt" 2>&1; echo "busy status $?")
+(cd "$T/mnt" && umount -r "$T/mnt" 2>&1; echo "busy -r status $?")
+touch "$T/mnt/h" 2>/dev/null || echo "read-only"
+grep -c "TARGET=$T/mnt " /run/mount/utab
 # a stopped server is not waited for (the helper itself: umount(8) would
 # stat the mount point, which a stopped server does not answer)
 kill -STOP "$low"
@@ -228,6 +230,12 @@ timeout 120 /sbin/umount.fuse.mfs "$T/mnt" 2>&1
 echo "stopped status $?"
 kill -CONT "$low"
 while ! gone "$low"; do sleep 0.1; done
+
+# a server that unmounts itself (SIGTERM) takes its entry away
+pid=$(server "$T/img1")
+kill -TERM "$pid"
+while ! gone "$pid"; do sleep 0.1; done
+echo "terminated: $(grep -c x-mfs-umount-helper /run/mount/utab)"
 
 # a killed server's mount taken away by mfs umount: its entry goes too
 pid=$(server "$T/img1")
@@ -258,8 +266,13 @@ low server serves on
 more
 ERROR: cannot unmount $T/mnt: Device or resource busy
 busy status 32
+WARNING: $T/mnt is busy; remounted read-only
+busy -r status 0
+read-only
+1
 WARNING: the server of $T/img1 \(pid [0-9]+\) is stopped; not waiting for its last commit
 stopped status 0
+terminated: 0
 dead status 0
 0\$"
 	# both files are in the last commits
