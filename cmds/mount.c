@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include "cmds/commands.h"
 #include "common/device-scan.h"
@@ -467,39 +468,41 @@ int mfs_sync_mount(const char *mnt)
 	return ret;
 }
 
+struct mfs_mount_at {
+	const char *want;
+	char *source;
+	size_t size;
+	dev_t dev;
+	bool found;
+};
+
+static int match_mfs_mount(const struct mfs_mountinfo *m, void *arg)
+{
+	struct mfs_mount_at *at = arg;
+
+	if (strcmp(m->fstype, "fuse.mfs") || strcmp(m->mnt, at->want))
+		return 0;
+	/* the last one wins: mounts over it come later */
+	at->found = true;
+	at->dev = m->dev;
+	if (at->source)
+		snprintf(at->source, at->size, "%s", m->source);
+	return 0;
+}
+
 /*
  * The mountinfo entry of the mfs mount at exactly @want (the last one, on
- * top of any it hides): its source into @source, its device ("0:NN") into
- * @dev, each if not NULL.
+ * top of any it hides): its source into @source if not NULL, its device
+ * number into @dev if not NULL.
  */
-static bool find_mfs_mount(const char *want, char *source, size_t size, char *dev, size_t dsize)
+static bool find_mfs_mount(const char *want, char *source, size_t size, dev_t *dev)
 {
-	char line[8192];
-	bool found = false;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct mfs_mount_at at = { .want = want, .source = source, .size = size };
 
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char mp[PATH_MAX], type[64], src[PATH_MAX], devno[32];
-		char *sep = strstr(line, " - ");
-
-		if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", devno, mp) != 2 ||
-		    sscanf(sep + 3, "%63s %4095s", type, src) != 2 || strcmp(type, "fuse.mfs"))
-			continue;
-		mfs_unescape_mount_path(mp);
-		if (strcmp(mp, want))
-			continue;
-		found = true;
-		if (source) {
-			mfs_unescape_mount_path(src);
-			snprintf(source, size, "%s", src);
-		}
-		if (dev)
-			snprintf(dev, dsize, "%s", devno);
-	}
-	fclose(f);
-	return found;
+	mfs_mountinfo_walk(NULL, match_mfs_mount, &at);
+	if (at.found && dev)
+		*dev = at.dev;
+	return at.found;
 }
 
 /*
@@ -512,9 +515,9 @@ static bool is_mfs_mount_point(const char *mnt, char *source, size_t size)
 {
 	char real[PATH_MAX];
 
-	if (find_mfs_mount(mnt, source, size, NULL, 0))
+	if (find_mfs_mount(mnt, source, size, NULL))
 		return true;
-	return realpath(mnt, real) && find_mfs_mount(real, source, size, NULL, 0);
+	return realpath(mnt, real) && find_mfs_mount(real, source, size, NULL);
 }
 
 /* After an unmount of @mnt: its utab entry goes (the path resolved now, with nothing on it). */
@@ -679,28 +682,19 @@ static const struct cmd_struct umount_helper = {
 #define SERVER_WAIT_NOTE_MS	5000	/* a last commit that long is worth a line */
 #define FUSECTL_SUPER_MAGIC	0x65735543	/* the kernel's fusectl filesystem */
 
-/* Whether mountinfo file @path shows a mount of device @dev ("0:NN"). */
-static bool mountinfo_has_dev(const char *path, const char *dev)
+static int is_mount_of_dev(const struct mfs_mountinfo *m, void *arg)
 {
-	char line[8192], devno[32];
-	bool found = false;
-	FILE *f = fopen(path, "re");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %31s", devno) == 1 && strcmp(devno, dev) == 0;
-	if (f)
-		fclose(f);
-	return found;
+	return m->dev == *(const dev_t *)arg;
 }
 
 /*
- * Whether the FUSE connection of device @dev ("0:NN") outlived the unmount:
+ * Whether the FUSE connection of device @dev (0:NN) outlived the unmount:
  * the filesystem is mounted elsewhere too (a bind mount, a copy in another
  * mount namespace), so its server goes on. The kernel's fusectl says so
  * where it is mounted; otherwise the mount table of every mount namespace
  * a process is in.
  */
-static bool still_mounted(const char *dev)
+static bool still_mounted(dev_t dev)
 {
 	char path[300], ns[64], seen[64][64];
 	int nseen = 0, i;
@@ -710,9 +704,8 @@ static bool still_mounted(const char *dev)
 	DIR *proc;
 	ssize_t n;
 
-	if (!statfs("/sys/fs/fuse/connections", &sf) && sf.f_type == FUSECTL_SUPER_MAGIC &&
-	    strchr(dev, ':')) {
-		snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%s", strchr(dev, ':') + 1);
+	if (!statfs("/sys/fs/fuse/connections", &sf) && sf.f_type == FUSECTL_SUPER_MAGIC) {
+		snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u", minor(dev));
 		return access(path, F_OK) == 0;
 	}
 	proc = opendir("/proc");
@@ -731,7 +724,7 @@ static bool still_mounted(const char *dev)
 		if (nseen < 64)
 			snprintf(seen[nseen++], sizeof(seen[0]), "%s", ns);
 		snprintf(path, sizeof(path), "/proc/%s/mountinfo", d->d_name);
-		found = mountinfo_has_dev(path, dev);
+		found = mfs_mountinfo_walk(path, is_mount_of_dev, &dev) == 1;
 	}
 	if (proc)
 		closedir(proc);
@@ -746,7 +739,7 @@ static bool still_mounted(const char *dev)
  * of the filesystem is gone. Without one (no pidfd_getfd: Linux < 5.6, or
  * not allowed), from the mount tables (still_mounted).
  */
-static bool connection_lives(int connfd, const char *dev)
+static bool connection_lives(int connfd, dev_t dev)
 {
 	struct pollfd p = { .fd = connfd, .events = POLLIN };
 
@@ -804,7 +797,8 @@ static int enter_namespace(const char *path)
 int cmd_umount_helper_main(int argc, char **argv)
 {
 	bool lazy = false, force = false, rdonly = false, verbose = false;
-	char source[PATH_MAX] = "", dev[32] = "";
+	char source[PATH_MAX] = "";
+	dev_t dev = 0;
 	const char *mnt;
 	pid_t server = 0;
 	int c, pidfd = -1, connfd = -1, ret = 0;
@@ -848,7 +842,7 @@ int cmd_umount_helper_main(int argc, char **argv)
 	 * /dev/fuse), without asking it anything: it may be stopped or gone.
 	 * A lazy unmount waits for nothing, as the kernel's does not.
 	 */
-	if (!lazy && find_mfs_mount(mnt, source, sizeof(source), dev, sizeof(dev)) && source[0]) {
+	if (!lazy && find_mfs_mount(mnt, source, sizeof(source), &dev) && source[0]) {
 		server = mfs_fuse_server_holding(source);
 		if (server)
 			pidfd = syscall(SYS_pidfd_open, server, 0);

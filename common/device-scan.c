@@ -165,10 +165,10 @@ static int find_backing_loops(const struct stat *st, dev_t *loops, char (*names)
 }
 
 /*
- * Split one mountinfo line into device number, mount point and source:
+ * Split one mountinfo line into mount id, device number, mount point and source:
  * "id parent maj:min root mountpoint opts [optional...] - fstype source ..."
  */
-static bool parse_mountinfo_line(char *line, dev_t *dev, char **mnt,
+static bool parse_mountinfo_line(char *line, int *id, dev_t *dev, char **mnt,
 				 char **fstype, char **source)
 {
 	char *field[6], *tok, *save;
@@ -178,7 +178,8 @@ static bool parse_mountinfo_line(char *line, dev_t *dev, char **mnt,
 	for (i = 0, tok = strtok_r(line, " \n", &save); tok && i < 6;
 	     tok = strtok_r(NULL, " \n", &save))
 		field[i++] = tok;
-	if (i < 6 || sscanf(field[2], "%u:%u", &maj, &min) != 2)
+	if (i < 6 || sscanf(field[0], "%d", id) != 1 ||
+	    sscanf(field[2], "%u:%u", &maj, &min) != 2)
 		return false;
 	/* Skip the optional fields up to the "-" separator. */
 	while (tok && strcmp(tok, "-") != 0)
@@ -196,6 +197,33 @@ static bool parse_mountinfo_line(char *line, dev_t *dev, char **mnt,
 	mfs_unescape_mount_path(*mnt);
 	mfs_unescape_mount_path(*source);
 	return true;
+}
+
+int mfs_mountinfo_walk(const char *path, int (*fn)(const struct mfs_mountinfo *m, void *arg),
+		       void *arg)
+{
+	char *line = NULL, *mnt, *fstype, *source;
+	size_t linelen = 0;
+	int ret = 0;
+	FILE *f = fopen(path ? path : "/proc/self/mountinfo", "re");
+
+	if (!f)
+		return -errno;
+	while (!ret && getline(&line, &linelen, f) > 0) {
+		struct mfs_mountinfo m;
+
+		if (!parse_mountinfo_line(line, &m.id, &m.dev, &mnt, &fstype, &source))
+			continue;
+		m.mnt = mnt;
+		m.fstype = fstype;
+		m.source = source;
+		ret = fn(&m, arg);
+	}
+	if (!ret && ferror(f))
+		ret = -EIO;
+	free(line);
+	fclose(f);
+	return ret;
 }
 
 int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen)
@@ -220,9 +248,9 @@ int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen)
 		char *mpoint, *fstype, *source;
 		struct stat sst;
 		dev_t dev;
-		int i;
+		int i, id;
 
-		if (!parse_mountinfo_line(line, &dev, &mpoint, &fstype, &source))
+		if (!parse_mountinfo_line(line, &id, &dev, &mpoint, &fstype, &source))
 			continue;
 		if (S_ISBLK(st.st_mode) && dev == st.st_rdev)
 			ret = 1;

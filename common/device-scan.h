@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "kernel-shared/format/kerncompat.h"
 
@@ -21,6 +22,21 @@ int mfs_probe_foreign_signature(const char *path, char *type, size_t typelen,
  * with the mount point in @mnt; 0 if not; -errno on error.
  */
 int mfs_path_is_mounted(const char *path, char *mnt, size_t mntlen);
+
+/* One mount of a mountinfo file, its paths unescaped. */
+struct mfs_mountinfo {
+	int id;
+	dev_t dev;		/* the mount's st_dev (0:NN for FUSE) */
+	const char *mnt, *fstype, *source;
+};
+
+/*
+ * Call @fn for each mount in mountinfo file @path (NULL: this process's).
+ * A non-zero return of @fn stops the walk and is returned; -errno when the
+ * file cannot be read.
+ */
+int mfs_mountinfo_walk(const char *path, int (*fn)(const struct mfs_mountinfo *m, void *arg),
+		       void *arg);
 
 /* Undo mountinfo's \ooo escapes of space, tab, newline and backslash, in place. */
 void mfs_unescape_mount_path(char *s);

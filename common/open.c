@@ -306,8 +306,8 @@ static bool holds_file(const char *pid, const struct stat *st)
 			continue;
 		rdev = makedev(fst.stx_rdev_major, fst.stx_rdev_minor);
 		dev = makedev(fst.stx_dev_major, fst.stx_dev_minor);
-		found = S_ISBLK(st->st_mode) || S_ISCHR(st->st_mode) ?
-			(fst.stx_mode & S_IFMT) == (st->st_mode & S_IFMT) && rdev == st->st_rdev :
+		found = S_ISBLK(st->st_mode) ?
+			S_ISBLK(fst.stx_mode) && rdev == st->st_rdev :
 			dev == st->st_dev && fst.stx_ino == st->st_ino;
 	}
 	closedir(fds);

@@ -27,36 +27,33 @@ static const char *utab_path(void)
 	return p && *p ? p : "/run/mount/utab";
 }
 
+struct mounts_on {
+	const char *target;
+	int n, top_id;
+};
+
+static int count_mount_on(const struct mfs_mountinfo *m, void *arg)
+{
+	struct mounts_on *on = arg;
+
+	if (!strcmp(m->fstype, "fuse.mfs") && !strcmp(m->mnt, on->target)) {
+		on->n++;
+		on->top_id = m->id;	/* mounts over it come later */
+	}
+	return 0;
+}
+
 /*
  * How many mfs mounts there are on @target (mounts stack), or -errno when
  * the mount table cannot be read; the id of the top one into @top_id.
  */
 static int mfs_mounts_on(const char *target, int *top_id)
 {
-	char line[8192];
-	int n = 0;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	struct mounts_on on = { .target = target };
+	int ret = mfs_mountinfo_walk(NULL, count_mount_on, &on);
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char mp[PATH_MAX], type[64];
-		char *sep = strstr(line, " - ");
-		int id;
-
-		if (!sep || sscanf(line, "%d %*s %*s %*s %4095s", &id, mp) != 2 ||
-		    sscanf(sep + 3, "%63s", type) != 1 || strcmp(type, "fuse.mfs"))
-			continue;
-		mfs_unescape_mount_path(mp);
-		if (strcmp(mp, target) == 0) {
-			n++;
-			*top_id = id;
-		}
-	}
-	if (ferror(f))
-		n = -EIO;
-	fclose(f);
-	return n;
+	*top_id = on.top_id;
+	return ret < 0 ? ret : on.n;
 }
 
 /* A path as libmount writes it: space, tab, newline and backslash in octal. */
@@ -199,16 +196,12 @@ void mfs_utab_remove(const char *target)
 	(void)utab_rewrite(NULL, target, UTAB_PRUNE);
 }
 
+static int is_mount_id(const struct mfs_mountinfo *m, void *arg)
+{
+	return m->id == *(const int *)arg;
+}
+
 bool mfs_mount_id_present(int id)
 {
-	char line[8192];
-	bool found = false;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	int mid;
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%d ", &mid) == 1 && mid == id;
-	if (f)
-		fclose(f);
-	return found;
+	return mfs_mountinfo_walk(NULL, is_mount_id, &id) == 1;
 }

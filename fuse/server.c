@@ -17,10 +17,12 @@
 #include <errno.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <syslog.h>
 #include "fuse/server-internal.h"
 #include "fuse/acl.h"
+#include "common/device-scan.h"
 #include "common/utab.h"
 #include "kernel-shared/fs/inode.h"
 #include "kernel-shared/tree/transaction.h"
@@ -947,23 +949,6 @@ static const struct fuse_lowlevel_ops mfs_ops = {
 	.ioctl = op_ioctl,
 };
 
-/* A mount point as /proc/self/mountinfo writes it (\ooo for odd bytes) decoded in place. */
-static void unescape_mountinfo(char *p)
-{
-	char *w = p;
-
-	for (; *p; p++) {
-		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
-		    p[3] >= '0' && p[3] <= '7') {
-			*w++ = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
-			p += 3;
-		} else {
-			*w++ = *p;
-		}
-	}
-	*w = 0;
-}
-
 /*
  * The kernel caps a FUSE mount's readahead at 128 KiB whatever max_readahead
  * says, so sequential reads arrive as 128 KiB requests, one or two at a time.
@@ -971,31 +956,34 @@ static void unescape_mountinfo(char *p)
  * the default) to 4 MiB, what btrfs gives its own mounts: up to four 1 MiB
  * requests in flight.
  */
+struct fuse_mount_at {
+	const char *mnt;
+	dev_t dev;
+	bool found;
+};
+
+static int match_fuse_mount(const struct mfs_mountinfo *m, void *arg)
+{
+	struct fuse_mount_at *at = arg;
+
+	if (!strcmp(m->mnt, at->mnt) && !strncmp(m->fstype, "fuse", 4)) {
+		at->dev = m->dev;
+		at->found = true;	/* the last one is on top */
+	}
+	return 0;
+}
+
 static void raise_readahead(const char *mountpoint, unsigned int kib)
 {
-	char real[PATH_MAX], line[8192], mp[4096], path[128];
-	unsigned int maj = 0, min = 0;
-	bool found = false;
+	char real[PATH_MAX], path[128];
+	struct fuse_mount_at at = { .mnt = real };
 	FILE *f;
 
-	if (!realpath(mountpoint, real) || !(f = fopen("/proc/self/mountinfo", "re")))
+	if (!realpath(mountpoint, real) || mfs_mountinfo_walk(NULL, match_fuse_mount, &at) < 0 ||
+	    !at.found)
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int a, b;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mp) != 3)
-			continue;
-		unescape_mountinfo(mp);
-		if (!strcmp(mp, real) && strstr(line, " - fuse")) {
-			maj = a;
-			min = b;
-			found = true;	/* the last one is on top */
-		}
-	}
-	fclose(f);
-	if (!found)
-		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(at.dev),
+		 minor(at.dev));
 	f = fopen(path, "we");
 	if (f) {
 		fprintf(f, "%u\n", kib);
